@@ -10,7 +10,9 @@
 namespace vigil {
 
 Result<std::shared_ptr<const MappedFile>> MappedFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer forever; it
+  // has no effect on regular files, and anything else is refused below.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int err = errno;
     Status s = EnvironmentError("cannot open '{}': {}", path, std::strerror(err));

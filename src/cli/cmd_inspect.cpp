@@ -1,7 +1,93 @@
+// `vigil inspect MODEL [--json]`: what a model takes, gives and contains.
+#include <cstdio>
+#include <string>
+
 #include "cli/command.h"
+#include "cli/model_json.h"
+#include "ir/model_stats.h"
+#include "ir/validate.h"
+#include "onnx/reader.h"
+
 namespace vigil::cli {
-Command AddInspectCommand(CLI::App& parent) {
-  CLI::App* sub = parent.add_subcommand("inspect", "Describe a model");
-  return {sub, [] { return 3; }};
+namespace {
+
+struct InspectOptions {
+  std::string model_path;
+  bool json = false;
+};
+
+std::string HumanBytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
 }
+
+std::string ValueLine(const ir::ValueInfo& vi) {
+  return fmt::format("  {:<24} {}\n", vi.name, vi.has_type ? ir::TypeToString(vi.type) : std::string("(no type)"));
+}
+
+void PrintText(const ir::Model& m, const ir::ModelStats& stats) {
+  std::string out = fmt::format("model:      {}\n", m.path);
+  out += fmt::format("ir_version: {}\n", m.ir_version);
+  out += fmt::format("producer:   {} {}\n", m.producer_name, m.producer_version);
+  std::string opsets;
+  for (const ir::OpsetImport& o : m.opset_imports) {
+    opsets += fmt::format("{}{} {}", opsets.empty() ? "" : ", ", o.domain.empty() ? "ai.onnx" : o.domain, o.version);
+  }
+  out += fmt::format("opsets:     {}\n", opsets.empty() ? "none" : opsets);
+  out += fmt::format("inputs ({}):\n", m.graph.inputs.size());
+  for (const ir::ValueInfo& vi : m.graph.inputs) out += ValueLine(vi);
+  out += fmt::format("outputs ({}):\n", m.graph.outputs.size());
+  for (const ir::ValueInfo& vi : m.graph.outputs) out += ValueLine(vi);
+  out += fmt::format("nodes:      {}", stats.nodes);
+  if (stats.subgraphs) out += fmt::format(" (+{} in {} subgraphs)", stats.nodes_including_subgraphs - stats.nodes, stats.subgraphs);
+  out += "\nops:\n";
+  for (const auto& [op, count] : stats.ops) out += fmt::format("  {:<24} {}\n", op, count);
+  out += fmt::format("parameters: {} ({})\n", stats.parameters, HumanBytes(stats.parameter_bytes));
+  if (!m.functions.empty()) out += fmt::format("functions:  {}\n", m.functions.size());
+  std::fwrite(out.data(), 1, out.size(), stdout);
+}
+
+void PrintJson(const ir::Model& m, const ir::ModelStats& stats) {
+  nlohmann::json j = ModelInterfaceJson(m);
+  j["model"] = m.path;
+  j["nodes"] = stats.nodes;
+  j["nodes_including_subgraphs"] = stats.nodes_including_subgraphs;
+  j["ops"] = stats.ops;
+  j["parameters"] = stats.parameters;
+  j["parameter_bytes"] = stats.parameter_bytes;
+  j["functions"] = m.functions.size();
+  std::string text = j.dump(2);
+  std::fprintf(stdout, "%s\n", text.c_str());
+}
+
+int RunInspect(const InspectOptions& opt) {
+  auto model = onnx::ReadModel(opt.model_path);
+  if (!model.ok()) return ReportFailure(model.status(), opt.json);
+  Status valid = ir::ValidateModel(*model);
+  if (!valid.ok()) return ReportFailure(valid.WithFact("model", opt.model_path), opt.json);
+  ir::ModelStats stats = ir::ComputeStats(*model);
+  if (opt.json) PrintJson(*model, stats);
+  else PrintText(*model, stats);
+  return kExitOk;
+}
+
+}  // namespace
+
+Command AddInspectCommand(CLI::App& parent) {
+  auto opt = std::make_shared<InspectOptions>();
+  CLI::App* sub = parent.add_subcommand(
+      "inspect",
+      "Describe a model: inputs and outputs (dtype, shape with symbolic dims), opsets, op counts and "
+      "parameters. The model is read and validated; a malformed model gives exit 1 with a diagnosis.");
+  sub->add_option("MODEL", opt->model_path, "ONNX model file (.onnx)")->required();
+  sub->add_flag("--json", opt->json, "print JSON instead of text (errors too, as {\"ok\":false,...})");
+  return {sub, [opt] { return RunInspect(*opt); }};
+}
+
 }  // namespace vigil::cli
