@@ -294,6 +294,16 @@ Result<std::vector<size_t>> TopologicalOrder(const Graph& g, const std::vector<s
 }
 
 Status ValidateModel(const Model& model) {
+  if (model.graph.nodes.empty() && model.graph.outputs.empty()) {
+    return InvalidModelError("the model has no graph (no nodes, no outputs): the file is empty, truncated, or "
+                             "not an ONNX model")
+        .WithFact("ir_version", std::to_string(model.ir_version))
+        .WithFix("check that the file is the .onnx model itself and was copied completely");
+  }
+  if (model.graph.outputs.empty()) {
+    return InvalidModelError("graph {} has no outputs, so it computes nothing", GraphLabel(model.graph))
+        .WithFix("re-export the model with its outputs named");
+  }
   if (model.opset_imports.empty() && !model.graph.nodes.empty()) {
     return InvalidModelError("model has no opset_import, so no operator version is defined")
         .WithFix("re-export the model with an opset version (e.g. opset_version=17)");

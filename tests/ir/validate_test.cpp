@@ -206,3 +206,24 @@ TEST(Validate, FunctionBodyChecked) {
 
 }  // namespace
 }  // namespace vigil::ir
+
+namespace vigil::ir {
+namespace {
+
+TEST(Validate, EmptyModelHasNoGraph) {
+  Model m;
+  Status s = ValidateModel(m);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.summary().find("no graph"), std::string::npos);
+}
+
+TEST(Validate, GraphWithoutOutputs) {
+  Model m = testing::ChainModel();
+  m.graph.outputs.clear();
+  Status s = ValidateModel(m);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.summary().find("has no outputs"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vigil::ir

@@ -1,0 +1,220 @@
+// `vigil inspect`: the bundled example, and a corpus of malformed models that
+// must each give exit 1 with a message naming what is wrong, never a signal.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "run_vigil.h"
+#include "support/onnx_builder.h"
+
+namespace vigil::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kExample = std::string(VIGIL_EXAMPLES_DIR) + "/tiny_cnn.onnx";
+
+fs::path Scratch(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("vigil_inspect_cli_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir / name;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Writes `bytes` as a model and expects exit 1 with `fragment` in the message.
+void ExpectDiagnosed(const std::string& name, const std::string& bytes, const std::string& fragment) {
+  fs::path p = Scratch(name);
+  WriteFile(p, bytes);
+  CommandResult r = RunVigil({"inspect", p.string()});
+  ASSERT_FALSE(r.signaled) << name << " killed by signal " << r.signal;
+  EXPECT_EQ(r.exit_code, 1) << name << "\n" << r.out << r.err;
+  EXPECT_NE(r.err.find("error [InvalidModel]"), std::string::npos) << name << "\n" << r.err;
+  EXPECT_NE(r.err.find(fragment), std::string::npos) << name << ": wanted '" << fragment << "' in\n" << r.err;
+}
+
+TEST(InspectCli, ExampleJsonDescribesTheModel) {
+  CommandResult r = RunVigil({"inspect", "--json", kExample});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["inputs"].size(), 1u);
+  EXPECT_EQ(j["inputs"][0]["name"], "image");
+  EXPECT_EQ(j["inputs"][0]["dtype"], "float32");
+  EXPECT_EQ(j["inputs"][0]["shape"], nlohmann::json::parse(R"(["N",3,32,32])"));
+  EXPECT_EQ(j["outputs"][0]["name"], "probs");
+  EXPECT_EQ(j["outputs"][0]["shape"], nlohmann::json::parse(R"(["N",10])"));
+  EXPECT_EQ(j["opsets"], nlohmann::json::parse(R"({"":17})"));
+  EXPECT_EQ(j["ir_version"], 8);
+  EXPECT_EQ(j["producer"], "vigil-examples");
+  EXPECT_EQ(j["nodes"], 9);
+  EXPECT_EQ(j["ops"]["Conv"], 2);
+  EXPECT_EQ(j["ops"]["Relu"], 2);
+  EXPECT_EQ(j["ops"]["Softmax"], 1);
+  // conv1 8x3x3x3+8, conv2 16x8x3x3+16, fc 10x16+10
+  EXPECT_EQ(j["parameters"], 216 + 8 + 1152 + 16 + 160 + 10);
+  EXPECT_EQ(j["parameter_bytes"], 4 * (216 + 8 + 1152 + 16 + 160 + 10));
+}
+
+TEST(InspectCli, ExampleText) {
+  CommandResult r = RunVigil({"inspect", kExample});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("float32[N,3,32,32]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ai.onnx 17"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("parameters: 1562"), std::string::npos) << r.out;
+}
+
+TEST(InspectCli, MissingFileIsDiagnosedWithPath) {
+  CommandResult r = RunVigil({"inspect", "/nonexistent/model.onnx"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("/nonexistent/model.onnx"), std::string::npos) << r.err;
+}
+
+TEST(InspectCli, JsonErrorIsJson) {
+  CommandResult r = RunVigil({"inspect", "--json", "/nonexistent/model.onnx"});
+  EXPECT_EQ(r.exit_code, 1);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ok"], false);
+  EXPECT_EQ(j["error"]["code"], "Environment");
+}
+
+TEST(InspectCli, DirectoryIsRefused) {
+  CommandResult r = RunVigil({"inspect", fs::temp_directory_path().string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << r.err;
+}
+
+TEST(InspectCli, EmptyFileIsNotAModel) {
+  ExpectDiagnosed("empty.onnx", "", "no graph");
+}
+
+TEST(InspectCli, TextFileIsNotAModel) {
+  fs::path p = Scratch("notes.onnx");
+  WriteFile(p, "this is not an ONNX model, just some text\n");
+  CommandResult r = RunVigil({"inspect", p.string()});
+  ASSERT_FALSE(r.signaled);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+}
+
+TEST(InspectCli, Cycle) {
+  std::string g = MakeGraph("loopy",
+                            {MakeNode("Add", {"x", "b"}, {"a"}, {}, {.name = "add"}),
+                             MakeNode("Neg", {"a"}, {"b"}, {}, {.name = "neg"}),
+                             MakeNode("Identity", {"b"}, {"y"})},
+                            {MakeValueInfo("x", 1, {2})}, {MakeValueInfo("y", 1, {2})});
+  ExpectDiagnosed("cycle.onnx", MakeModel(g), "form a cycle");
+}
+
+TEST(InspectCli, DuplicateOutputs) {
+  std::string g = MakeGraph("dup",
+                            {MakeNode("Relu", {"x"}, {"y"}, {}, {.name = "first"}),
+                             MakeNode("Neg", {"x"}, {"y"}, {}, {.name = "second"})},
+                            {MakeValueInfo("x", 1, {2})}, {MakeValueInfo("y", 1, {2})});
+  ExpectDiagnosed("dup.onnx", MakeModel(g), "value 'y' in graph 'dup' is defined twice");
+}
+
+TEST(InspectCli, UndefinedInput) {
+  std::string g = MakeGraph("g", {MakeNode("Relu", {"ghost"}, {"y"}, {}, {.name = "r"})},
+                            {MakeValueInfo("x", 1, {2})}, {MakeValueInfo("y", 1, {2})});
+  ExpectDiagnosed("undefined.onnx", MakeModel(g), "input 0 'ghost' is not defined");
+}
+
+TEST(InspectCli, MissingOpsetImport) {
+  std::string g = MakeGraph("g", {MakeNode("Relu", {"x"}, {"y"}, {}, {.name = "r", .domain = "com.example"})},
+                            {MakeValueInfo("x", 1, {2})}, {MakeValueInfo("y", 1, {2})});
+  ExpectDiagnosed("opset.onnx", MakeModel(g), "domain 'com.example', which the model does not import");
+}
+
+TEST(InspectCli, UnknownDtype) {
+  std::string g = MakeGraph("g", {MakeNode("Relu", {"x"}, {"y"})}, {MakeValueInfo("x", 77, {2})},
+                            {MakeValueInfo("y", 1, {2})});
+  ExpectDiagnosed("dtype.onnx", MakeModel(g), "77");
+}
+
+TEST(InspectCli, NegativeInitializerDim) {
+  std::string g = MakeGraph("g", {MakeNode("Add", {"x", "w"}, {"y"})}, {MakeValueInfo("x", 1, {2})},
+                            {MakeValueInfo("y", 1, {2})},
+                            {.initializers = {MakeTensor("w", 1, {-2}, std::string(8, '\0'))}});
+  ExpectDiagnosed("negdim.onnx", MakeModel(g), "'w'");
+}
+
+TEST(InspectCli, RawDataSizeMismatch) {
+  std::string g = MakeGraph("g", {MakeNode("Add", {"x", "w"}, {"y"})}, {MakeValueInfo("x", 1, {2})},
+                            {MakeValueInfo("y", 1, {2})},
+                            {.initializers = {MakeTensor("w", 1, {1000000}, std::string(8, '\0'))}});
+  ExpectDiagnosed("short_raw.onnx", MakeModel(g), "'w'");
+}
+
+std::string ModelWithExternal(const std::string& location) {
+  std::string g = MakeGraph(
+      "g", {MakeNode("Add", {"x", "w"}, {"y"})}, {MakeValueInfo("x", 1, {2})}, {MakeValueInfo("y", 1, {2})},
+      {.initializers = {MakeExternalTensor("w", 1, {2}, {{"location", location}, {"length", "8"}})}});
+  return MakeModel(g);
+}
+
+TEST(InspectCli, ExternalDataEscapesAreRefused) {
+  ExpectDiagnosed("ext_abs.onnx", ModelWithExternal("/etc/passwd"), "/etc/passwd");
+  ExpectDiagnosed("ext_dotdot.onnx", ModelWithExternal("../../etc/passwd"), "../../etc/passwd");
+  ExpectDiagnosed("ext_missing.onnx", ModelWithExternal("weights.bin"), "weights.bin");
+}
+
+TEST(InspectCli, ExternalDataInsideDirectoryLoads) {
+  fs::path dir = Scratch("extok");
+  fs::create_directories(dir);
+  WriteFile(dir / "weights.bin", std::string(8, '\1'));
+  WriteFile(dir / "model.onnx", ModelWithExternal("weights.bin"));
+  CommandResult r = RunVigil({"inspect", "--json", (dir / "model.onnx").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["parameters"], 2);
+}
+
+TEST(InspectCli, TruncationsNeverCrash) {
+  std::string bytes = ReadAll(kExample);
+  ASSERT_GT(bytes.size(), 1000u);
+  // Every offset would spawn ~7000 processes; the reader's own tests cover
+  // every offset in-process. Here: a spread of offsets through the file.
+  for (size_t cut = 0; cut < bytes.size(); cut += 97) {
+    fs::path p = Scratch("trunc.onnx");
+    WriteFile(p, bytes.substr(0, cut));
+    CommandResult r = RunVigil({"inspect", p.string()});
+    ASSERT_FALSE(r.signaled) << "cut at " << cut << ": signal " << r.signal;
+    EXPECT_EQ(r.exit_code, 1) << "cut at " << cut << "\n" << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace vigil::testing
+
+namespace vigil::testing {
+namespace {
+
+// Loading must not copy weights: a 256 MiB initializer is used in place from
+// the mapping, and inspect never touches its pages.
+TEST(InspectCli, LargeModelIsNotCopied) {
+  const int64_t kFloats = int64_t{64} << 20;  // 256 MiB of float32
+  std::string g = MakeGraph("big", {MakeNode("Add", {"x", "w"}, {"y"})}, {MakeValueInfo("x", 1, {kFloats})},
+                            {MakeValueInfo("y", 1, {kFloats})},
+                            {.initializers = {MakeTensor("w", 1, {kFloats}, std::string(kFloats * 4, '\x01'))}});
+  fs::path p = Scratch("big.onnx");
+  WriteFile(p, MakeModel(g));
+  g.clear();
+  uint64_t file_size = fs::file_size(p);
+  CommandResult r = RunVigil({"inspect", "--json", p.string()});
+  fs::remove(p);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["parameter_bytes"], kFloats * 4);
+  long rss_mib = r.max_rss_kb / 1024;
+  std::printf("[ measure  ] file %llu MiB, vigil inspect peak RSS %ld MiB\n",
+              static_cast<unsigned long long>(file_size >> 20), rss_mib);
+  EXPECT_LT(rss_mib, 96) << "peak RSS suggests the weights were copied or read";
+}
+
+}  // namespace
+}  // namespace vigil::testing
