@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -22,5 +23,24 @@ struct ElfInfo {
 };
 
 Result<ElfInfo> ReadElf(const std::string& path);
+
+// Additions beyond the original interface:
+
+// Parses an ELF image already in memory (tests and fuzzers feed bytes here).
+// `display_path` appears in messages only.
+Result<ElfInfo> ParseElf(std::span<const uint8_t> bytes, const std::string& display_path);
+
+// The identity the dynamic loader checks before anything else. The loader
+// silently skips a candidate of another class or machine, but stops with an
+// error at a file that is not ELF at all, so the resolver needs only this.
+struct ElfIdentity {
+  bool is_64bit = false;
+  bool little_endian = true;
+  uint16_t machine = 0;
+};
+// Reads only the first bytes of `path`: cheap enough to run on every
+// candidate the resolver meets. Non-ELF files give "not an ELF file".
+Result<ElfIdentity> ReadElfIdentity(const std::string& path);
+Result<ElfIdentity> ParseElfIdentity(std::span<const uint8_t> bytes, const std::string& display_path);
 
 }  // namespace vigil::doctor
