@@ -162,7 +162,15 @@ std::string ModelWithExternal(const std::string& location) {
 TEST(InspectCli, ExternalDataEscapesAreRefused) {
   ExpectDiagnosed("ext_abs.onnx", ModelWithExternal("/etc/passwd"), "/etc/passwd");
   ExpectDiagnosed("ext_dotdot.onnx", ModelWithExternal("../../etc/passwd"), "../../etc/passwd");
-  ExpectDiagnosed("ext_missing.onnx", ModelWithExternal("weights.bin"), "weights.bin");
+}
+
+TEST(InspectCli, MissingExternalDataFileIsAnEnvironmentProblem) {
+  fs::path p = Scratch("ext_missing.onnx");
+  WriteFile(p, ModelWithExternal("weights.bin"));
+  CommandResult r = RunVigil({"inspect", p.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("error [Environment]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'weights.bin'"), std::string::npos) << r.err;
 }
 
 TEST(InspectCli, ExternalDataInsideDirectoryLoads) {
@@ -197,14 +205,35 @@ namespace {
 
 // Loading must not copy weights: a 256 MiB initializer is used in place from
 // the mapping, and inspect never touches its pages.
+//
+// The file is streamed out with its enclosing message lengths computed up
+// front, so this test process never holds the weights: a spawned child's
+// ru_maxrss starts from its parent's high-water mark.
+void WriteLargeModel(const fs::path& path, int64_t floats) {
+  const uint64_t data_bytes = static_cast<uint64_t>(floats) * 4;
+  ProtoWriter tensor_head = MakeTensorHeader("w", 1, {floats});
+  tensor_head.Tag(field::tensor::kRawData, Wire::kLen).RawVarint(data_bytes);
+  const uint64_t tensor_len = tensor_head.str().size() + data_bytes;
+  ProtoWriter graph_head;
+  graph_head.Raw(MakeGraph("big", {MakeNode("Add", {"x", "w"}, {"y"})}, {MakeValueInfo("x", 1, {floats})},
+                           {MakeValueInfo("y", 1, {floats})}));
+  graph_head.Tag(field::graph::kInitializer, Wire::kLen).RawVarint(tensor_len);
+  const uint64_t graph_len = graph_head.str().size() + tensor_len;
+  ProtoWriter model_head;
+  model_head.Varint(field::model::kIrVersion, 8).Message(field::model::kOpsetImport, MakeOpset("", 17));
+  model_head.Tag(field::model::kGraph, Wire::kLen).RawVarint(graph_len);
+
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  for (const ProtoWriter* w : {&model_head, &graph_head, &tensor_head}) out.write(w->str().data(), w->str().size());
+  std::string chunk(1 << 20, '\x01');
+  for (uint64_t done = 0; done < data_bytes; done += chunk.size()) out.write(chunk.data(), chunk.size());
+  ASSERT_TRUE(out.good());
+}
+
 TEST(InspectCli, LargeModelIsNotCopied) {
   const int64_t kFloats = int64_t{64} << 20;  // 256 MiB of float32
-  std::string g = MakeGraph("big", {MakeNode("Add", {"x", "w"}, {"y"})}, {MakeValueInfo("x", 1, {kFloats})},
-                            {MakeValueInfo("y", 1, {kFloats})},
-                            {.initializers = {MakeTensor("w", 1, {kFloats}, std::string(kFloats * 4, '\x01'))}});
   fs::path p = Scratch("big.onnx");
-  WriteFile(p, MakeModel(g));
-  g.clear();
+  WriteLargeModel(p, kFloats);
   uint64_t file_size = fs::file_size(p);
   CommandResult r = RunVigil({"inspect", "--json", p.string()});
   fs::remove(p);

@@ -1,1 +1,0 @@
-// Replaced by the doctor (issue 4).

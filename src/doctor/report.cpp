@@ -1,0 +1,138 @@
+#include "doctor/report.h"
+
+#include <fmt/format.h>
+
+namespace vigil::doctor {
+namespace {
+
+// Names people know the components by.
+std::string DisplayName(const std::string& id) {
+  if (id == kDriver) return "CUDA driver";
+  if (id == kCudart) return "CUDA runtime";
+  if (id == kCudnn) return "cuDNN";
+  if (id == kCublas) return "cuBLAS";
+  if (id == kCublasLt) return "cuBLASLt";
+  if (id.starts_with("cudnn_")) return "  " + id.substr(6);  // sub-libraries, indented under cuDNN
+  return id;
+}
+
+std::string Mark(bool ok, bool color) {
+  if (!color) return ok ? "✓" : "✗";
+  return ok ? "\033[32m✓\033[0m" : "\033[31m✗\033[0m";
+}
+
+std::string ComponentLine(const Component& c, bool color) {
+  std::string line = fmt::format("  {} {:<26} ", Mark(c.found, color), DisplayName(c.id));
+  if (!c.found) return line + fmt::format("{:<9} {}\n", "missing", c.load_error.empty() ? c.file : c.load_error);
+  line += fmt::format("{:<9} {}", c.version.ToString(), c.path);
+  if (!c.build_id.empty()) line += fmt::format("  [build-id {}]", c.build_id.substr(0, 16));
+  line += "\n";
+  for (const LibraryCopy& copy : c.copies) {
+    line += fmt::format("      also {:<9} {}\n", copy.version.ToString(), copy.path);
+  }
+  return line;
+}
+
+std::string Memory(int64_t bytes) {
+  if (bytes < 0) return "?";
+  return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+}
+
+std::string GpuLines(const StackSnapshot& s) {
+  if (s.gpus.empty()) {
+    if (!s.gpu_query_error.empty()) return "  none: " + s.gpu_query_error + "\n";
+    return s.gpu_query_ran ? "  none\n" : "  not queried (no driver)\n";
+  }
+  std::string out;
+  for (const Gpu& g : s.gpus) {
+    out += fmt::format("  [{}] {}  compute capability {}.{}  memory {} total, {} free{}\n", g.index, g.name,
+                       g.cc_major, g.cc_minor, Memory(g.total_memory), Memory(g.free_memory),
+                       g.error.empty() ? "" : "  (" + g.error + ")");
+  }
+  return out;
+}
+
+std::string FindingText(const Finding& f) {
+  std::string out = fmt::format("{} [{}]: {}\n", SeverityName(f.severity), f.id, f.summary);
+  for (const Fact& e : f.evidence) {
+    out += e.name.empty() ? fmt::format("    {}\n", e.value) : fmt::format("    {}: {}\n", e.name, e.value);
+  }
+  if (!f.fix.empty()) out += fmt::format("  fix: {}\n", f.fix);
+  return out;
+}
+
+}  // namespace
+
+int DoctorExitCode(const DoctorReport& report) { return HasError(report.findings) ? 1 : 0; }
+
+std::string RenderReportText(const DoctorReport& report, bool color) {
+  const StackSnapshot& s = report.snapshot;
+  std::string out = "GPU software stack\n";
+  for (const Component& c : s.components) out += ComponentLine(c, color);
+  if (s.driver_cuda_version > 0) {
+    out += fmt::format("  driver supports CUDA up to {}\n", DecodeCudaVersion(s.driver_cuda_version).ToString());
+  }
+  if (s.cudnn_cudart_version > 0) {
+    out += fmt::format("  cuDNN built for CUDA {}", DecodeCudaVersion(s.cudnn_cudart_version).ToString());
+    if (s.cudnn_max_device_version > 0) {
+      out += fmt::format(", GPUs up to compute capability {}",
+                         DecodeDeviceVersion(s.cudnn_max_device_version).ToString());
+    }
+    out += "\n";
+  }
+  out += "GPUs\n" + GpuLines(s);
+  if (!s.env.empty()) {
+    out += "Environment\n";
+    for (const auto& [name, value] : s.env) out += fmt::format("  {}={}\n", name, value);
+  }
+  if (!report.live_check.empty()) out += "Live check\n  " + report.live_check + "\n";
+  if (!report.binary_lines.empty()) {
+    out += "Binary\n";
+    for (const std::string& line : report.binary_lines) out += "  " + line + "\n";
+  }
+  int errors = 0, warnings = 0;
+  for (const Finding& f : report.findings) {
+    errors += f.severity == Severity::kError;
+    warnings += f.severity == Severity::kWarning;
+  }
+  if (report.findings.empty()) return out + "\nNo problems found.\n";
+  out += fmt::format("\nFindings: {} error(s), {} warning(s)\n", errors, warnings);
+  for (const Finding& f : report.findings) out += FindingText(f);
+  return out;
+}
+
+nlohmann::json FindingToJson(const Finding& f) {
+  nlohmann::json evidence = nlohmann::json::array();
+  for (const Fact& e : f.evidence) evidence.push_back({{"name", e.name}, {"value", e.value}});
+  return {{"id", f.id},
+          {"severity", std::string(SeverityName(f.severity))},
+          {"summary", f.summary},
+          {"evidence", evidence},
+          {"fix", f.fix}};
+}
+
+nlohmann::json RenderReportJson(const DoctorReport& report) {
+  const StackSnapshot& s = report.snapshot;
+  nlohmann::json findings = nlohmann::json::array();
+  for (const Finding& f : report.findings) findings.push_back(FindingToJson(f));
+  nlohmann::json raw = {{"driver_cuda_version", s.driver_cuda_version},
+                        {"driver_release", s.driver_release},
+                        {"cudart_version", s.cudart_version},
+                        {"cudnn_version", s.cudnn_version},
+                        {"cudnn_cudart_version", s.cudnn_cudart_version},
+                        {"cudnn_max_device_version", s.cudnn_max_device_version},
+                        {"cublaslt_version", s.cublaslt_version}};
+  return {{"schema_version", 1},
+          {"healthy", !HasError(report.findings)},
+          {"components", s.components},
+          {"api_versions", raw},
+          {"gpus", s.gpus},
+          {"gpu_query_error", s.gpu_query_error},
+          {"physical_gpu_count", s.physical_gpu_count},
+          {"env", s.env},
+          {"live_check", report.live_check},
+          {"findings", findings},
+          {"binary", report.binary_json}};
+}
+
+}  // namespace vigil::doctor
