@@ -59,6 +59,7 @@ void ProbeDriver(const ProbeOptions& options, StackSnapshot& s, LoadedLibrary& l
   if (c.found) {
     s.driver_release = DriverRelease(c.path);
     c.version = ParseDottedVersion(s.driver_release).value_or(Version{});
+    c.version_text = s.driver_release;
     c.version_source = "driver release (file name)";
     if (auto get = reinterpret_cast<IntGetter>(dlsym(lib.handle, "cuDriverGetVersion"))) {
       int v = 0;

@@ -24,7 +24,7 @@ std::string Mark(bool ok, bool color) {
 std::string ComponentLine(const Component& c, bool color) {
   std::string line = fmt::format("  {} {:<26} ", Mark(c.found, color), DisplayName(c.id));
   if (!c.found) return line + fmt::format("{:<9} {}\n", "missing", c.load_error.empty() ? c.file : c.load_error);
-  line += fmt::format("{:<9} {}", c.version.ToString(), c.path);
+  line += fmt::format("{:<9} {}", c.version_text.empty() ? c.version.ToString() : c.version_text, c.path);
   if (!c.build_id.empty()) line += fmt::format("  [build-id {}]", c.build_id.substr(0, 16));
   line += "\n";
   for (const LibraryCopy& copy : c.copies) {

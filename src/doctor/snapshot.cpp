@@ -66,6 +66,7 @@ void to_json(nlohmann::json& j, const Component& c) {
        {"build_id", c.build_id},
        {"version", c.version},
        {"version_source", c.version_source},
+       {"version_text", c.version_text.empty() ? c.version.ToString() : c.version_text},
        {"version_check_status", c.version_check_status ? nlohmann::json(*c.version_check_status) : nullptr},
        {"version_check_name", c.version_check_name},
        {"copies", c.copies}};
@@ -80,6 +81,7 @@ void from_json(const nlohmann::json& j, Component& c) {
   c.build_id = j.value("build_id", "");
   c.version = j.value("version", Version{});
   c.version_source = j.value("version_source", "");
+  c.version_text = j.value("version_text", "");
   if (j.contains("version_check_status") && j["version_check_status"].is_number()) {
     c.version_check_status = j["version_check_status"].get<int64_t>();
   }

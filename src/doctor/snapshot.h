@@ -41,6 +41,9 @@ struct Component {
   std::string build_id;      // GNU build-id, lowercase hex
   Version version;
   std::string version_source;     // "cudnnGetVersion()", "file name", ...
+  // The version as its vendor writes it, where that differs from
+  // version.ToString(): the driver's "580.159.04" (nvidia-smi keeps the 0).
+  std::string version_text;
   // cuDNN sub-libraries: status of their *VersionCheck() function, which
   // checks them against the libcudnn_graph they loaded with. nullopt: the
   // sub-library has no such function.

@@ -20,6 +20,10 @@ struct ReadLimits {
   int max_rank = 64;                 // dims of one tensor or shape
   uint64_t max_elements = uint64_t{1} << 40;  // elements of one tensor
   uint64_t max_repeated = uint64_t{1} << 28;  // entries of one repeated field
+  // Memory for decoded structure (nodes, attributes, names, ...), which can
+  // be hundreds of times the bytes that encode it. 0 means 256 MiB plus 16
+  // times the file size: ample for real models, bounded for hostile ones.
+  uint64_t max_structure_bytes = 0;
 };
 
 struct ReadOptions {

@@ -30,6 +30,7 @@ TEST(ProbeFakes, HealthyStackHasNoFindingsAndRightVersions) {
   ASSERT_TRUE(s.probe_error.empty()) << s.probe_error;
   EXPECT_EQ(s.driver_release, "580.65.06");
   EXPECT_EQ(s.Find(kDriver)->version.ToString(), "580.65.6");
+  EXPECT_EQ(s.Find(kDriver)->version_text, "580.65.06");  // as nvidia-smi writes it
   EXPECT_EQ(s.Find(kCudnn)->version.ToString(), "9.14.0");
   EXPECT_EQ(s.Find(kCudart)->version.ToString(), "13.0");
   EXPECT_EQ(s.Find(kCublasLt)->version.ToString(), "13.1.0");
