@@ -10,6 +10,9 @@
 #include <CLI/CLI.hpp>
 
 #include "base/status.h"
+#include "runtime/input_binding.h"
+#include "runtime/session.h"
+#include "runtime/tensor.h"
 
 namespace vigil::cli {
 
@@ -28,6 +31,22 @@ struct Command {
 
 Command AddInspectCommand(CLI::App& parent);
 Command AddDoctorCommand(CLI::App& parent);
+Command AddRunCommand(CLI::App& parent);
+Command AddCheckCommand(CLI::App& parent);
+Command AddBenchCommand(CLI::App& parent);
+
+// Reads and validates MODEL and creates a session on `backend` ("cpu").
+// Defined in session_loader.cpp.
+Result<std::unique_ptr<runtime::Session>> LoadSession(const std::string& model_path, const std::string& backend);
+
+// Input files given as `--input NAME=FILE` or `--input FILE` (bound by
+// position), read and described as bindings; `tensors` keeps their data alive.
+// Shared by run and check; defined in cmd_run.cpp.
+struct InputFiles {
+  std::vector<runtime::Tensor> tensors;
+  std::vector<runtime::InputBinding> bindings;
+};
+Result<InputFiles> ReadInputFiles(const std::vector<std::string>& specs);
 
 // Prints a failing status (text on stderr, or JSON on stdout) and returns its
 // exit code.

@@ -21,6 +21,9 @@ int Main(int argc, char** argv) {
   const std::vector<Command> commands = {
       AddInspectCommand(app),
       AddDoctorCommand(app),
+      AddRunCommand(app),
+      AddCheckCommand(app),
+      AddBenchCommand(app),
   };
 
   try {

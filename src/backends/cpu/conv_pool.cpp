@@ -1,0 +1,21 @@
+// The CPU kernel list of the convolution and pooling family; the kernels are
+// in conv.cpp (Conv, ConvTranspose) and pool.cpp (the pools).
+#include "backends/cpu/conv_pool_kernels.h"
+
+namespace vigil::cpu {
+
+std::span<const KernelDef> ConvPoolKernels() {
+  static const KernelDef kKernels[] = {
+      {"", "Conv", 1, kLatest, ConvKernel},
+      {"", "ConvTranspose", 1, kLatest, ConvTransposeKernel},
+      {"", "MaxPool", 1, kLatest, MaxPoolKernel},
+      {"", "AveragePool", 1, kLatest, AveragePoolKernel},
+      {"", "LpPool", 1, kLatest, LpPoolKernel},
+      {"", "GlobalAveragePool", 1, kLatest, GlobalAveragePoolKernel},
+      {"", "GlobalMaxPool", 1, kLatest, GlobalMaxPoolKernel},
+      {"", "GlobalLpPool", 1, kLatest, GlobalLpPoolKernel},
+  };
+  return kKernels;
+}
+
+}  // namespace vigil::cpu

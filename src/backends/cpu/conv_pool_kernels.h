@@ -1,0 +1,46 @@
+// Internal to the CPU conv/pool family: the kernels listed by
+// ConvPoolKernels() (conv_pool.cpp) and the resolved window geometry they
+// share.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backends/cpu/kernel.h"
+#include "ops/conv_geometry.h"
+
+namespace vigil::cpu {
+
+// The sliding window of one node resolved against actual input sizes. For
+// ConvTranspose, `image` is its output and `columns` its input, so that the
+// same index arithmetic serves both directions:
+//   image position = column position * stride - pad_begin + tap * dilation.
+struct SpatialGeometry {
+  std::vector<int64_t> image;    // input spatial sizes (Conv, pools)
+  std::vector<int64_t> columns;  // output spatial sizes (Conv, pools)
+  std::vector<int64_t> kernel;
+  std::vector<int64_t> strides;
+  std::vector<int64_t> dilations;
+  std::vector<int64_t> pad_begin;
+  std::vector<int64_t> pad_end;  // pooling's count_include_pad counts taps up to image + pad_end
+
+  size_t rank() const { return image.size(); }
+  int64_t ImageSize() const;
+  int64_t ColumnSize() const;
+  int64_t KernelSize() const;
+};
+
+// Resolves the window of a Conv or pooling node over `input_spatial`.
+Result<SpatialGeometry> ForwardGeometry(const ir::Node& node, const ops::WindowAttrs& w,
+                                        const std::vector<int64_t>& input_spatial);
+
+Status ConvKernel(KernelContext& ctx);
+Status ConvTransposeKernel(KernelContext& ctx);
+Status MaxPoolKernel(KernelContext& ctx);
+Status AveragePoolKernel(KernelContext& ctx);
+Status LpPoolKernel(KernelContext& ctx);
+Status GlobalAveragePoolKernel(KernelContext& ctx);
+Status GlobalMaxPoolKernel(KernelContext& ctx);
+Status GlobalLpPoolKernel(KernelContext& ctx);
+
+}  // namespace vigil::cpu

@@ -1,0 +1,247 @@
+// Activation kernels (Relu, LeakyRelu, Elu, Selu, Celu, Sigmoid, HardSigmoid,
+// HardSwish, Softplus, Softsign, Tanh, Gelu, Mish, ThresholdedRelu, Shrink),
+// Clip and Identity. Where the spec's formula overflows or loses precision in
+// a naive form (Sigmoid, Softplus, Elu near 0), a stable equivalent is used.
+// NaN inputs give NaN outputs, as numpy's reference does.
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "backends/cpu/elementwise_kernels.h"
+
+namespace vigil::cpu {
+namespace {
+
+Status Relu(KernelContext& ctx) {
+  // `x < 0 ? 0 : x` rather than max(x, 0): keeps NaN.
+  return MapUnary<kSignedTypes>(ctx, [](auto x) { return x < 0 ? decltype(x)(0) : x; });
+}
+
+Status LeakyRelu(KernelContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(float alpha, ops::FloatAttr(ctx.node(), "alpha", 0.01f));
+  return MapUnary<kFloatTypes>(ctx, [alpha](auto x) { return x < 0 ? decltype(x)(alpha) * x : x; });
+}
+
+Status ThresholdedRelu(KernelContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(float alpha, ops::FloatAttr(ctx.node(), "alpha", 1.0f));
+  return MapUnary<kFloatTypes>(ctx, [alpha](auto x) {
+    using C = decltype(x);
+    return x > C(alpha) ? x : C(0);  // NaN gives 0, as in the reference
+  });
+}
+
+Status Elu(KernelContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(float alpha, ops::FloatAttr(ctx.node(), "alpha", 1.0f));
+  return MapUnary<kFloatTypes>(ctx, [alpha](auto x) { return x < 0 ? decltype(x)(alpha) * std::expm1(x) : x; });
+}
+
+Status Selu(KernelContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(float alpha, ops::FloatAttr(ctx.node(), "alpha", 1.67326319217681884765625f));
+  VIGIL_ASSIGN_OR_RETURN(float gamma, ops::FloatAttr(ctx.node(), "gamma", 1.05070102214813232421875f));
+  return MapUnary<kFloatTypes>(ctx, [alpha, gamma](auto x) {
+    using C = decltype(x);
+    return C(gamma) * (x > 0 ? x : C(alpha) * std::expm1(x));
+  });
+}
+
+Status Celu(KernelContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(float alpha, ops::FloatAttr(ctx.node(), "alpha", 1.0f));
+  if (alpha == 0) return ctx.Fail("attribute alpha must not be 0 (Celu divides by it)");
+  // max(0,x) + min(0, alpha*(exp(x/alpha)-1)) is one branch or the other for
+  // alpha > 0; written as two branches it also keeps NaN.
+  return MapUnary<kFloatTypes>(ctx, [alpha](auto x) {
+    using C = decltype(x);
+    return x > 0 ? x : C(alpha) * std::expm1(x / C(alpha));
+  });
+}
+
+template <typename C>
+C StableSigmoid(C x) {
+  if (x >= 0) return C(1) / (C(1) + std::exp(-x));
+  C e = std::exp(x);  // no overflow for very negative x
+  return e / (C(1) + e);
+}
+
+Status Sigmoid(KernelContext& ctx) {
+  return MapUnary<kFloatTypes>(ctx, [](auto x) { return StableSigmoid(x); });
+}
+
+template <typename C>
+C ClampUnit(C y) {  // to [0, 1], keeping NaN
+  y = y > C(1) ? C(1) : y;
+  return y < C(0) ? C(0) : y;
+}
+
+Status HardSigmoid(KernelContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(float alpha, ops::FloatAttr(ctx.node(), "alpha", 0.2f));
+  VIGIL_ASSIGN_OR_RETURN(float beta, ops::FloatAttr(ctx.node(), "beta", 0.5f));
+  return MapUnary<kFloatTypes>(ctx, [alpha, beta](auto x) {
+    using C = decltype(x);
+    return ClampUnit(C(alpha) * x + C(beta));
+  });
+}
+
+Status HardSwish(KernelContext& ctx) {
+  return MapUnary<kFloatTypes>(ctx, [](auto x) {
+    using C = decltype(x);
+    return x * ClampUnit(x / C(6) + C(0.5));
+  });
+}
+
+// log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|)).
+template <typename C>
+C StableSoftplus(C x) {
+  if (std::isnan(x)) return x;
+  return (x > 0 ? x : C(0)) + std::log1p(std::exp(-std::fabs(x)));
+}
+
+Status Softplus(KernelContext& ctx) {
+  return MapUnary<kFloatTypes>(ctx, [](auto x) { return StableSoftplus(x); });
+}
+
+Status Softsign(KernelContext& ctx) {
+  return MapUnary<kFloatTypes>(ctx, [](auto x) { return x / (decltype(x)(1) + std::fabs(x)); });
+}
+
+Status Tanh(KernelContext& ctx) {
+  return MapUnary<kFloatTypes>(ctx, [](auto x) { return std::tanh(x); });
+}
+
+Status Mish(KernelContext& ctx) {
+  return MapUnary<kFloatTypes>(ctx, [](auto x) { return x * std::tanh(StableSoftplus(x)); });
+}
+
+Status Gelu(KernelContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(std::string approximate, ops::StringAttr(ctx.node(), "approximate", "none"));
+  if (approximate == "none") {
+    return MapUnary<kFloatTypes>(ctx, [](auto x) {
+      using C = decltype(x);
+      return C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440)));
+    });
+  }
+  if (approximate == "tanh") {
+    return MapUnary<kFloatTypes>(ctx, [](auto x) {
+      using C = decltype(x);
+      const C k = C(0.79788456080286535588);  // sqrt(2/pi)
+      return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
+    });
+  }
+  return ctx.Fail("attribute approximate is '{}', expected 'none' or 'tanh'", approximate);
+}
+
+// Shrink takes every numeric type; integers compute in double and convert
+// back (truncating, saturating) so that a fractional bias behaves as numpy's
+// `(x - bias).astype(x.dtype)`.
+Status Shrink(KernelContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(float lambd, ops::FloatAttr(ctx.node(), "lambd", 0.5f));
+  VIGIL_ASSIGN_OR_RETURN(float bias, ops::FloatAttr(ctx.node(), "bias", 0.0f));
+  return MapUnary<kNumericTypes>(ctx, [lambd, bias](auto x) {
+    using C = decltype(x);
+    using W = std::conditional_t<std::is_integral_v<C>, double, C>;
+    W v = static_cast<W>(x);
+    W y = v < -W(lambd) ? v + W(bias) : (v > W(lambd) ? v - W(bias) : W(0));  // NaN gives 0, as in the reference
+    return ConvertValue<C>(y);
+  });
+}
+
+// --- Clip --------------------------------------------------------------------
+
+// v clamped to [lo, hi] where each bound is optional; NaN stays NaN, and
+// lo > hi gives hi everywhere, as the spec says.
+template <typename C>
+struct ClipOp {
+  bool has_lo, has_hi;
+  C lo, hi;
+  C operator()(C v) const {
+    if (has_lo && v < lo) v = lo;
+    if (has_hi && v > hi) v = hi;
+    return v;
+  }
+};
+
+// Clip 6-10: bounds are float attributes; absent ones mean "unbounded" (the
+// spec's defaults are +-FLT_MAX, which would wrongly clamp large doubles).
+Status Clip6(KernelContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(float lo, ops::FloatAttr(ctx.node(), "min", 0.0f));
+  VIGIL_ASSIGN_OR_RETURN(float hi, ops::FloatAttr(ctx.node(), "max", 0.0f));
+  bool has_lo = ops::HasAttr(ctx.node(), "min"), has_hi = ops::HasAttr(ctx.node(), "max");
+  const runtime::Tensor* x = ctx.input(0);
+  if (!x) return ctx.Fail("input 0 is missing");
+  return DispatchDtype<kFloatTypes>(
+      x->dtype(),
+      [&](auto tag) -> Status {
+        using E = Elem<decltype(tag)::value>;
+        using C = typename E::Compute;
+        return MapTyped<E, E>(ctx, x->dtype(), ClipOp<C>{has_lo, has_hi, C(lo), C(hi)});
+      },
+      [&] { return ctx.UnsupportedDtype(0); });
+}
+
+// Reads the optional scalar bound at input `i` (Clip 11+) into `value`.
+template <typename E>
+Status ReadClipBound(KernelContext& ctx, size_t i, bool* present, typename E::Compute* value) {
+  const runtime::Tensor* b = ctx.input(i);
+  *present = b != nullptr;
+  if (!b) return Status::Ok();
+  const char* name = i == 1 ? "min" : "max";
+  if (b->dtype() != ctx.input(0)->dtype()) {
+    return ctx.Fail("input {} ({}) has dtype {}, input 0 has {}", i, name, ir::DataTypeName(b->dtype()),
+                    ir::DataTypeName(ctx.input(0)->dtype()));
+  }
+  if (b->element_count() != 1) {
+    return ctx.Fail("input {} ({}) must be a scalar, got shape {}", i, name, b->Describe());
+  }
+  *value = E::Load(b->data<typename E::Storage>()[0]);
+  return Status::Ok();
+}
+
+Status Clip11(KernelContext& ctx) {
+  const runtime::Tensor* x = ctx.input(0);
+  if (!x) return ctx.Fail("input 0 is missing");
+  return DispatchDtype<kNumericTypes>(
+      x->dtype(),
+      [&](auto tag) -> Status {
+        using E = Elem<decltype(tag)::value>;
+        ClipOp<typename E::Compute> op{};
+        VIGIL_RETURN_IF_ERROR(ReadClipBound<E>(ctx, 1, &op.has_lo, &op.lo));
+        VIGIL_RETURN_IF_ERROR(ReadClipBound<E>(ctx, 2, &op.has_hi, &op.hi));
+        return MapTyped<E, E>(ctx, x->dtype(), op);
+      },
+      [&] { return ctx.UnsupportedDtype(0); });
+}
+
+// Identity hands its input on as a view: no copy. The runtime never writes
+// into a kernel's input, so sharing the storage is safe.
+Status Identity(KernelContext& ctx) {
+  const runtime::Tensor* x = ctx.input(0);
+  if (!x) return ctx.Fail("input 0 is missing");
+  return ctx.SetOutput(0, *x);
+}
+
+constexpr KernelDef kActivationKernels[] = {
+    {"", "Relu", 6, kLatest, Relu},
+    {"", "LeakyRelu", 6, kLatest, LeakyRelu},
+    {"", "ThresholdedRelu", 10, kLatest, ThresholdedRelu},
+    {"", "Elu", 6, kLatest, Elu},
+    {"", "Selu", 6, kLatest, Selu},
+    {"", "Celu", 12, kLatest, Celu},
+    {"", "Sigmoid", 6, kLatest, Sigmoid},
+    {"", "HardSigmoid", 6, kLatest, HardSigmoid},
+    {"", "HardSwish", 14, kLatest, HardSwish},
+    {"", "Softplus", 1, kLatest, Softplus},
+    {"", "Softsign", 1, kLatest, Softsign},
+    {"", "Tanh", 6, kLatest, Tanh},
+    {"", "Mish", 18, kLatest, Mish},
+    {"", "Gelu", 20, kLatest, Gelu},
+    {"", "Shrink", 9, kLatest, Shrink},
+    {"", "Clip", 6, 10, Clip6},
+    {"", "Clip", 11, kLatest, Clip11},
+    {"", "Identity", 1, kLatest, Identity},
+};
+
+}  // namespace
+
+std::span<const KernelDef> ElementwiseActivationKernels() { return kActivationKernels; }
+
+}  // namespace vigil::cpu

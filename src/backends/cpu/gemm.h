@@ -1,0 +1,49 @@
+// Row-major matrix products for CPU kernels (MatMul, Gemm, Einsum; usable by
+// any kernel that multiplies matrices). float and double go through Eigen;
+// on x86-64 its product kernels are built three times (baseline, AVX2+FMA,
+// AVX-512) and the widest one the CPU supports is picked at run time, so the
+// binary stays portable and still uses the vector units it finds. int64 uses
+// plain loops with wrap-around arithmetic, as numpy's integer matmul wraps and
+// signed overflow is undefined in C++. Large products are split across
+// threads: by batch when there are several matrices, else by rows or columns
+// of the output.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace vigil::cpu {
+
+// One matrix product: out[M,N] = alpha * op(a) * op(b) (+ out when
+// `accumulate`). op(a) is [M,K]: `a` is stored row-major as [M,K], or as
+// [K,M] when trans_a. op(b) is [K,N]: `b` is [K,N], or [N,K] when trans_b.
+// `out` is row-major [M,N], contiguous, and must not alias a or b. K == 0 gives
+// zeros (or leaves `out` unchanged when accumulating).
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+};
+void GemmRowMajor(const GemmShape& s, const float* a, const float* b, float* out, float alpha, bool accumulate);
+void GemmRowMajor(const GemmShape& s, const double* a, const double* b, double* out, double alpha, bool accumulate);
+void GemmRowMajor(const GemmShape& s, const int64_t* a, const int64_t* b, int64_t* out, int64_t alpha,
+                  bool accumulate);
+
+// A batch of products of one shape (alpha 1, no accumulation):
+// out + i*M*N = op(a + a_offsets[i]) * op(b + b_offsets[i]) for every i.
+// Offsets are in elements and may repeat (broadcast batches).
+void BatchedMatMul(const GemmShape& s, const float* a, std::span<const int64_t> a_offsets, const float* b,
+                   std::span<const int64_t> b_offsets, float* out);
+void BatchedMatMul(const GemmShape& s, const double* a, std::span<const int64_t> a_offsets, const double* b,
+                   std::span<const int64_t> b_offsets, double* out);
+void BatchedMatMul(const GemmShape& s, const int64_t* a, std::span<const int64_t> a_offsets, const int64_t* b,
+                   std::span<const int64_t> b_offsets, int64_t* out);
+
+// The instruction set float/double products use. The default is the widest
+// the CPU supports; UseGemmIsa selects a narrower one (tests run every
+// variant this way) and returns false, changing nothing, for one the CPU (or
+// this build) lacks. Process-wide.
+enum class GemmIsa { kBaseline = 0, kAvx2 = 1, kAvx512 = 2 };
+GemmIsa GemmIsaInUse();
+bool UseGemmIsa(GemmIsa isa);
+
+}  // namespace vigil::cpu

@@ -1,0 +1,501 @@
+// CPU kernels of the recurrent ops: RNN, GRU, LSTM (opsets 7, 14, 22).
+//
+// One driver runs every direction over time; each op supplies only its cell
+// step. Inputs are converted once to a compute type (double for float64,
+// float otherwise) in a canonical layout — time-major X, direction-major
+// states — so the layout attribute touches only loading and storing.
+// Eigen does the per-step matrix products.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "backends/cpu/kernel.h"
+#include "base/float16.h"
+
+namespace vigil::cpu {
+namespace {
+
+using ir::DataType;
+
+enum class ActKind { kRelu, kTanh, kSigmoid, kAffine, kLeakyRelu, kThresholdedRelu, kScaledTanh, kHardSigmoid,
+                     kElu, kSoftsign, kSoftplus };
+
+struct Activation {
+  ActKind kind = ActKind::kTanh;
+  double alpha = 0;
+  double beta = 0;
+};
+
+struct ActivationInfo {
+  const char* name;
+  ActKind kind;
+  bool uses_alpha;
+  bool uses_beta;
+  double default_alpha;  // the defaults of the ONNX ops of the same name
+  double default_beta;
+};
+
+const ActivationInfo kActivations[] = {
+    {"relu", ActKind::kRelu, false, false, 0, 0},
+    {"tanh", ActKind::kTanh, false, false, 0, 0},
+    {"sigmoid", ActKind::kSigmoid, false, false, 0, 0},
+    {"affine", ActKind::kAffine, true, true, 1.0, 0.0},
+    {"leakyrelu", ActKind::kLeakyRelu, true, false, 0.01, 0},
+    {"thresholdedrelu", ActKind::kThresholdedRelu, true, false, 1.0, 0},
+    {"scaledtanh", ActKind::kScaledTanh, true, true, 1.0, 1.0},
+    {"hardsigmoid", ActKind::kHardSigmoid, true, true, 0.2, 0.5},
+    {"elu", ActKind::kElu, true, false, 1.0, 0},
+    {"softsign", ActKind::kSoftsign, false, false, 0, 0},
+    {"softplus", ActKind::kSoftplus, false, false, 0, 0},
+};
+
+template <typename C>
+C Apply(const Activation& a, C x) {
+  const C alpha = static_cast<C>(a.alpha), beta = static_cast<C>(a.beta);
+  switch (a.kind) {
+    case ActKind::kRelu: return x > 0 ? x : C(0);
+    case ActKind::kTanh: return std::tanh(x);
+    case ActKind::kSigmoid: return C(1) / (C(1) + std::exp(-x));
+    case ActKind::kAffine: return alpha * x + beta;
+    case ActKind::kLeakyRelu: return x >= 0 ? x : alpha * x;
+    case ActKind::kThresholdedRelu: return x >= alpha ? x : C(0);  // ">=" as the RNN spec writes it
+    case ActKind::kScaledTanh: return alpha * std::tanh(beta * x);
+    case ActKind::kHardSigmoid: return std::min(std::max(alpha * x + beta, C(0)), C(1));
+    case ActKind::kElu: return x >= 0 ? x : alpha * (std::exp(x) - C(1));
+    case ActKind::kSoftsign: return x / (C(1) + std::abs(x));
+    case ActKind::kSoftplus: return x > C(30) ? x : std::log1p(std::exp(x));  // avoids exp overflow
+  }
+  return x;
+}
+
+enum class Cell { kRnn, kGru, kLstm };
+
+struct Config {
+  Cell cell = Cell::kRnn;
+  int64_t gates = 1;  // 1, 3, 4
+  int64_t num_dir = 1, seq = 0, batch = 0, input = 0, hidden = 0, layout = 0;
+  bool reverse = false;  // direction == "reverse"
+  int64_t acts_per_dir = 1;
+  std::vector<Activation> acts;  // acts_per_dir * num_dir
+  std::optional<double> clip;
+  bool input_forget = false;
+  bool linear_before_reset = false;
+};
+
+// Parses activations/activation_alpha/activation_beta. Alphas and betas are
+// consumed in order by the functions that take them (as onnxruntime does);
+// a function whose value is not given takes its op's default.
+Status ParseActivations(const KernelContext& ctx, const std::vector<std::string>& defaults, Config& cfg) {
+  VIGIL_ASSIGN_OR_RETURN(std::vector<std::string> names, ops::StringsAttr(ctx.node(), "activations"));
+  VIGIL_ASSIGN_OR_RETURN(std::vector<float> alphas, ops::FloatsAttr(ctx.node(), "activation_alpha"));
+  VIGIL_ASSIGN_OR_RETURN(std::vector<float> betas, ops::FloatsAttr(ctx.node(), "activation_beta"));
+  const size_t per_dir = defaults.size(), want = per_dir * static_cast<size_t>(cfg.num_dir);
+  if (names.empty()) {
+    for (int64_t d = 0; d < cfg.num_dir; ++d) names.insert(names.end(), defaults.begin(), defaults.end());
+  } else if (names.size() == per_dir && want != per_dir) {
+    std::vector<std::string> once = names;  // one set given for both directions
+    names.insert(names.end(), once.begin(), once.end());
+  } else if (names.size() != want) {
+    return ctx.Fail("activations lists {} functions, {} with {} direction(s) needs {}", names.size(),
+                    ctx.node().op_type, cfg.num_dir, want);
+  }
+  size_t next_alpha = 0, next_beta = 0;
+  for (const std::string& name : names) {
+    std::string lower(name);
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    const ActivationInfo* info = nullptr;
+    for (const ActivationInfo& a : kActivations) {
+      if (lower == a.name) info = &a;
+    }
+    if (!info) return ctx.Fail("unknown activation function '{}'", name);
+    Activation act{info->kind, info->default_alpha, info->default_beta};
+    if (info->uses_alpha && next_alpha < alphas.size()) act.alpha = alphas[next_alpha++];
+    if (info->uses_beta && next_beta < betas.size()) act.beta = betas[next_beta++];
+    cfg.acts.push_back(act);
+  }
+  cfg.acts_per_dir = static_cast<int64_t>(per_dir);
+  return Status::Ok();
+}
+
+// ---- element conversion -------------------------------------------------
+
+bool IsRecurrentFloat(DataType t) {
+  return t == DataType::kFloat32 || t == DataType::kFloat64 || t == DataType::kFloat16 || t == DataType::kBfloat16;
+}
+
+template <typename C>
+std::vector<C> ReadAs(const runtime::Tensor& t) {
+  const size_t n = t.element_count();
+  std::vector<C> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    switch (t.dtype()) {
+      case DataType::kFloat32: out[i] = static_cast<C>(t.data<float>()[i]); break;
+      case DataType::kFloat64: out[i] = static_cast<C>(t.data<double>()[i]); break;
+      case DataType::kFloat16: out[i] = static_cast<C>(Float16ToFloat(t.data<uint16_t>()[i])); break;
+      default: out[i] = static_cast<C>(Bfloat16ToFloat(t.data<uint16_t>()[i])); break;
+    }
+  }
+  return out;
+}
+
+template <typename C>
+void StoreAs(runtime::Tensor& t, size_t i, C v) {
+  switch (t.dtype()) {
+    case DataType::kFloat32: t.data<float>()[i] = static_cast<float>(v); break;
+    case DataType::kFloat64: t.data<double>()[i] = static_cast<double>(v); break;
+    case DataType::kFloat16: t.data<uint16_t>()[i] = FloatToFloat16(static_cast<float>(v)); break;
+    default: t.data<uint16_t>()[i] = FloatToBfloat16(static_cast<float>(v)); break;
+  }
+}
+
+// ---- inputs ---------------------------------------------------------------
+
+Status CheckShape(const KernelContext& ctx, size_t i, const char* name, const std::vector<int64_t>& want) {
+  const runtime::Tensor* t = ctx.input(i);
+  if (t->shape() != want) {
+    runtime::Tensor expected = runtime::Tensor::View(t->dtype(), want, nullptr);
+    return ctx.Fail("input {} ({}) is {}, expected {}", i, name, t->Describe(), expected.Describe());
+  }
+  return Status::Ok();
+}
+
+Status ReadConfig(const KernelContext& ctx, Cell cell, Config& cfg) {
+  cfg.cell = cell;
+  cfg.gates = cell == Cell::kRnn ? 1 : cell == Cell::kGru ? 3 : 4;
+  const ir::Node& node = ctx.node();
+  VIGIL_ASSIGN_OR_RETURN(std::string direction, ops::StringAttr(node, "direction", "forward"));
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
+    return ctx.Fail("direction '{}' is not forward, reverse or bidirectional", direction);
+  }
+  cfg.num_dir = direction == "bidirectional" ? 2 : 1;
+  cfg.reverse = direction == "reverse";
+  if (ctx.opset() >= 14) {
+    VIGIL_ASSIGN_OR_RETURN(cfg.layout, ops::IntAttr(node, "layout", 0));
+    if (cfg.layout != 0 && cfg.layout != 1) return ctx.Fail("layout must be 0 or 1, got {}", cfg.layout);
+  }
+  if (ops::HasAttr(node, "clip")) {
+    VIGIL_ASSIGN_OR_RETURN(float clip, ops::FloatAttr(node, "clip", 0));
+    if (!(clip > 0)) return ctx.Fail("clip must be positive, got {}", clip);
+    cfg.clip = clip;
+  }
+  VIGIL_ASSIGN_OR_RETURN(int64_t input_forget, ops::IntAttr(node, "input_forget", 0));
+  VIGIL_ASSIGN_OR_RETURN(int64_t lbr, ops::IntAttr(node, "linear_before_reset", 0));
+  cfg.input_forget = cell == Cell::kLstm && input_forget != 0;
+  cfg.linear_before_reset = cell == Cell::kGru && lbr != 0;
+  std::vector<std::string> defaults = cell == Cell::kRnn   ? std::vector<std::string>{"Tanh"}
+                                      : cell == Cell::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                                           : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
+  VIGIL_RETURN_IF_ERROR(ParseActivations(ctx, defaults, cfg));
+
+  // Shapes: X, W, R decide the sizes; every other input is checked against them.
+  const runtime::Tensor* x = ctx.input(0);
+  const runtime::Tensor* w = ctx.input(1);
+  const runtime::Tensor* r = ctx.input(2);
+  if (!x || !w || !r) return ctx.Fail("inputs X, W and R are required");
+  if (x->rank() != 3) return ctx.Fail("input 0 (X) is {}, expected rank 3", x->Describe());
+  if (r->rank() != 3) return ctx.Fail("input 2 (R) is {}, expected rank 3", r->Describe());
+  cfg.seq = x->dim(cfg.layout == 0 ? 0 : 1);
+  cfg.batch = x->dim(cfg.layout == 0 ? 1 : 0);
+  cfg.input = x->dim(2);
+  cfg.hidden = r->dim(2);
+  VIGIL_ASSIGN_OR_RETURN(int64_t hidden_attr, ops::IntAttr(node, "hidden_size", cfg.hidden));
+  if (hidden_attr != cfg.hidden) {
+    return ctx.Fail("hidden_size is {} but R ({}) implies {}", hidden_attr, r->Describe(), cfg.hidden);
+  }
+  const int64_t gh = cfg.gates * cfg.hidden;
+  VIGIL_RETURN_IF_ERROR(CheckShape(ctx, 1, "W", {cfg.num_dir, gh, cfg.input}));
+  VIGIL_RETURN_IF_ERROR(CheckShape(ctx, 2, "R", {cfg.num_dir, gh, cfg.hidden}));
+  if (ctx.has_input(3)) VIGIL_RETURN_IF_ERROR(CheckShape(ctx, 3, "B", {cfg.num_dir, 2 * gh}));
+  if (ctx.has_input(4)) VIGIL_RETURN_IF_ERROR(CheckShape(ctx, 4, "sequence_lens", {cfg.batch}));
+  std::vector<int64_t> state = cfg.layout == 0 ? std::vector<int64_t>{cfg.num_dir, cfg.batch, cfg.hidden}
+                                               : std::vector<int64_t>{cfg.batch, cfg.num_dir, cfg.hidden};
+  if (ctx.has_input(5)) VIGIL_RETURN_IF_ERROR(CheckShape(ctx, 5, "initial_h", state));
+  if (cell == Cell::kLstm && ctx.has_input(6)) VIGIL_RETURN_IF_ERROR(CheckShape(ctx, 6, "initial_c", state));
+  if (cell == Cell::kLstm && ctx.has_input(7)) {
+    VIGIL_RETURN_IF_ERROR(CheckShape(ctx, 7, "P", {cfg.num_dir, 3 * cfg.hidden}));
+  }
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (i == 4 || !ctx.has_input(i)) continue;
+    if (ctx.input(i)->dtype() != x->dtype()) {
+      return ctx.Fail("input {} has dtype {}, expected {} like X", i, ir::DataTypeName(ctx.input(i)->dtype()),
+                      ir::DataTypeName(x->dtype()));
+    }
+  }
+  return Status::Ok();
+}
+
+// Per-batch sequence lengths, validated against seq_length.
+Result<std::vector<int64_t>> ReadSequenceLens(const KernelContext& ctx, const Config& cfg) {
+  std::vector<int64_t> lens(cfg.batch, cfg.seq);
+  const runtime::Tensor* t = ctx.input(4);
+  if (!t) return lens;
+  for (int64_t b = 0; b < cfg.batch; ++b) {
+    if (t->dtype() == DataType::kInt32) lens[b] = t->data<int32_t>()[b];
+    else if (t->dtype() == DataType::kInt64) lens[b] = t->data<int64_t>()[b];
+    else return ctx.UnsupportedDtype(4);
+    if (lens[b] < 0 || lens[b] > cfg.seq) {
+      return ctx.Fail("sequence_lens[{}] = {} is outside [0, seq_length {}]", b, lens[b], cfg.seq);
+    }
+  }
+  return lens;
+}
+
+// Reads a [num_dir, batch, hidden] state (initial_h/initial_c) direction-major;
+// zeros when absent.
+template <typename C>
+std::vector<C> ReadState(const KernelContext& ctx, size_t i, const Config& cfg) {
+  const size_t n = static_cast<size_t>(cfg.num_dir * cfg.batch * cfg.hidden);
+  if (!ctx.has_input(i)) return std::vector<C>(n, C(0));
+  std::vector<C> raw = ReadAs<C>(*ctx.input(i));
+  if (cfg.layout == 0) return raw;
+  std::vector<C> out(n);
+  for (int64_t b = 0; b < cfg.batch; ++b)
+    for (int64_t d = 0; d < cfg.num_dir; ++d)
+      for (int64_t h = 0; h < cfg.hidden; ++h)
+        out[(d * cfg.batch + b) * cfg.hidden + h] = raw[(b * cfg.num_dir + d) * cfg.hidden + h];
+  return out;
+}
+
+// ---- the recurrence ---------------------------------------------------------
+
+template <typename C>
+using Mat = Eigen::Matrix<C, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename C>
+using ConstMap = Eigen::Map<const Mat<C>>;
+
+// One direction's parameters, as views into the loaded inputs.
+template <typename C>
+struct Direction {
+  ConstMap<C> w, r;  // [gates*hidden, input], [gates*hidden, hidden]
+  const C* wb;       // [gates*hidden]
+  const C* rb;       // [gates*hidden]
+  const C* p;        // [3*hidden] peepholes i, o, f (LSTM)
+  const Activation* act;
+};
+
+template <typename C>
+C Clip(const Config& cfg, C v) {
+  if (!cfg.clip) return v;
+  const C c = static_cast<C>(*cfg.clip);
+  return std::min(std::max(v, -c), c);
+}
+
+// `gx` holds X_t*W^T plus the biases that are always added outside an
+// activation (for GRU with linear_before_reset, Rbh is kept out of it).
+template <typename C>
+void RnnStep(const Config& cfg, const Direction<C>& dir, const Mat<C>& gx, const Mat<C>& h, Mat<C>& h_out) {
+  Mat<C> pre = gx + h * dir.r.transpose();
+  for (Eigen::Index b = 0; b < pre.rows(); ++b)
+    for (Eigen::Index j = 0; j < pre.cols(); ++j) h_out(b, j) = Apply(dir.act[0], Clip(cfg, pre(b, j)));
+}
+
+template <typename C>
+void GruStep(const Config& cfg, const Direction<C>& dir, const Mat<C>& gx, const Mat<C>& h, Mat<C>& h_out) {
+  const Eigen::Index hs = cfg.hidden;
+  Mat<C> zr = h * dir.r.topRows(2 * hs).transpose();  // recurrent part of z and r
+  Mat<C> z(h.rows(), hs), rgate(h.rows(), hs);
+  for (Eigen::Index b = 0; b < h.rows(); ++b)
+    for (Eigen::Index j = 0; j < hs; ++j) {
+      z(b, j) = Apply(dir.act[0], Clip(cfg, gx(b, j) + zr(b, j)));
+      rgate(b, j) = Apply(dir.act[0], Clip(cfg, gx(b, hs + j) + zr(b, hs + j)));
+    }
+  auto rh = dir.r.bottomRows(hs);
+  Mat<C> hh;
+  if (cfg.linear_before_reset) {
+    Mat<C> lin = h * rh.transpose();
+    hh.resize(h.rows(), hs);
+    for (Eigen::Index b = 0; b < h.rows(); ++b)
+      for (Eigen::Index j = 0; j < hs; ++j) hh(b, j) = rgate(b, j) * (lin(b, j) + dir.rb[2 * hs + j]);
+  } else {
+    hh = rgate.cwiseProduct(h) * rh.transpose();
+  }
+  for (Eigen::Index b = 0; b < h.rows(); ++b)
+    for (Eigen::Index j = 0; j < hs; ++j) {
+      C cand = Apply(dir.act[1], Clip(cfg, gx(b, 2 * hs + j) + hh(b, j)));
+      h_out(b, j) = (C(1) - z(b, j)) * cand + z(b, j) * h(b, j);
+    }
+}
+
+template <typename C>
+void LstmStep(const Config& cfg, const Direction<C>& dir, const Mat<C>& gx, const Mat<C>& h, const Mat<C>& c,
+              Mat<C>& h_out, Mat<C>& c_out) {
+  const Eigen::Index hs = cfg.hidden;
+  Mat<C> pre = gx + h * dir.r.transpose();  // gate order i, o, f, c
+  const C* pi = dir.p;
+  const C* po = dir.p + hs;
+  const C* pf = dir.p + 2 * hs;
+  for (Eigen::Index b = 0; b < h.rows(); ++b)
+    for (Eigen::Index j = 0; j < hs; ++j) {
+      const C cp = c(b, j);
+      C i = Apply(dir.act[0], Clip(cfg, pre(b, j) + pi[j] * cp));
+      // input_forget couples the gates: what is let in is what is forgotten.
+      C f = cfg.input_forget ? C(1) - i : Apply(dir.act[0], Clip(cfg, pre(b, 2 * hs + j) + pf[j] * cp));
+      C cand = Apply(dir.act[1], Clip(cfg, pre(b, 3 * hs + j)));
+      C cell = f * cp + i * cand;
+      C o = Apply(dir.act[0], Clip(cfg, pre(b, hs + j) + po[j] * cell));
+      c_out(b, j) = cell;
+      h_out(b, j) = o * Apply(dir.act[2], cell);
+    }
+}
+
+template <typename C>
+struct Outputs {
+  std::vector<C> y;   // [seq, num_dir, batch, hidden], zero past each sequence's length
+  std::vector<C> yh;  // [num_dir, batch, hidden]
+  std::vector<C> yc;
+};
+
+template <typename C>
+struct Loaded {
+  std::vector<C> x;  // time-major [seq, batch, input]
+  std::vector<C> w, r, b, p, h0, c0;
+  std::vector<int64_t> lens;
+};
+
+template <typename C>
+void RunDirection(const Config& cfg, const Loaded<C>& in, int64_t d, Outputs<C>& out) {
+  const int64_t hs = cfg.hidden, gh = cfg.gates * hs, batch = cfg.batch;
+  Direction<C> dir{ConstMap<C>(in.w.data() + d * gh * cfg.input, gh, cfg.input),
+                   ConstMap<C>(in.r.data() + d * gh * hs, gh, hs),
+                   in.b.data() + d * 2 * gh,
+                   in.b.data() + d * 2 * gh + gh,
+                   in.p.data() + d * 3 * hs,
+                   cfg.acts.data() + d * cfg.acts_per_dir};
+  // X_t*W^T for every step at once, plus the biases that sit outside activations.
+  ConstMap<C> xall(in.x.data(), cfg.seq * batch, cfg.input);
+  Mat<C> xw = xall * dir.w.transpose();
+  for (int64_t j = 0; j < gh; ++j) {
+    const bool keep_rb_out = cfg.linear_before_reset && j >= 2 * hs;
+    const C bias = dir.wb[j] + (keep_rb_out ? C(0) : dir.rb[j]);
+    xw.col(j).array() += bias;
+  }
+  Mat<C> h = ConstMap<C>(in.h0.data() + d * batch * hs, batch, hs);
+  Mat<C> c = ConstMap<C>(in.c0.data() + d * batch * hs, batch, hs);
+  Mat<C> h_new(batch, hs), c_new(batch, hs), gx(batch, gh);
+  // The second direction of a bidirectional op, or a reverse op, walks each
+  // sequence from its own last valid step back to step 0.
+  const bool backward = cfg.reverse || d == 1;
+  for (int64_t s = 0; s < cfg.seq; ++s) {
+    gx.setZero();
+    for (int64_t b = 0; b < batch; ++b) {
+      if (s >= in.lens[b]) continue;
+      const int64_t t = backward ? in.lens[b] - 1 - s : s;
+      gx.row(b) = xw.row(t * batch + b);
+    }
+    if (cfg.cell == Cell::kRnn) RnnStep(cfg, dir, gx, h, h_new);
+    else if (cfg.cell == Cell::kGru) GruStep(cfg, dir, gx, h, h_new);
+    else LstmStep(cfg, dir, gx, h, c, h_new, c_new);
+    for (int64_t b = 0; b < batch; ++b) {
+      if (s >= in.lens[b]) continue;  // this sequence has ended: its state stays
+      const int64_t t = backward ? in.lens[b] - 1 - s : s;
+      h.row(b) = h_new.row(b);
+      if (cfg.cell == Cell::kLstm) c.row(b) = c_new.row(b);
+      std::copy(h.row(b).data(), h.row(b).data() + hs, out.y.data() + ((t * cfg.num_dir + d) * batch + b) * hs);
+    }
+  }
+  std::copy(h.data(), h.data() + batch * hs, out.yh.data() + d * batch * hs);
+  std::copy(c.data(), c.data() + batch * hs, out.yc.data() + d * batch * hs);
+}
+
+template <typename C>
+Loaded<C> Load(const KernelContext& ctx, const Config& cfg, std::vector<int64_t> lens) {
+  Loaded<C> in;
+  std::vector<C> x = ReadAs<C>(*ctx.input(0));
+  if (cfg.layout == 1) {  // [batch, seq, input] -> [seq, batch, input]
+    in.x.resize(x.size());
+    for (int64_t b = 0; b < cfg.batch; ++b)
+      for (int64_t t = 0; t < cfg.seq; ++t)
+        std::copy_n(x.data() + (b * cfg.seq + t) * cfg.input, cfg.input,
+                    in.x.data() + (t * cfg.batch + b) * cfg.input);
+  } else {
+    in.x = std::move(x);
+  }
+  const int64_t gh = cfg.gates * cfg.hidden;
+  in.w = ReadAs<C>(*ctx.input(1));
+  in.r = ReadAs<C>(*ctx.input(2));
+  in.b = ctx.has_input(3) ? ReadAs<C>(*ctx.input(3)) : std::vector<C>(cfg.num_dir * 2 * gh, C(0));
+  const bool lstm = cfg.cell == Cell::kLstm;
+  in.p = lstm && ctx.has_input(7) ? ReadAs<C>(*ctx.input(7)) : std::vector<C>(cfg.num_dir * 3 * cfg.hidden, C(0));
+  in.h0 = ReadState<C>(ctx, 5, cfg);
+  in.c0 = lstm ? ReadState<C>(ctx, 6, cfg) : std::vector<C>(in.h0.size(), C(0));
+  in.lens = std::move(lens);
+  return in;
+}
+
+// Writes the wanted outputs in the node's layout.
+template <typename C>
+Status WriteOutputs(KernelContext& ctx, const Config& cfg, DataType dtype, const Outputs<C>& out) {
+  const int64_t nd = cfg.num_dir, batch = cfg.batch, hs = cfg.hidden;
+  if (ctx.output_wanted(0)) {
+    std::vector<int64_t> shape = cfg.layout == 0 ? std::vector<int64_t>{cfg.seq, nd, batch, hs}
+                                                 : std::vector<int64_t>{batch, cfg.seq, nd, hs};
+    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, dtype, shape));
+    for (int64_t t = 0; t < cfg.seq; ++t)
+      for (int64_t d = 0; d < nd; ++d)
+        for (int64_t b = 0; b < batch; ++b)
+          for (int64_t h = 0; h < hs; ++h) {
+            const size_t src = static_cast<size_t>(((t * nd + d) * batch + b) * hs + h);
+            const size_t dst = cfg.layout == 0 ? src : static_cast<size_t>(((b * cfg.seq + t) * nd + d) * hs + h);
+            StoreAs(*y, dst, out.y[src]);
+          }
+  }
+  const size_t last = cfg.cell == Cell::kLstm ? 2 : 1;
+  for (size_t o = 1; o <= last; ++o) {
+    if (!ctx.output_wanted(o)) continue;
+    const std::vector<C>& state = o == 1 ? out.yh : out.yc;
+    std::vector<int64_t> shape = cfg.layout == 0 ? std::vector<int64_t>{nd, batch, hs}
+                                                 : std::vector<int64_t>{batch, nd, hs};
+    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * t, ctx.Output(o, dtype, shape));
+    for (int64_t d = 0; d < nd; ++d)
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t h = 0; h < hs; ++h) {
+          const size_t src = static_cast<size_t>((d * batch + b) * hs + h);
+          const size_t dst = cfg.layout == 0 ? src : static_cast<size_t>((b * nd + d) * hs + h);
+          StoreAs(*t, dst, state[src]);
+        }
+  }
+  return Status::Ok();
+}
+
+template <typename C>
+Status RunRecurrent(KernelContext& ctx, const Config& cfg, std::vector<int64_t> lens) {
+  Loaded<C> in = Load<C>(ctx, cfg, std::move(lens));
+  Outputs<C> out;
+  const size_t state = static_cast<size_t>(cfg.num_dir * cfg.batch * cfg.hidden);
+  out.y.assign(state * static_cast<size_t>(cfg.seq), C(0));
+  out.yh.assign(state, C(0));
+  out.yc.assign(state, C(0));
+  for (int64_t d = 0; d < cfg.num_dir; ++d) RunDirection(cfg, in, d, out);
+  return WriteOutputs(ctx, cfg, ctx.input(0)->dtype(), out);
+}
+
+Status Recurrent(KernelContext& ctx, Cell cell) {
+  if (!ctx.has_input(0)) return ctx.Fail("input 0 (X) is required");
+  if (!IsRecurrentFloat(ctx.input(0)->dtype())) return ctx.UnsupportedDtype(0);
+  Config cfg;
+  VIGIL_RETURN_IF_ERROR(ReadConfig(ctx, cell, cfg));
+  VIGIL_ASSIGN_OR_RETURN(std::vector<int64_t> lens, ReadSequenceLens(ctx, cfg));
+  if (ctx.input(0)->dtype() == DataType::kFloat64) return RunRecurrent<double>(ctx, cfg, std::move(lens));
+  return RunRecurrent<float>(ctx, cfg, std::move(lens));
+}
+
+Status RnnKernel(KernelContext& ctx) { return Recurrent(ctx, Cell::kRnn); }
+Status GruKernel(KernelContext& ctx) { return Recurrent(ctx, Cell::kGru); }
+Status LstmKernel(KernelContext& ctx) { return Recurrent(ctx, Cell::kLstm); }
+
+const KernelDef kRecurrentKernels[] = {
+    {"", "RNN", 7, kLatest, RnnKernel},
+    {"", "GRU", 7, kLatest, GruKernel},
+    {"", "LSTM", 7, kLatest, LstmKernel},
+};
+
+}  // namespace
+
+std::span<const KernelDef> RecurrentKernels() { return kRecurrentKernels; }
+
+}  // namespace vigil::cpu

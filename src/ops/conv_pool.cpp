@@ -1,0 +1,235 @@
+// Schemas and shape inference of the convolution and pooling ops: Conv,
+// ConvTranspose, MaxPool, AveragePool, LpPool and their Global variants. The
+// window arithmetic lives in conv_geometry.cpp, shared with the kernels.
+#include <optional>
+#include <vector>
+
+#include "ops/attributes.h"
+#include "ops/conv_geometry.h"
+#include "ops/schema.h"
+#include "ops/shape_helpers.h"
+
+namespace vigil::ops {
+namespace {
+
+bool IsTensor(const ir::TypeInfo* t) { return t && t->kind == ir::TypeInfo::Kind::kTensor; }
+
+// A dim carried over to an output: kept when known or named, otherwise a
+// fresh symbol so that later ops can tell it apart from others.
+ir::Dim Carry(InferenceContext& ctx, const ir::Dim& d) {
+  if (d.is_known() || d.is_symbolic()) return d;
+  return ctx.NewSymbol();
+}
+
+// The spatial dims of a rank-known tensor when all are known numbers.
+std::optional<std::vector<int64_t>> KnownSpatial(const ir::TypeInfo* t) {
+  if (!HasRank(t) || t->shape.dims.size() < 2) return std::nullopt;
+  std::vector<int64_t> out;
+  for (size_t i = 2; i < t->shape.dims.size(); ++i) {
+    if (!t->shape.dims[i].is_known()) return std::nullopt;
+    out.push_back(*t->shape.dims[i].value);
+  }
+  return out;
+}
+
+// Checks that X is a tensor of rank >= min_rank. Returns false (with the
+// output set as far as known) when its shape is not known.
+Result<bool> CheckDataInput(InferenceContext& ctx, size_t min_rank, const char* layout) {
+  const ir::TypeInfo* x = ctx.input_type(0);
+  if (!IsTensor(x)) return false;
+  if (!HasRank(x)) {
+    ctx.set_output(0, TensorTypeUnknownShape(x->elem_type));
+    return false;
+  }
+  if (x->shape.dims.size() < min_rank) {
+    return ctx.Fail("input 0 has rank {} ({}), {} needs rank >= {} ({})", x->shape.dims.size(),
+                    ir::ShapeToString(x->shape), ctx.node().op_type, min_rank, layout);
+  }
+  return true;
+}
+
+// Conv and ConvTranspose take X and W of one dtype, W of X's rank, and an
+// optional 1-D bias of `channels` elements.
+Status CheckWeightsAndBias(InferenceContext& ctx, const ir::Dim& channels) {
+  const ir::TypeInfo* x = ctx.input_type(0);
+  const ir::TypeInfo* w = ctx.input_type(1);
+  if (IsTensor(w) && w->elem_type != x->elem_type) {
+    return ctx.Fail("input 1 (W) has dtype {}, input 0 (X) has {}; they must match", ir::DataTypeName(w->elem_type),
+                    ir::DataTypeName(x->elem_type));
+  }
+  if (HasRank(w) && w->shape.dims.size() != x->shape.dims.size()) {
+    return ctx.Fail("input 1 (W) has rank {}, {} needs rank {} like input 0 (X) {}", w->shape.dims.size(),
+                    ctx.node().op_type, x->shape.dims.size(), ir::ShapeToString(x->shape));
+  }
+  const ir::TypeInfo* b = ctx.has_input(2) ? ctx.input_type(2) : nullptr;
+  if (HasRank(b)) {
+    if (b->shape.dims.size() != 1) return ctx.Fail("input 2 (B) has rank {}, expected 1", b->shape.dims.size());
+    const ir::Dim& bd = b->shape.dims[0];
+    if (bd.is_known() && channels.is_known() && *bd.value != *channels.value) {
+      return ctx.Fail("input 2 (B) has {} elements, expected one per output channel ({})", *bd.value,
+                      *channels.value);
+    }
+  }
+  return Status::Ok();
+}
+
+Result<int64_t> ReadGroup(InferenceContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(int64_t group, IntAttr(ctx.node(), "group", 1));
+  // The upper bound keeps channel arithmetic from overflowing.
+  if (group < 1 || group > (int64_t{1} << 30)) return ctx.Fail("group is {}, must be in [1, 2^30]", group);
+  return group;
+}
+
+// a * b, or nullopt on overflow (dims come from the model file).
+std::optional<int64_t> CheckedMul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
+Status InferConv(InferenceContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(bool known, CheckDataInput(ctx, 3, "N x C x D1 x ..."));
+  if (!known) return Status::Ok();
+  const ir::TypeInfo* x = ctx.input_type(0);
+  const ir::TypeInfo* w = ctx.input_type(1);
+  const auto& xd = x->shape.dims;
+  VIGIL_ASSIGN_OR_RETURN(int64_t group, ReadGroup(ctx));
+  ir::Dim out_channels = HasRank(w) && !w->shape.dims.empty() ? Carry(ctx, w->shape.dims[0]) : ctx.NewSymbol();
+  VIGIL_RETURN_IF_ERROR(CheckWeightsAndBias(ctx, out_channels));
+  if (xd[1].is_known() && *xd[1].value % group != 0) {
+    return ctx.Fail("input 0 (X) has {} channels, not divisible by group {}", *xd[1].value, group);
+  }
+  if (out_channels.is_known() && *out_channels.value % group != 0) {
+    return ctx.Fail("input 1 (W) has {} output channels, not divisible by group {}", *out_channels.value, group);
+  }
+  if (HasRank(w) && xd[1].is_known() && w->shape.dims[1].is_known() &&
+      CheckedMul(*w->shape.dims[1].value, group) != xd[1].value) {
+    return ctx.Fail("input 0 (X) has {} channels but input 1 (W) expects {} per group x group {}", *xd[1].value,
+                    *w->shape.dims[1].value, group);
+  }
+  const size_t spatial = xd.size() - 2;
+  VIGIL_ASSIGN_OR_RETURN(WindowAttrs wa, ReadWindowAttrs(ctx.node(), spatial, KnownSpatial(w), {}));
+  std::vector<ir::Dim> out{Carry(ctx, xd[0]), out_channels};
+  for (size_t i = 0; i < spatial; ++i) {
+    if (wa.kernel.empty() || !xd[i + 2].is_known()) {
+      out.push_back(ctx.NewSymbol());
+      continue;
+    }
+    VIGIL_ASSIGN_OR_RETURN(WindowExtent e, ForwardExtent(ctx.node(), wa, i, *xd[i + 2].value));
+    out.push_back(ir::Dim::Known(e.output));
+  }
+  ctx.set_output(0, TensorType(x->elem_type, std::move(out)));
+  return Status::Ok();
+}
+
+Status InferConvTranspose(InferenceContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(bool known, CheckDataInput(ctx, 3, "N x C x D1 x ..."));
+  if (!known) return Status::Ok();
+  const ir::TypeInfo* x = ctx.input_type(0);
+  const ir::TypeInfo* w = ctx.input_type(1);
+  const auto& xd = x->shape.dims;
+  VIGIL_ASSIGN_OR_RETURN(int64_t group, ReadGroup(ctx));
+  // W is C x M/group x k1 x ...: the output has M = W.dims[1] * group channels.
+  ir::Dim out_channels = ctx.NewSymbol();
+  if (HasRank(w) && w->shape.dims.size() >= 2) {
+    const ir::Dim& per_group = w->shape.dims[1];
+    std::optional<int64_t> channels = per_group.is_known() ? CheckedMul(*per_group.value, group) : std::nullopt;
+    if (per_group.is_known() && !channels) {
+      return ctx.Fail("input 1 (W) has {} output channels per group; times group {} overflows", *per_group.value,
+                      group);
+    }
+    if (channels) {
+      out_channels = ir::Dim::Known(*channels);
+    } else if (group == 1) {
+      out_channels = Carry(ctx, per_group);
+    }
+  }
+  VIGIL_RETURN_IF_ERROR(CheckWeightsAndBias(ctx, out_channels));
+  if (xd[1].is_known() && *xd[1].value % group != 0) {
+    return ctx.Fail("input 0 (X) has {} channels, not divisible by group {}", *xd[1].value, group);
+  }
+  if (HasRank(w) && xd[1].is_known() && w->shape.dims[0].is_known() && *xd[1].value != *w->shape.dims[0].value) {
+    return ctx.Fail("input 0 (X) has {} channels but input 1 (W) has {} input channels (W.dims[0])", *xd[1].value,
+                    *w->shape.dims[0].value);
+  }
+  const size_t spatial = xd.size() - 2;
+  WindowOptions options;
+  options.transpose = true;
+  VIGIL_ASSIGN_OR_RETURN(WindowAttrs wa, ReadWindowAttrs(ctx.node(), spatial, KnownSpatial(w), options));
+  std::vector<ir::Dim> out{Carry(ctx, xd[0]), out_channels};
+  for (size_t i = 0; i < spatial; ++i) {
+    if (!wa.output_shape.empty()) {
+      out.push_back(ir::Dim::Known(wa.output_shape[i]));
+    } else if (wa.kernel.empty() || !xd[i + 2].is_known()) {
+      out.push_back(ctx.NewSymbol());
+    } else {
+      VIGIL_ASSIGN_OR_RETURN(WindowExtent e, TransposeExtent(ctx.node(), wa, i, *xd[i + 2].value));
+      out.push_back(ir::Dim::Known(e.output));
+    }
+  }
+  ctx.set_output(0, TensorType(x->elem_type, std::move(out)));
+  return Status::Ok();
+}
+
+// MaxPool, AveragePool, LpPool; MaxPool's optional second output holds int64
+// indices of Y's shape.
+Status InferPool(InferenceContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(bool known, CheckDataInput(ctx, 3, "N x C x D1 x ..."));
+  const ir::TypeInfo* x = ctx.input_type(0);
+  if (!known) {
+    if (IsTensor(x) && ctx.num_outputs() > 1) ctx.set_output(1, TensorTypeUnknownShape(ir::DataType::kInt64));
+    return Status::Ok();
+  }
+  const auto& xd = x->shape.dims;
+  VIGIL_ASSIGN_OR_RETURN(int64_t storage_order, IntAttr(ctx.node(), "storage_order", 0));
+  if (storage_order != 0 && storage_order != 1) {
+    return ctx.Fail("storage_order is {}, expected 0 (row major) or 1 (column major)", storage_order);
+  }
+  const size_t spatial = xd.size() - 2;
+  WindowOptions options;
+  options.pooling = true;
+  VIGIL_ASSIGN_OR_RETURN(WindowAttrs wa, ReadWindowAttrs(ctx.node(), spatial, std::nullopt, options));
+  std::vector<ir::Dim> out{Carry(ctx, xd[0]), Carry(ctx, xd[1])};
+  for (size_t i = 0; i < spatial; ++i) {
+    if (!xd[i + 2].is_known()) {
+      out.push_back(ctx.NewSymbol());
+      continue;
+    }
+    VIGIL_ASSIGN_OR_RETURN(WindowExtent e, ForwardExtent(ctx.node(), wa, i, *xd[i + 2].value));
+    out.push_back(ir::Dim::Known(e.output));
+  }
+  if (ctx.num_outputs() > 1) ctx.set_output(1, TensorType(ir::DataType::kInt64, out));
+  ctx.set_output(0, TensorType(x->elem_type, std::move(out)));
+  return Status::Ok();
+}
+
+// Global pools reduce every spatial dim to 1.
+Status InferGlobalPool(InferenceContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(bool known, CheckDataInput(ctx, 2, "N x C x D1 x ..."));
+  if (!known) return Status::Ok();
+  const ir::TypeInfo* x = ctx.input_type(0);
+  const auto& xd = x->shape.dims;
+  std::vector<ir::Dim> out{Carry(ctx, xd[0]), Carry(ctx, xd[1])};
+  out.resize(xd.size(), ir::Dim::Known(1));
+  ctx.set_output(0, TensorType(x->elem_type, std::move(out)));
+  return Status::Ok();
+}
+
+const OpSchema kConvPoolSchemas[] = {
+    {"", "Conv", 1, kLatest, 2, 3, 1, 1, InferConv},
+    {"", "ConvTranspose", 1, kLatest, 2, 3, 1, 1, InferConvTranspose},
+    // The Indices output exists from opset 8.
+    {"", "MaxPool", 1, 7, 1, 1, 1, 1, InferPool},
+    {"", "MaxPool", 8, kLatest, 1, 1, 1, 2, InferPool},
+    {"", "AveragePool", 1, kLatest, 1, 1, 1, 1, InferPool},
+    {"", "LpPool", 1, kLatest, 1, 1, 1, 1, InferPool},
+    {"", "GlobalAveragePool", 1, kLatest, 1, 1, 1, 1, InferGlobalPool},
+    {"", "GlobalMaxPool", 1, kLatest, 1, 1, 1, 1, InferGlobalPool},
+    {"", "GlobalLpPool", 1, kLatest, 1, 1, 1, 1, InferGlobalPool},
+};
+
+}  // namespace
+
+std::span<const OpSchema> ConvPoolSchemas() { return kConvPoolSchemas; }
+
+}  // namespace vigil::ops

@@ -1,0 +1,259 @@
+#include "runtime/execution.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "ops/attributes.h"
+#include "ops/shape_helpers.h"
+
+namespace vigil::runtime {
+namespace {
+
+std::unordered_map<std::string, std::string> AliasSources(const ir::Model& model,
+                                                          const std::vector<ExecutionStep>& steps) {
+  std::unordered_map<std::string, std::string> alias_of;
+  for (const ExecutionStep& s : steps) {
+    const ir::Node& node = model.graph.nodes[s.node_index];
+    if (MayAliasInput(node) && !node.outputs.empty() && !node.outputs[0].empty() && !node.inputs.empty()) {
+      alias_of[node.outputs[0]] = node.inputs[0];
+    }
+  }
+  return alias_of;
+}
+
+std::string Root(const std::unordered_map<std::string, std::string>& alias_of, std::string v) {
+  for (auto it = alias_of.find(v); it != alias_of.end(); it = alias_of.find(v)) v = it->second;
+  return v;
+}
+
+void PlanArena(const ir::Model& model, ExecutionPlan& plan) {
+  auto alias_of = AliasSources(model, plan.steps);
+  // A root lives as long as any view of it; a view that is a graph output
+  // keeps its root out of the arena (the caller gets it after the run).
+  std::unordered_map<std::string, size_t> root_last_use;
+  std::unordered_set<std::string> unplannable;
+  for (const auto& [view, src] : alias_of) {
+    std::string root = Root(alias_of, view);
+    auto it = plan.last_use.find(view);
+    if (it != plan.last_use.end()) root_last_use[root] = std::max(root_last_use[root], it->second);
+    if (plan.graph_outputs.count(view)) unplannable.insert(root);
+  }
+  std::vector<LifetimeRequest> requests;
+  for (size_t pos = 0; pos < plan.steps.size(); ++pos) {
+    const ir::Node& node = model.graph.nodes[plan.steps[pos].node_index];
+    for (const std::string& out : node.outputs) {
+      if (out.empty() || alias_of.count(out) || plan.graph_outputs.count(out) || unplannable.count(out)) continue;
+      auto type = plan.types.find(out);
+      auto dims = type == plan.types.end() ? std::nullopt : ops::KnownDims(&type->second);
+      auto count = dims ? ElementCount(*dims) : std::nullopt;
+      auto bytes = count ? ir::DataTypeStorageBytes(type->second.elem_type, *count) : std::nullopt;
+      if (!bytes) {
+        plan.memory.dynamic.push_back(out);
+        continue;
+      }
+      size_t last = pos;
+      if (auto it = plan.last_use.find(out); it != plan.last_use.end()) last = std::max(last, it->second);
+      if (auto it = root_last_use.find(out); it != root_last_use.end()) last = std::max(last, it->second);
+      requests.push_back({out, *bytes, pos, last});
+    }
+  }
+  std::vector<std::string> dynamic = std::move(plan.memory.dynamic);
+  plan.memory = PlanMemory(std::move(requests));
+  plan.memory.dynamic = std::move(dynamic);
+  for (const PlannedTensor& t : plan.memory.tensors) plan.slots[t.name] = {t.offset, t.bytes};
+}
+
+// Hands out arena slots where the plan has one that fits, heap otherwise.
+class PlannedAllocator : public OutputAllocator {
+ public:
+  PlannedAllocator(const ExecutionPlan& plan, const ir::Node& node, const Tensor* arena)
+      : plan_(plan), node_(node), arena_(arena) {}
+
+  Result<Tensor> Allocate(size_t i, ir::DataType dtype, std::vector<int64_t> shape) override {
+    if (arena_ && i < node_.outputs.size()) {
+      auto slot = plan_.slots.find(node_.outputs[i]);
+      auto count = ElementCount(shape);
+      auto bytes = count ? ir::DataTypeStorageBytes(dtype, *count) : std::nullopt;
+      if (slot != plan_.slots.end() && bytes && *bytes <= slot->second.bytes) {
+        auto* base = static_cast<uint8_t*>(const_cast<void*>(arena_->raw_data()));
+        return Tensor::Shared(dtype, std::move(shape), base + slot->second.offset, arena_->storage());
+      }
+    }
+    return Tensor::Allocate(dtype, std::move(shape));
+  }
+
+ private:
+  const ExecutionPlan& plan_;
+  const ir::Node& node_;
+  const Tensor* arena_;
+};
+
+Result<Tensor> Copy(const Tensor& t) {
+  VIGIL_ASSIGN_OR_RETURN(Tensor c, Tensor::Allocate(t.dtype(), t.shape()));
+  if (t.byte_size()) std::memcpy(c.raw_data(), t.raw_data(), t.byte_size());
+  return c;
+}
+
+bool InArena(const Tensor& t, const Tensor* arena) {
+  if (!arena || !t.raw_data()) return false;
+  auto* p = static_cast<const uint8_t*>(t.raw_data());
+  auto* base = static_cast<const uint8_t*>(arena->raw_data());
+  return p >= base && p < base + arena->byte_size();
+}
+
+std::string InputShapes(const ir::Node& node, const std::vector<const Tensor*>& inputs) {
+  std::string s;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    s += fmt::format("{}{} = {}", i ? ", " : "", node.inputs[i].empty() ? "(omitted)" : node.inputs[i],
+                     inputs[i] ? inputs[i]->Describe() : "none");
+  }
+  return s;
+}
+
+// Checks a node's outputs against what shape inference predicted: a mismatch
+// is a bug in a kernel or in an op's shape inference, and must not pass.
+Status CheckOutputs(const ir::Node& node, size_t index, const ExecutionPlan& plan, const std::vector<Tensor>& outs) {
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    if (node.outputs[i].empty()) continue;
+    if (i >= outs.size() || outs[i].dtype() == ir::DataType::kUndefined) {
+      return InternalError("{} (node #{}) did not produce its output {} '{}'", ops::NodeLabel(node), index, i,
+                           node.outputs[i]);
+    }
+    auto t = plan.types.find(node.outputs[i]);
+    if (t == plan.types.end() || t->second.kind != ir::TypeInfo::Kind::kTensor) continue;
+    bool dtype_known = t->second.elem_type != ir::DataType::kUndefined;
+    auto dims = ops::KnownDims(&t->second);
+    if ((dtype_known && outs[i].dtype() != t->second.elem_type) || (dims && *dims != outs[i].shape())) {
+      return InternalError("{} (node #{}) produced {} for output '{}', shape inference predicted {}",
+                           ops::NodeLabel(node), index, outs[i].Describe(), node.outputs[i],
+                           ir::TypeToString(t->second))
+          .WithCause("a bug in the op's kernel or in its shape inference");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool MayAliasInput(const ir::Node& node) {
+  static const std::unordered_set<std::string> kViews = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
+  return (node.domain.empty() || node.domain == "ai.onnx") && kViews.count(node.op_type);
+}
+
+Result<std::shared_ptr<const ExecutionPlan>> BuildExecutionPlan(const ir::Model& model,
+                                                                const std::vector<size_t>& order,
+                                                                const std::vector<const Backend*>& node_backend,
+                                                                InferredGraph inferred) {
+  auto plan = std::make_shared<ExecutionPlan>();
+  for (const ir::ValueInfo& out : model.graph.outputs) plan->graph_outputs.insert(out.name);
+  for (size_t i : order) {
+    const ir::Node& node = model.graph.nodes[i];
+    if (inferred.folded_nodes.count(i)) {
+      for (const std::string& out : node.outputs) {
+        if (!out.empty()) plan->plan_values[out] = inferred.values.at(out);
+      }
+      continue;
+    }
+    plan->steps.push_back({i, node_backend[i], model.OpsetVersion(node.domain)});
+  }
+  for (size_t pos = 0; pos < plan->steps.size(); ++pos) {
+    const ir::Node& node = model.graph.nodes[plan->steps[pos].node_index];
+    for (const std::string& in : node.inputs) {
+      if (!in.empty()) plan->last_use[in] = pos;
+    }
+    for (const ir::Attribute& a : node.attributes) {
+      if (a.g || !a.graphs.empty()) {
+        return UnsupportedError("{}: ops with subgraphs (If, Loop, Scan) are not supported yet", ops::NodeLabel(node));
+      }
+    }
+  }
+  plan->types = std::move(inferred.types);
+  PlanArena(model, *plan);
+  return std::shared_ptr<const ExecutionPlan>(std::move(plan));
+}
+
+Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const ExecutionPlan& plan,
+                                             const std::unordered_map<std::string, Tensor>& constants,
+                                             const std::vector<InputBinding>& inputs, bool keep_all) {
+  std::optional<Tensor> arena_storage;
+  if (!keep_all && plan.memory.arena_bytes > 0) {
+    VIGIL_ASSIGN_OR_RETURN(arena_storage, Tensor::Allocate(ir::DataType::kUint8,
+                                                           {static_cast<int64_t>(plan.memory.arena_bytes)}));
+  }
+  const Tensor* arena = arena_storage ? &*arena_storage : nullptr;
+  std::unordered_map<std::string, Tensor> values;
+  for (const InputBinding& b : inputs) values[b.name] = Tensor::View(b.dtype, b.shape, const_cast<void*>(b.data));
+  auto find = [&](const std::string& name) -> const Tensor* {
+    if (auto it = values.find(name); it != values.end()) return &it->second;
+    if (auto it = plan.plan_values.find(name); it != plan.plan_values.end()) return &it->second;
+    if (auto it = constants.find(name); it != constants.end()) return &it->second;
+    return nullptr;
+  };
+  std::vector<std::string> produced;
+  for (size_t pos = 0; pos < plan.steps.size(); ++pos) {
+    const ExecutionStep& step = plan.steps[pos];
+    const ir::Node& node = model.graph.nodes[step.node_index];
+    std::vector<const Tensor*> in(node.inputs.size(), nullptr);
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (node.inputs[i].empty()) continue;
+      in[i] = find(node.inputs[i]);
+      if (!in[i]) {
+        return InternalError("{} (node #{}): input '{}' has no value at run time", ops::NodeLabel(node),
+                             step.node_index, node.inputs[i]);
+      }
+    }
+    std::vector<Tensor> out;
+    PlannedAllocator allocator(plan, node, keep_all ? nullptr : arena);
+    Status s = step.backend->Run(node, step.opset, in, out, allocator);
+    if (!s.ok()) {
+      return s.WithContext(fmt::format("running node #{} on the {} backend", step.node_index, step.backend->name()))
+          .WithFact("inputs", InputShapes(node, in));
+    }
+    VIGIL_RETURN_IF_ERROR(CheckOutputs(node, step.node_index, plan, out));
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      const std::string& name = node.outputs[i];
+      if (name.empty()) continue;
+      // A view into the arena that the plan does not know of would be
+      // overwritten when its slot is reused: give it memory of its own.
+      auto slot = plan.slots.find(name);
+      bool own_slot = slot != plan.slots.end() && arena &&
+                      out[i].raw_data() == static_cast<const uint8_t*>(arena->raw_data()) + slot->second.offset;
+      bool planned_view = MayAliasInput(node) && i == 0 && in[0] && InArena(*in[0], arena);
+      if (InArena(out[i], arena) && !own_slot && !planned_view) {
+        VIGIL_ASSIGN_OR_RETURN(out[i], Copy(out[i]));
+      }
+      values[name] = std::move(out[i]);
+      produced.push_back(name);
+    }
+    if (keep_all) continue;
+    for (const std::string& name : node.inputs) {
+      auto last = plan.last_use.find(name);
+      if (!name.empty() && last != plan.last_use.end() && last->second == pos && !plan.graph_outputs.count(name)) {
+        values.erase(name);
+      }
+    }
+  }
+  std::vector<NamedTensor> result;
+  for (const ir::ValueInfo& vi : model.graph.outputs) {
+    const Tensor* t = find(vi.name);
+    if (!t) return InternalError("graph output '{}' was not computed", vi.name);
+    // Outputs must own their memory: not a view of the caller's input
+    // buffers, nor of the arena that dies with this run.
+    if (!t->storage() || InArena(*t, arena)) {
+      VIGIL_ASSIGN_OR_RETURN(Tensor copy, Copy(*t));
+      result.push_back({vi.name, std::move(copy)});
+    } else {
+      result.push_back({vi.name, *t});
+    }
+  }
+  if (keep_all) {
+    for (const std::string& name : produced) {
+      if (!plan.graph_outputs.count(name)) result.push_back({name, values.at(name)});
+    }
+  }
+  return result;
+}
+
+}  // namespace vigil::runtime

@@ -1,0 +1,58 @@
+// The execution plan for one set of input shapes, and the executor that runs
+// it: steps in order, outputs placed in the run's arena by the memory plan,
+// values freed after their last reader.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "base/status.h"
+#include "ir/graph.h"
+#include "runtime/backend.h"
+#include "runtime/input_binding.h"
+#include "runtime/memory_plan.h"
+#include "runtime/session.h"
+#include "runtime/type_inference.h"
+
+namespace vigil::runtime {
+
+struct ExecutionStep {
+  size_t node_index;
+  const Backend* backend;
+  int64_t opset;
+};
+
+struct ArenaSlot {
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
+struct ExecutionPlan {
+  std::vector<ExecutionStep> steps;                        // nodes still to run at these shapes
+  std::unordered_map<std::string, Tensor> plan_values;     // outputs folded at plan time
+  std::unordered_map<std::string, ir::TypeInfo> types;     // every value's type at these shapes
+  MemoryPlan memory;
+  std::unordered_map<std::string, ArenaSlot> slots;        // planned values
+  std::unordered_map<std::string, size_t> last_use;        // value -> last step that reads it
+  std::unordered_set<std::string> graph_outputs;
+};
+
+// Ops whose CPU kernels may return a view of input 0 instead of a copy; the
+// planner keeps input 0's memory alive for as long as the view is read.
+bool MayAliasInput(const ir::Node& node);
+
+Result<std::shared_ptr<const ExecutionPlan>> BuildExecutionPlan(const ir::Model& model,
+                                                                const std::vector<size_t>& order,
+                                                                const std::vector<const Backend*>& node_backend,
+                                                                InferredGraph inferred);
+
+// Runs `plan`. With keep_all, every value is kept (no arena, no freeing) and
+// returned after the graph outputs, in step order.
+Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const ExecutionPlan& plan,
+                                             const std::unordered_map<std::string, Tensor>& constants,
+                                             const std::vector<InputBinding>& inputs, bool keep_all);
+
+}  // namespace vigil::runtime

@@ -1,0 +1,47 @@
+// Assigns arena offsets to a run's intermediate tensors by liveness, so that
+// tensors whose lifetimes do not overlap share memory, and predicts the peak.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vigil::runtime {
+
+// One tensor to place: its size and the steps (node positions in execution
+// order) from the one that produces it to the last that reads it.
+struct LifetimeRequest {
+  std::string name;
+  uint64_t bytes = 0;
+  size_t first_step = 0;
+  size_t last_step = 0;
+};
+
+struct PlannedTensor {
+  std::string name;
+  uint64_t bytes = 0;
+  uint64_t offset = 0;
+  size_t first_step = 0;
+  size_t last_step = 0;
+};
+
+struct MemoryPlan {
+  std::vector<PlannedTensor> tensors;
+  uint64_t arena_bytes = 0;  // size of the arena holding all planned tensors
+  // The most bytes live at any one step (a lower bound for any arena); the
+  // arena is at least this, more when fragmentation forces gaps.
+  uint64_t peak_live_bytes = 0;
+  // Tensors whose size depends on data (NonZero, ...), allocated at run time.
+  std::vector<std::string> dynamic;
+  // Constant bytes (initializers) the run reads in place.
+  uint64_t constant_bytes = 0;
+};
+
+// Alignment of every offset in the arena.
+inline constexpr uint64_t kArenaAlignment = 64;
+
+// Best-fit placement in order of decreasing size: each tensor goes to the
+// lowest offset where it overlaps no tensor whose lifetime intersects its own.
+MemoryPlan PlanMemory(std::vector<LifetimeRequest> requests);
+
+}  // namespace vigil::runtime

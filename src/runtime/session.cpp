@@ -1,0 +1,200 @@
+#include "runtime/session.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "ir/validate.h"
+#include "ops/attributes.h"
+#include "ops/shape_helpers.h"
+#include "runtime/execution.h"
+#include "runtime/type_inference.h"
+
+namespace vigil::runtime {
+namespace {
+
+// Load-time folding evaluates any all-constant node up to this size; plan-time
+// folding (with concrete input shapes) only small shape arithmetic.
+constexpr uint64_t kLoadFoldLimit = uint64_t{64} << 20;
+constexpr uint64_t kPlanFoldLimit = 4096;
+
+const Backend* FindCpu(const SessionOptions& options) {
+  for (const auto& b : options.backends) {
+    if (b && b->name() == "cpu") return b.get();
+  }
+  return nullptr;
+}
+
+// The graph with every folded node removed and its outputs turned into
+// initializers that reference the folded tensors.
+ir::Model ApplyFolding(const ir::Model& model, const InferredGraph& inferred) {
+  ir::Model folded = model;
+  std::unordered_set<std::string> needed;
+  std::vector<ir::Node> kept;
+  for (size_t i = 0; i < model.graph.nodes.size(); ++i) {
+    if (inferred.folded_nodes.count(i)) continue;
+    kept.push_back(model.graph.nodes[i]);
+    for (const std::string& in : model.graph.nodes[i].inputs) needed.insert(in);
+  }
+  for (const ir::ValueInfo& out : model.graph.outputs) needed.insert(out.name);
+  std::unordered_set<std::string> existing;
+  for (const ir::Tensor& t : model.graph.initializers) existing.insert(t.name);
+  for (size_t i : inferred.folded_nodes) {
+    for (const std::string& out : model.graph.nodes[i].outputs) {
+      if (out.empty() || !needed.count(out) || existing.count(out)) continue;
+      folded.graph.initializers.push_back(inferred.values.at(out).AsConstant(out));
+    }
+  }
+  folded.graph.nodes = std::move(kept);
+  return folded;
+}
+
+// Initializers are used in place from the mapped file, where protobuf leaves
+// them at any byte offset. Kernels read them as typed arrays, so a tensor
+// whose bytes are not aligned to its element size is copied once, here.
+void AlignInitializers(ir::Graph& g) {
+  for (ir::Tensor& t : g.initializers) {
+    size_t align = std::max(1, ir::DataTypeBits(t.dtype) / 8);
+    if (t.bytes.empty() || reinterpret_cast<uintptr_t>(t.bytes.data()) % align == 0) continue;
+    std::shared_ptr<uint8_t[]> copy(new uint8_t[t.bytes.size()]);  // new[] aligns to max_align_t
+    std::memcpy(copy.get(), t.bytes.data(), t.bytes.size());
+    t.bytes = {copy.get(), t.bytes.size()};
+    t.keep_alive = std::shared_ptr<const void>(copy, copy.get());
+  }
+}
+
+std::string PlanKey(const std::vector<InputBinding>& inputs) {
+  std::string key;
+  for (const InputBinding& b : inputs) {
+    key += fmt::format("{}:{}:", b.name, static_cast<int>(b.dtype));
+    for (int64_t d : b.shape) key += fmt::format("{},", d);
+    key += ';';
+  }
+  return key;
+}
+
+}  // namespace
+
+struct Session::State {
+  ir::Model model;  // after load-time folding
+  SessionOptions options;
+  const Backend* cpu = nullptr;
+  ModelInputs inputs;
+  std::vector<ir::ValueInfo> outputs;
+  std::vector<size_t> order;
+  std::vector<const Backend*> node_backend;  // per node index of `model.graph.nodes`
+  std::vector<NodePlacement> placement;
+  std::unordered_map<std::string, Tensor> constants;
+
+  mutable std::mutex plan_mutex;
+  mutable std::map<std::string, std::shared_ptr<const ExecutionPlan>> plans;
+
+  Result<std::shared_ptr<const ExecutionPlan>> GetPlan(const std::vector<InputBinding>& bindings) const;
+};
+
+Result<std::shared_ptr<const ExecutionPlan>> Session::State::GetPlan(const std::vector<InputBinding>& bindings) const {
+  std::string key = PlanKey(bindings);
+  {
+    std::lock_guard<std::mutex> lock(plan_mutex);
+    auto it = plans.find(key);
+    if (it != plans.end()) return it->second;
+  }
+  std::map<std::string, ir::TypeInfo> input_types;
+  for (const InputBinding& b : bindings) input_types[b.name] = ops::TensorType(b.dtype, b.shape);
+  FoldingPolicy folding{cpu, kPlanFoldLimit};
+  VIGIL_ASSIGN_OR_RETURN(InferredGraph inferred, InferGraph(model, order, input_types, folding));
+  VIGIL_ASSIGN_OR_RETURN(auto plan, BuildExecutionPlan(model, order, node_backend, std::move(inferred)));
+  std::lock_guard<std::mutex> lock(plan_mutex);
+  auto [it, inserted] = plans.emplace(key, std::move(plan));
+  return it->second;
+}
+
+Session::Session(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Session::~Session() = default;
+
+Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions options) {
+  auto state = std::make_unique<State>();
+  state->options = std::move(options);
+  state->cpu = FindCpu(state->options);
+  if (state->options.backends.empty()) return InternalError("a session needs at least one backend");
+  VIGIL_RETURN_IF_ERROR(ir::ValidateModel(model));
+  VIGIL_ASSIGN_OR_RETURN(std::vector<size_t> order, ir::TopologicalOrder(model.graph));
+  AlignInitializers(model.graph);
+
+  // Load-time shape inference with the declared input types, folding every
+  // node whose inputs are all constant.
+  FoldingPolicy folding{state->options.constant_folding ? state->cpu : nullptr, kLoadFoldLimit};
+  VIGIL_ASSIGN_OR_RETURN(InferredGraph inferred, InferGraph(model, order, {}, folding));
+  state->model = ApplyFolding(model, inferred);
+  AlignInitializers(state->model.graph);  // folded values may be views of attribute bytes
+  VIGIL_ASSIGN_OR_RETURN(state->order, ir::TopologicalOrder(state->model.graph));
+
+  const ir::Graph& g = state->model.graph;
+  state->inputs = ListModelInputs(g);
+  state->outputs = g.outputs;
+  for (const ir::Tensor& t : g.initializers) state->constants[t.name] = Tensor::FromConstant(t);
+
+  // Partition: each node goes to the first backend that supports it.
+  state->node_backend.assign(g.nodes.size(), nullptr);
+  for (size_t i : state->order) {
+    const ir::Node& node = g.nodes[i];
+    int64_t opset = state->model.OpsetVersion(node.domain);
+    for (size_t b = 0; b < state->options.backends.size(); ++b) {
+      if (!state->options.backends[b]->Supports(node, opset)) {
+        if (b == 0 && state->options.no_fallback) {
+          return UnsupportedError("{} (op {}, opset {}) cannot run on the {} backend, and fallback is off",
+                                  ops::NodeLabel(node), node.op_type, opset, state->options.backends[0]->name())
+              .WithFix("allow fallback to the CPU backend, or replace the op");
+        }
+        continue;
+      }
+      state->node_backend[i] = state->options.backends[b].get();
+      break;
+    }
+    if (!state->node_backend[i]) {
+      return UnsupportedError("{} (op {}, opset {}): no backend can run it", ops::NodeLabel(node), node.op_type,
+                              opset)
+          .WithFact("backends", [&] {
+            std::string s;
+            for (const auto& b : state->options.backends) s += fmt::format("{}{}", s.empty() ? "" : ", ", b->name());
+            return s;
+          }());
+    }
+    state->placement.push_back({i, node.Describe(i), std::string(state->node_backend[i]->name())});
+  }
+  return std::unique_ptr<Session>(new Session(std::move(state)));
+}
+
+const ir::Model& Session::model() const { return state_->model; }
+const ModelInputs& Session::inputs() const { return state_->inputs; }
+const std::vector<ir::ValueInfo>& Session::outputs() const { return state_->outputs; }
+const std::vector<NodePlacement>& Session::placement() const { return state_->placement; }
+
+Result<DimBindings> Session::Check(std::vector<InputBinding>& inputs) const {
+  return ValidateInputs(state_->inputs, inputs);
+}
+
+Result<MemoryPlan> Session::Plan(std::vector<InputBinding> inputs) const {
+  VIGIL_RETURN_IF_ERROR(Check(inputs).status());
+  VIGIL_ASSIGN_OR_RETURN(auto plan, state_->GetPlan(inputs));
+  return plan->memory;
+}
+
+Result<std::vector<NamedTensor>> Session::Run(std::vector<InputBinding> inputs) const {
+  VIGIL_RETURN_IF_ERROR(Check(inputs).status());
+  VIGIL_ASSIGN_OR_RETURN(auto plan, state_->GetPlan(inputs));
+  return ExecutePlan(state_->model, *plan, state_->constants, inputs, /*keep_all=*/false);
+}
+
+Result<std::vector<NamedTensor>> Session::RunKeepingAll(std::vector<InputBinding> inputs) const {
+  VIGIL_RETURN_IF_ERROR(Check(inputs).status());
+  VIGIL_ASSIGN_OR_RETURN(auto plan, state_->GetPlan(inputs));
+  return ExecutePlan(state_->model, *plan, state_->constants, inputs, /*keep_all=*/true);
+}
+
+}  // namespace vigil::runtime

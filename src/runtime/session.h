@@ -1,0 +1,72 @@
+// A loaded, validated model ready to run: load → validate → shape inference →
+// constant folding → partition → plan → bind → execute.
+//
+// Run() is const and thread-safe: every run has its own values and arena.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "ir/graph.h"
+#include "runtime/backend.h"
+#include "runtime/input_binding.h"
+#include "runtime/memory_plan.h"
+#include "runtime/tensor.h"
+
+namespace vigil::runtime {
+
+struct SessionOptions {
+  // Backends in order of preference; each node goes to the first that
+  // supports it. The CPU backend should be last, as the fallback.
+  std::vector<std::shared_ptr<const Backend>> backends;
+  // Evaluate nodes whose inputs are all constant once, at load.
+  bool constant_folding = true;
+  // Fail at load, naming the node, when the first backend cannot run a node
+  // (instead of falling back to a later one).
+  bool no_fallback = false;
+};
+
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+
+// Where each node runs; for `inspect` and verbose logs.
+struct NodePlacement {
+  size_t node_index;
+  std::string node;     // "Conv 'conv1'"
+  std::string backend;  // backend name
+};
+
+class Session {
+ public:
+  static Result<std::unique_ptr<Session>> Create(ir::Model model, SessionOptions options);
+  ~Session();
+
+  const ir::Model& model() const;
+  const ModelInputs& inputs() const;
+  const std::vector<ir::ValueInfo>& outputs() const;
+  const std::vector<NodePlacement>& placement() const;
+
+  // Validates the inputs against the model, without running anything.
+  // Positional bindings are resolved to names.
+  Result<DimBindings> Check(std::vector<InputBinding>& inputs) const;
+
+  // The memory plan for these input shapes (validates them first).
+  Result<MemoryPlan> Plan(std::vector<InputBinding> inputs) const;
+
+  // Validates and runs; returns the graph outputs in model order.
+  Result<std::vector<NamedTensor>> Run(std::vector<InputBinding> inputs) const;
+
+  // Runs and also returns every intermediate value (for compare --per-node).
+  Result<std::vector<NamedTensor>> RunKeepingAll(std::vector<InputBinding> inputs) const;
+
+ private:
+  struct State;
+  explicit Session(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace vigil::runtime

@@ -1,0 +1,132 @@
+// Softmax, LogSoftmax and Hardmax against a float64 reference, in both
+// definitions: 2-D coercion at `axis` before opset 13, one axis from 13.
+#include <cmath>
+#include <limits>
+
+#include <gtest/gtest.h>
+
+#include "backends/cpu/float_kernel_test_util.h"
+#include "backends/cpu/kernel_test_util.h"
+
+namespace vigil::cpu {
+namespace {
+
+namespace kt = vigil::cpu::testing;
+using namespace vigil::cpu::float_testing;  // NOLINT: test helpers
+using ir::DataType;
+
+// Reference along lines of n elements `inner` apart.
+std::vector<double> RefSoftmax(const std::string& op, const std::vector<double>& x, const Shape& shape, int64_t axis,
+                               bool coerce) {
+  const int64_t a = axis < 0 ? axis + static_cast<int64_t>(shape.size()) : axis;
+  int64_t outer = 1, n = 1, inner = 1;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+    (d < a ? outer : (d == a || coerce) ? n : inner) *= shape[d];
+  }
+  std::vector<double> y(x.size());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t k) { return (o * n + k) * inner + i; };
+      double max = -std::numeric_limits<double>::infinity(), sum = 0;
+      int64_t arg = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        if (x[at(k)] > max) {
+          max = x[at(k)];
+          arg = k;
+        }
+      }
+      for (int64_t k = 0; k < n; ++k) sum += std::exp(x[at(k)] - max);
+      for (int64_t k = 0; k < n; ++k) {
+        y[at(k)] = op == "Softmax"      ? std::exp(x[at(k)] - max) / sum
+                   : op == "LogSoftmax" ? x[at(k)] - max - std::log(sum)
+                                        : (k == arg ? 1.0 : 0.0);
+      }
+    }
+  }
+  return y;
+}
+
+void CheckSoftmax(const std::string& op, const Shape& shape, std::optional<int64_t> axis, int64_t opset,
+                  DataType dtype = DataType::kFloat32, double lo = -5, double hi = 5) {
+  std::vector<double> x = RoundTo(dtype, Random(Product(shape), 21, lo, hi));
+  runtime::Tensor xt = MakeFloat(dtype, shape, x);
+  std::vector<ir::Attribute> attrs;
+  if (axis) attrs.push_back(kt::IntAttr("axis", *axis));
+  ir::Node node = kt::MakeNode(op, {"x"}, {"y"}, attrs);
+  auto r = kt::RunKernel(node, opset, {&xt});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->at(0).shape(), shape);
+  const int64_t default_axis = opset >= 13 ? -1 : 1;
+  std::vector<double> want = RefSoftmax(op, x, shape, axis.value_or(default_axis), opset < 13);
+  ExpectClose(ReadFloat(r->at(0)), want, Tolerance(dtype) * 2, Tolerance(dtype));
+  ir::TypeInfo xtype = ops::TensorType(dtype, shape);
+  auto inferred = kt::InferNode(node, opset, {&xtype});
+  ASSERT_TRUE(inferred.ok()) << inferred.status().ToString();
+  EXPECT_EQ(DimsOf(inferred->at(0)), ir::ShapeToString(xtype.shape));
+}
+
+TEST(Softmax, OneAxisFromOpset13) {
+  for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) {
+    CheckSoftmax(op, {2, 3, 4}, 1, 13);
+    CheckSoftmax(op, {2, 3, 4}, std::nullopt, 13);
+    CheckSoftmax(op, {3, 13, 5}, -3, 13);
+    CheckSoftmax(op, {127}, 0, 13);
+  }
+}
+
+TEST(Softmax, TwoDCoercionBeforeOpset13) {
+  for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) {
+    CheckSoftmax(op, {2, 3, 4}, 1, 11);
+    CheckSoftmax(op, {2, 3, 4}, std::nullopt, 1);
+    CheckSoftmax(op, {2, 3, 4}, 0, 11);
+    CheckSoftmax(op, {2, 3, 4}, -1, 11);
+  }
+}
+
+TEST(Softmax, DtypesAndLargeValues) {
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    CheckSoftmax(op, {4, 13}, -1, 13, DataType::kFloat16);
+    CheckSoftmax(op, {4, 13}, -1, 13, DataType::kBfloat16);
+    CheckSoftmax(op, {4, 13}, -1, 13, DataType::kFloat64);
+    CheckSoftmax(op, {4, 13}, -1, 13, DataType::kFloat32, 1000, 1010);
+    CheckSoftmax(op, {4, 13}, -1, 13, DataType::kFloat32, -1010, -1000);
+  }
+}
+
+TEST(Softmax, InfinitiesTiesAndEmpty) {
+  const float inf = std::numeric_limits<float>::infinity();
+  runtime::Tensor x = kt::F32({1, 3}, {-inf, 0.f, 0.f});
+  auto s = kt::RunKernel(kt::MakeNode("Softmax", {"x"}, {"y"}), 13, {&x});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(kt::Values<float>(s->at(0)), (std::vector<float>{0.f, 0.5f, 0.5f}));
+  auto h = kt::RunKernel(kt::MakeNode("Hardmax", {"x"}, {"y"}), 13, {&x});
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(kt::Values<float>(h->at(0)), (std::vector<float>{0.f, 1.f, 0.f}));
+  auto l = kt::RunKernel(kt::MakeNode("LogSoftmax", {"x"}, {"y"}), 13, {&x});
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(kt::Values<float>(l->at(0))[0], -inf);
+  runtime::Tensor empty = kt::F32({0, 5}, {});
+  auto e = kt::RunKernel(kt::MakeNode("Softmax", {"x"}, {"y"}), 13, {&empty});
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->at(0).shape(), (Shape{0, 5}));
+}
+
+TEST(Softmax, Errors) {
+  runtime::Tensor x = kt::F32({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto r = kt::RunKernel(kt::MakeNode("Softmax", {"x"}, {"y"}, {kt::IntAttr("axis", 2)}), 13, {&x});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidModel);
+  EXPECT_NE(r.status().summary().find("'n'"), std::string::npos);
+  runtime::Tensor xi = kt::MakeTensor(DataType::kInt32, {2}, std::vector<int32_t>{1, 2});
+  auto u = kt::RunKernel(kt::MakeNode("Softmax", {"x"}, {"y"}), 13, {&xi});
+  ASSERT_FALSE(u.ok());
+  EXPECT_EQ(u.status().code(), ErrorCode::kUnsupported);
+  ir::TypeInfo t = Type(DataType::kFloat32, {S("B"), K(3)});
+  EXPECT_FALSE(kt::InferNode(kt::MakeNode("Softmax", {"x"}, {"y"}, {kt::IntAttr("axis", -3)}), 13, {&t}).ok());
+  auto ok = kt::InferNode(kt::MakeNode("LogSoftmax", {"x"}, {"y"}), 11, {&t});
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(DimsOf(ok->at(0)), "[B,3]");
+}
+
+}  // namespace
+}  // namespace vigil::cpu

@@ -1,0 +1,183 @@
+#include "conformance_case.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "backends/cpu/cpu_backend.h"
+#include "onnx/reader.h"
+#include "runtime/session.h"
+#include "runtime/tensor_compare.h"
+#include "runtime/tensor_file.h"
+
+namespace fs = std::filesystem;
+
+namespace vigil::conformance {
+namespace {
+
+void CollectOps(const ir::Graph& g, std::set<std::string>& ops) {
+  for (const ir::Node& n : g.nodes) {
+    ops.insert(n.op_type);
+    for (const ir::Attribute& a : n.attributes) {
+      if (a.g) CollectOps(*a.g, ops);
+      for (const auto& sub : a.graphs) {
+        if (sub) CollectOps(*sub, ops);
+      }
+    }
+  }
+}
+
+std::vector<fs::path> DataFiles(const fs::path& set, const std::string& prefix) {
+  std::vector<fs::path> files;
+  for (int i = 0;; ++i) {
+    fs::path p = set / fmt::format("{}_{}.pb", prefix, i);
+    if (!fs::exists(p)) break;
+    files.push_back(p);
+  }
+  return files;
+}
+
+std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// ONNX 1.12's test data stores bfloat16 tensors with data_type UINT16 (numpy
+// has no bfloat16): the bits are bfloat16, so read them as such where the
+// model says bfloat16.
+runtime::Tensor AsBfloat16(const runtime::Tensor& t) {
+  return runtime::Tensor::Shared(ir::DataType::kBfloat16, t.shape(), const_cast<void*>(t.raw_data()), t.storage());
+}
+
+ir::DataType DeclaredDtype(const runtime::Session& session, const std::string& name) {
+  for (const auto* list : {&session.inputs().required, &session.inputs().optional}) {
+    for (const ir::ValueInfo& vi : *list) {
+      if (vi.name == name) return vi.type.elem_type;
+    }
+  }
+  return ir::DataType::kUndefined;
+}
+
+// Runs one test_data_set_N; empty string on success, else why not.
+std::string RunDataSet(const runtime::Session& session, const ir::Model& model, const fs::path& set) {
+  std::vector<runtime::TensorFile> inputs;
+  for (const fs::path& p : DataFiles(set, "input")) {
+    auto t = runtime::ReadTensorProto(p.string());
+    if (!t.ok()) return "reading " + p.filename().string() + ": " + t.status().ToString();
+    inputs.push_back(std::move(*t));
+  }
+  std::vector<runtime::InputBinding> bindings;
+  const auto& required = session.inputs().required;
+  const auto& optional = session.inputs().optional;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    runtime::InputBinding b;
+    const runtime::Tensor& t = inputs[i].tensor;
+    // The data sets list inputs in the graph's input order; names in the .pb
+    // files are often empty or stale.
+    if (i < model.graph.inputs.size()) b.name = model.graph.inputs[i].name;
+    else b.name = inputs[i].name;
+    bool known_name = false;
+    for (const auto* list : {&required, &optional}) {
+      for (const ir::ValueInfo& vi : *list) known_name |= vi.name == b.name;
+    }
+    if (!known_name) continue;  // e.g. an initializer listed as input in old models
+    if (t.dtype() == ir::DataType::kUint16 && DeclaredDtype(session, b.name) == ir::DataType::kBfloat16) {
+      inputs[i].tensor = AsBfloat16(t);
+    }
+    b.dtype = t.dtype();
+    b.shape = t.shape();
+    b.data = t.raw_data();
+    b.byte_size = t.byte_size();
+    b.source = fmt::format("input_{}.pb", i);
+    bindings.push_back(b);
+  }
+  auto outputs = session.Run(bindings);
+  if (!outputs.ok()) return FirstLine(outputs.status().ToString());
+  std::vector<fs::path> expected_files = DataFiles(set, "output");
+  if (expected_files.size() != outputs->size()) {
+    return fmt::format("{} outputs, the test expects {}", outputs->size(), expected_files.size());
+  }
+  for (size_t i = 0; i < expected_files.size(); ++i) {
+    auto expected = runtime::ReadTensorProto(expected_files[i].string());
+    if (!expected.ok()) return "reading " + expected_files[i].filename().string() + ": " + expected.status().ToString();
+    const runtime::Tensor& got = (*outputs)[i].tensor;
+    if (expected->tensor.dtype() == ir::DataType::kUint16 && got.dtype() == ir::DataType::kBfloat16) {
+      expected->tensor = AsBfloat16(expected->tensor);
+    }
+    runtime::TensorComparison c = runtime::CompareTensors(expected->tensor, got, kRtol, kAtol);
+    if (!c.ok()) {
+      return fmt::format("output {} '{}': expected {}, got {}: {}", i, (*outputs)[i].name,
+                         expected->tensor.Describe(), got.Describe(), c.Describe());
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+const char* OutcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kPass: return "pass";
+    case Outcome::kFail: return "FAIL";
+    case Outcome::kKnownFailure: return "known-failure";
+    case Outcome::kOutOfScope: return "out-of-scope";
+  }
+  return "?";
+}
+
+Result<KnownFailures> ReadKnownFailures(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return EnvironmentError("cannot read the known-failures file '{}'", path);
+  KnownFailures k;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::string reason;
+    if (auto hash = line.find('#'); hash != std::string::npos) {
+      reason = line.substr(hash + 1);
+      line = line.substr(0, hash);
+    }
+    std::istringstream words(line);
+    std::string first, second;
+    if (!(words >> first)) continue;
+    auto trim = [](std::string s) {
+      s.erase(0, s.find_first_not_of(' '));
+      return s;
+    };
+    if (first == "out-of-scope-op" && words >> second) k.out_of_scope_ops[second] = trim(reason);
+    else if (first == "out-of-scope-test" && words >> second) k.out_of_scope_tests[second] = trim(reason);
+    else k.tests[first] = trim(reason);
+  }
+  return k;
+}
+
+CaseResult RunCase(const fs::path& dir, const KnownFailures& known) {
+  if (auto it = known.out_of_scope_tests.find(dir.filename().string()); it != known.out_of_scope_tests.end()) {
+    return {Outcome::kOutOfScope, it->second};
+  }
+  auto model = onnx::ReadModel((dir / "model.onnx").string());
+  if (!model.ok()) return {Outcome::kFail, "load: " + FirstLine(model.status().ToString())};
+  std::set<std::string> ops;
+  CollectOps(model->graph, ops);
+  for (const std::string& op : ops) {
+    if (auto it = known.out_of_scope_ops.find(op); it != known.out_of_scope_ops.end()) {
+      return {Outcome::kOutOfScope, op + ": " + it->second};
+    }
+  }
+  runtime::SessionOptions options;
+  options.backends = {cpu::MakeCpuBackend()};
+  ir::Model copy = *model;
+  auto session = runtime::Session::Create(std::move(copy), options);
+  if (!session.ok()) return {Outcome::kFail, "session: " + FirstLine(session.status().ToString())};
+  std::vector<fs::path> sets;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
+  }
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty()) return {Outcome::kFail, "no test_data_set_* folders"};
+  for (const fs::path& set : sets) {
+    std::string why = RunDataSet(**session, *model, set);
+    if (!why.empty()) return {Outcome::kFail, set.filename().string() + ": " + why};
+  }
+  return {Outcome::kPass, {}};
+}
+
+}  // namespace vigil::conformance

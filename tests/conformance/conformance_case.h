@@ -1,0 +1,40 @@
+// One ONNX backend test case: load, run every data set, compare.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+
+#include "base/status.h"
+
+namespace vigil::conformance {
+
+enum class Outcome { kPass, kFail, kKnownFailure, kOutOfScope };
+const char* OutcomeName(Outcome o);
+
+struct KnownFailures {
+  std::map<std::string, std::string> out_of_scope_ops;    // op -> reason
+  std::map<std::string, std::string> out_of_scope_tests;  // test name -> reason
+  std::map<std::string, std::string> tests;             // test name -> reason
+};
+
+// The file's format, one entry per line, '#' starts a comment:
+//   out-of-scope-op <Op>      # reason
+//   out-of-scope-test <name>  # reason (an in-scope op used out of scope)
+//   <test_name>               # reason
+Result<KnownFailures> ReadKnownFailures(const std::string& path);
+
+struct CaseResult {
+  Outcome outcome = Outcome::kFail;
+  std::string detail;  // why it failed, or which op made it out of scope
+};
+
+// Absolute and relative tolerance of the comparison (ONNX's backend test
+// defaults), the same for every op and build.
+inline constexpr double kRtol = 1e-3;
+inline constexpr double kAtol = 1e-7;
+
+CaseResult RunCase(const std::filesystem::path& dir, const KnownFailures& known);
+
+}  // namespace vigil::conformance

@@ -1,0 +1,225 @@
+// Session: load → infer → fold → partition → plan → run, on small models built
+// in memory. Uses the CPU backend's kernels for Add, Mul, Relu, Shape, Gather,
+// Concat, Reshape, Identity, Unsqueeze.
+#include "runtime/session.h"
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <variant>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "backends/cpu/cpu_backend.h"
+#include "../ir/graph_builder.h"
+
+namespace vigil::runtime {
+namespace {
+
+using namespace vigil::ir::testing;
+using ir::DataType;
+
+ir::ValueInfo SymbolicValue(std::string name, DataType dtype, std::vector<std::variant<int64_t, std::string>> dims) {
+  ir::ValueInfo vi = TensorValue(std::move(name), dtype, {});
+  for (auto& d : dims) {
+    vi.type.shape.dims.push_back(std::holds_alternative<int64_t>(d) ? ir::Dim::Known(std::get<int64_t>(d))
+                                                                    : ir::Dim::Symbolic(std::get<std::string>(d)));
+  }
+  return vi;
+}
+
+ir::Tensor Int64Constant(std::string name, std::vector<int64_t> values) {
+  auto owned = std::make_shared<std::vector<int64_t>>(std::move(values));
+  ir::Tensor t;
+  t.name = std::move(name);
+  t.dtype = DataType::kInt64;
+  t.dims = {static_cast<int64_t>(owned->size())};
+  t.storage = ir::Tensor::Storage::kTypedDecoded;
+  t.bytes = {reinterpret_cast<const uint8_t*>(owned->data()), owned->size() * 8};
+  t.keep_alive = owned;
+  return t;
+}
+
+SessionOptions CpuOnly() {
+  SessionOptions o;
+  o.backends = {cpu::MakeCpuBackend()};
+  return o;
+}
+
+InputBinding Bind(std::string name, const std::vector<float>& data, std::vector<int64_t> shape) {
+  return {std::move(name), DataType::kFloat32, std::move(shape), data.data(), data.size() * sizeof(float), ""};
+}
+
+// y = Relu(x + x) * x ; x float32[N, 3]
+ir::Model ArithmeticModel() {
+  ir::Model m;
+  m.ir_version = 8;
+  m.opset_imports = {{"", 17}};
+  m.graph.name = "arith";
+  m.graph.inputs = {SymbolicValue("x", DataType::kFloat32, {std::string("N"), int64_t{3}})};
+  m.graph.outputs = {SymbolicValue("y", DataType::kFloat32, {std::string("N"), int64_t{3}})};
+  m.graph.nodes = {MakeNode("Add", {"x", "x"}, {"s"}, "add"), MakeNode("Relu", {"s"}, {"r"}, "relu"),
+                   MakeNode("Mul", {"r", "x"}, {"y"}, "mul")};
+  return m;
+}
+
+TEST(Session, RunsAndMatchesReference) {
+  auto session = Session::Create(ArithmeticModel(), CpuOnly());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  std::vector<float> x = {1, -2, 3, 4, -5, 6};
+  auto out = (*session)->Run({Bind("x", x, {2, 3})});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ(out->size(), 1u);
+  const Tensor& y = (*out)[0].tensor;
+  EXPECT_EQ(y.shape(), (std::vector<int64_t>{2, 3}));
+  for (size_t i = 0; i < x.size(); ++i) {
+    float expect = std::max(0.0f, 2 * x[i]) * x[i];
+    EXPECT_EQ(y.data<float>()[i], expect) << i;
+  }
+}
+
+TEST(Session, ShapeSubgraphFoldsToExactShapes) {
+  // z = Reshape(x, Concat(Gather(Shape(x), 0), [-1])) with x [N, 2, 3]:
+  // at plan time N is known, so the reshape target is a constant [N, -1].
+  ir::Model m;
+  m.ir_version = 8;
+  m.opset_imports = {{"", 17}};
+  m.graph.name = "reshape";
+  m.graph.inputs = {SymbolicValue("x", DataType::kFloat32, {std::string("N"), int64_t{2}, int64_t{3}})};
+  m.graph.outputs = {SymbolicValue("z", DataType::kFloat32, {std::string("N"), int64_t{6}})};
+  m.graph.initializers = {Int64Constant("zero", {0}), Int64Constant("minus_one", {-1})};
+  m.graph.nodes = {MakeNode("Shape", {"x"}, {"shape"}), MakeNode("Gather", {"shape", "zero"}, {"n"}),
+                   MakeNode("Concat", {"n", "minus_one"}, {"target"}), MakeNode("Reshape", {"x", "target"}, {"z"})};
+  m.graph.nodes[2].attributes.push_back([] {
+    ir::Attribute a;
+    a.name = "axis";
+    a.type = ir::AttributeType::kInt;
+    a.i = 0;
+    return a;
+  }());
+  auto session = Session::Create(m, CpuOnly());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  std::vector<float> x(4 * 6);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i);
+  auto out = (*session)->Run({Bind("x", x, {4, 2, 3})});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0].tensor.shape(), (std::vector<int64_t>{4, 6}));
+  EXPECT_EQ((*out)[0].tensor.data<float>()[23], 23.0f);
+}
+
+TEST(Session, MemoryPlanReusesIntermediates) {
+  // A chain of 6 Relu over [64, 64] floats: 5 intermediates of 16 KiB, at
+  // most 2 live at once.
+  ir::Model m;
+  m.ir_version = 8;
+  m.opset_imports = {{"", 17}};
+  m.graph.name = "chain";
+  m.graph.inputs = {TensorValue("x", DataType::kFloat32, {64, 64})};
+  m.graph.outputs = {TensorValue("y", DataType::kFloat32, {64, 64})};
+  std::string prev = "x";
+  for (int i = 0; i < 6; ++i) {
+    std::string out = i == 5 ? "y" : "t" + std::to_string(i);
+    m.graph.nodes.push_back(MakeNode("Relu", {prev}, {out}));
+    prev = out;
+  }
+  auto session = Session::Create(m, CpuOnly());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  std::vector<float> x(64 * 64, 1.0f);
+  auto plan = (*session)->Plan({Bind("x", x, {64, 64})});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->tensors.size(), 5u);
+  EXPECT_EQ(plan->arena_bytes, 2u * 64 * 64 * 4);
+  auto out = (*session)->Run({Bind("x", x, {64, 64})});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0].tensor.data<float>()[4095], 1.0f);
+}
+
+TEST(Session, OutputThatIsAViewOfTheInputOwnsItsMemory) {
+  ir::Model m;
+  m.ir_version = 8;
+  m.opset_imports = {{"", 17}};
+  m.graph.name = "id";
+  m.graph.inputs = {TensorValue("x", DataType::kFloat32, {3})};
+  m.graph.outputs = {TensorValue("y", DataType::kFloat32, {3})};
+  m.graph.nodes = {MakeNode("Identity", {"x"}, {"y"})};
+  auto session = Session::Create(m, CpuOnly());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  auto x = std::make_unique<std::vector<float>>(std::vector<float>{1, 2, 3});
+  auto out = (*session)->Run({Bind("x", *x, {3})});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_NE((*out)[0].tensor.raw_data(), static_cast<const void*>(x->data()));
+  x.reset();  // the caller frees its buffer; the output must stay valid
+  EXPECT_EQ((*out)[0].tensor.data<float>()[2], 3.0f);
+}
+
+TEST(Session, UnknownOpIsUnsupportedAndNamesTheNode) {
+  ir::Model m = ArithmeticModel();
+  m.graph.nodes[1].op_type = "FancyRelu";
+  auto session = Session::Create(m, CpuOnly());
+  ASSERT_FALSE(session.ok());
+  EXPECT_EQ(session.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(session.status().summary().find("node FancyRelu 'relu'"), std::string::npos)
+      << session.status().summary();
+}
+
+TEST(Session, ConcurrentRunsGiveIdenticalOutputs) {
+  auto session = Session::Create(ArithmeticModel(), CpuOnly());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  const Session& s = **session;
+  std::vector<float> x(3 * 1000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(float(i));
+  auto reference = s.Run({Bind("x", x, {1000, 3})});
+  ASSERT_TRUE(reference.ok());
+  const Tensor& ref = (*reference)[0].tensor;
+  std::atomic<int> mismatches{0}, failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        // Alternate batch sizes so threads also race on the plan cache.
+        int64_t n = (t + i) % 2 ? 1000 : 999;
+        InputBinding b = Bind("x", x, {n, 3});
+        b.byte_size = size_t(n) * 3 * sizeof(float);  // the part of the buffer the shape covers
+        auto out = s.Run({b});
+        if (!out.ok()) {
+          ++failures;
+          continue;
+        }
+        if (std::memcmp((*out)[0].tensor.raw_data(), ref.raw_data(), size_t(n) * 3 * 4) != 0) ++mismatches;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
+class RejectingBackend : public Backend {
+ public:
+  std::string_view name() const override { return "picky"; }
+  bool Supports(const ir::Node& node, int64_t) const override { return node.op_type == "Add"; }
+  Status Run(const ir::Node&, int64_t, std::span<const Tensor* const>, std::vector<Tensor>&,
+             OutputAllocator&) const override {
+    return InternalError("not expected to run in this test");
+  }
+};
+
+TEST(Session, PartitionFallsBackOrRefuses) {
+  SessionOptions o;
+  o.backends = {std::make_shared<RejectingBackend>(), cpu::MakeCpuBackend()};
+  auto session = Session::Create(ArithmeticModel(), o);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  const auto& placement = (*session)->placement();
+  ASSERT_EQ(placement.size(), 3u);
+  EXPECT_EQ(placement[0].backend, "picky");
+  EXPECT_EQ(placement[1].backend, "cpu");
+  o.no_fallback = true;
+  auto strict = Session::Create(ArithmeticModel(), o);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_NE(strict.status().summary().find("node Relu 'relu'"), std::string::npos) << strict.status().summary();
+  EXPECT_NE(strict.status().summary().find("fallback is off"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vigil::runtime
