@@ -11,7 +11,7 @@ packages=(build-essential cmake pkg-config libcli11-dev nlohmann-json3-dev libfm
 if [[ "${1:-}" == "--tests" ]]; then
   # GoogleTest; ONNX's own test models; the onnx Python package (the reference
   # the inspect test compares against); clang's sanitizer/fuzzer runtimes.
-  packages+=(libgtest-dev libgmock-dev libonnx-testdata python3-onnx)
+  packages+=(libgtest-dev libgmock-dev libonnx-testdata python3-onnx python3-numpy)
 fi
 
 missing=()
