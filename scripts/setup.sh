@@ -1,19 +1,18 @@
 #!/usr/bin/env bash
 # Installs what is missing (Debian 12 / Ubuntu 24.04, as root or with sudo),
-# then configures and builds vigil into $VIGIL_BUILD_DIR (default: build).
+# then configures vigil into $VIGIL_BUILD_DIR (default: build) and builds the
+# given targets (default: everything, tests included).
 # Idempotent: a second run installs nothing and rebuilds only what changed.
 #
-#   scripts/setup.sh [--tests]     --tests also installs what the test suite needs
+#   scripts/setup.sh [TARGET...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(build-essential cmake pkg-config libcli11-dev nlohmann-json3-dev libfmt-dev libeigen3-dev)
-if [[ "${1:-}" == "--tests" ]]; then
-  # GoogleTest; ONNX's own test models; the onnx Python package (the reference
-  # the inspect test compares against); clang's sanitizer/fuzzer runtimes.
-  packages+=(libgtest-dev libgmock-dev libonnx-testdata python3-onnx python3-numpy)
-fi
-
+# Compiler and build; header-only or static libraries (Eigen, CLI11, JSON,
+# fmt); GoogleTest; ONNX's test models; the onnx Python package and numpy,
+# which the tests compare against.
+packages=(build-essential cmake pkg-config libcli11-dev nlohmann-json3-dev libfmt-dev libeigen3-dev
+          libgtest-dev libgmock-dev libonnx-testdata python3-onnx python3-numpy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -27,9 +26,9 @@ if ((${#missing[@]})); then
 fi
 
 build_dir=${VIGIL_BUILD_DIR:-build}
-tests=OFF
-[[ "${1:-}" == "--tests" ]] && tests=ON
 echo "== configuring $build_dir"
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVIGIL_BUILD_TESTS=$tests ${VIGIL_CMAKE_ARGS:-} >/dev/null
-echo "== building $build_dir"
-cmake --build "$build_dir" -j"$(nproc)"
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${VIGIL_CMAKE_ARGS:-} >/dev/null
+echo "== building $build_dir ${*:-(all)}"
+targets=()
+for t in "$@"; do targets+=(--target "$t"); done
+cmake --build "$build_dir" -j"$(nproc)" "${targets[@]}"
