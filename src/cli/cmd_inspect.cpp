@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "cli/model_json.h"
+#include "cli/node_shapes.h"
 #include "ir/model_stats.h"
 #include "ir/validate.h"
 #include "onnx/reader.h"
@@ -14,6 +15,7 @@ namespace {
 struct InspectOptions {
   std::string model_path;
   bool json = false;
+  bool shapes = false;
 };
 
 std::string HumanBytes(uint64_t bytes) {
@@ -31,7 +33,14 @@ std::string ValueLine(const ir::ValueInfo& vi) {
   return fmt::format("  {:<24} {}\n", vi.name, vi.has_type ? ir::TypeToString(vi.type) : std::string("(no type)"));
 }
 
-void PrintText(const ir::Model& m, const ir::ModelStats& stats) {
+uint64_t TotalFlops(const std::vector<NodeShapes>& shapes) {
+  uint64_t total = 0;
+  for (const NodeShapes& s : shapes) total += s.flops;
+  return total;
+}
+
+void PrintText(const ir::Model& m, const ir::ModelStats& stats, const std::vector<NodeShapes>& shapes,
+               bool with_shapes) {
   std::string out = fmt::format("model:      {}\n", m.path);
   out += fmt::format("ir_version: {}\n", m.ir_version);
   out += fmt::format("producer:   {} {}\n", m.producer_name, m.producer_version);
@@ -50,10 +59,22 @@ void PrintText(const ir::Model& m, const ir::ModelStats& stats) {
   for (const auto& [op, count] : stats.ops) out += fmt::format("  {:<24} {}\n", op, count);
   out += fmt::format("parameters: {} ({})\n", stats.parameters, HumanBytes(stats.parameter_bytes));
   if (!m.functions.empty()) out += fmt::format("functions:  {}\n", m.functions.size());
+  if (with_shapes) {
+    out += "node shapes (execution order):\n";
+    for (const NodeShapes& s : shapes) {
+      out += fmt::format("  #{:<4} {:<32}", s.index, s.label);
+      for (size_t i = 0; i < s.outputs.size(); ++i) out += fmt::format("{}{}", i ? ", " : "", s.outputs[i]);
+      if (s.flops) out += fmt::format("  ({:.3g} FLOP)", static_cast<double>(s.flops));
+      out += "\n";
+    }
+    out += fmt::format("FLOPs:      {:.4g} (Conv, ConvTranspose, Gemm, MatMul; 2 per multiply-add; symbolic dims = 1)\n",
+                       static_cast<double>(TotalFlops(shapes)));
+  }
   std::fwrite(out.data(), 1, out.size(), stdout);
 }
 
-void PrintJson(const ir::Model& m, const ir::ModelStats& stats) {
+void PrintJson(const ir::Model& m, const ir::ModelStats& stats, const std::vector<NodeShapes>& shapes,
+               bool with_shapes) {
   nlohmann::json j = ModelInterfaceJson(m);
   j["model"] = m.path;
   j["nodes"] = stats.nodes;
@@ -62,6 +83,14 @@ void PrintJson(const ir::Model& m, const ir::ModelStats& stats) {
   j["parameters"] = stats.parameters;
   j["parameter_bytes"] = stats.parameter_bytes;
   j["functions"] = m.functions.size();
+  if (with_shapes) {
+    nlohmann::json nodes = nlohmann::json::array();
+    for (const NodeShapes& s : shapes) {
+      nodes.push_back({{"index", s.index}, {"node", s.label}, {"outputs", s.outputs}, {"flops", s.flops}});
+    }
+    j["node_shapes"] = nodes;
+    j["flops"] = TotalFlops(shapes);
+  }
   std::string text = j.dump(2);
   std::fprintf(stdout, "%s\n", text.c_str());
 }
@@ -72,8 +101,14 @@ int RunInspect(const InspectOptions& opt) {
   Status valid = ir::ValidateModel(*model);
   if (!valid.ok()) return ReportFailure(valid.WithFact("model", opt.model_path), opt.json);
   ir::ModelStats stats = ir::ComputeStats(*model);
-  if (opt.json) PrintJson(*model, stats);
-  else PrintText(*model, stats);
+  std::vector<NodeShapes> shapes;
+  if (opt.shapes) {
+    auto inferred = InferNodeShapes(*model);
+    if (!inferred.ok()) return ReportFailure(inferred.status(), opt.json);
+    shapes = std::move(*inferred);
+  }
+  if (opt.json) PrintJson(*model, stats, shapes, opt.shapes);
+  else PrintText(*model, stats, shapes, opt.shapes);
   return kExitOk;
 }
 
@@ -87,6 +122,9 @@ Command AddInspectCommand(CLI::App& parent) {
       "parameters. The model is read and validated; a malformed model gives exit 1 with a diagnosis.");
   sub->add_option("MODEL", opt->model_path, "ONNX model file (.onnx)")->required();
   sub->add_flag("--json", opt->json, "print JSON instead of text (errors too, as {\"ok\":false,...})");
+  sub->add_flag("--shapes", opt->shapes,
+                "also infer every node's output types (symbolic dims stay symbolic) and the FLOPs of Conv, "
+                "ConvTranspose, Gemm and MatMul");
   return {sub, [opt] { return RunInspect(*opt); }};
 }
 

@@ -247,3 +247,21 @@ TEST(InspectCli, LargeModelIsNotCopied) {
 
 }  // namespace
 }  // namespace vigil::testing
+
+namespace vigil::testing {
+namespace {
+
+TEST(InspectCli, ShapesGivesEveryNodesTypesAndFlops) {
+  CommandResult r = RunVigil({"inspect", "--json", "--shapes", kExample});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["node_shapes"].size(), 9u);
+  EXPECT_EQ(j["node_shapes"][2]["outputs"][0], "p1: float32[N,8,16,16]");  // MaxPool halves 32x32
+  EXPECT_EQ(j["node_shapes"][6]["outputs"][0], "f: float32[N,16]");
+  // conv1 2*8*32*32*27, conv2 2*16*16*16*72, fc 2*10*16, with N = 1.
+  EXPECT_EQ(j["node_shapes"][0]["flops"], 2 * 8 * 32 * 32 * 27);
+  EXPECT_EQ(j["flops"], 2 * 8 * 32 * 32 * 27 + 2 * 16 * 16 * 16 * 72 + 2 * 10 * 16);
+}
+
+}  // namespace
+}  // namespace vigil::testing
