@@ -27,7 +27,7 @@ fi
 
 build_dir=${VIGIL_BUILD_DIR:-build}
 echo "== configuring $build_dir"
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${VIGIL_CMAKE_ARGS:-} >/dev/null
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVIGIL_BUILD_TESTS=ON ${VIGIL_CMAKE_ARGS:-} >/dev/null
 echo "== building $build_dir ${*:-(all)}"
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done
