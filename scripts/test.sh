@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what is missing, builds, and runs ctest twice:
-# the normal build, then every test again in a build with
-# AddressSanitizer + UndefinedBehaviorSanitizer.
+# The whole test suite: installs what is missing, builds, and runs ctest; then
+# builds the layers that parse untrusted bytes (ONNX reader, IR validation,
+# tensor files, input validation, ELF and ld.so.cache readers) with
+# AddressSanitizer + UndefinedBehaviorSanitizer and runs their tests again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -11,6 +12,12 @@ echo "== tests (build)"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 echo "== tests under ASan+UBSan (build-asan)"
-VIGIL_BUILD_DIR=build-asan VIGIL_CMAKE_ARGS="-DVIGIL_SANITIZE=ON" scripts/setup.sh
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs"
+asan_tests=(base/vigil_base_tests ir/vigil_ir_tests onnx/vigil_onnx_tests runtime/vigil_runtime_tests
+            doctor/resolver/vigil_doctor_resolver_tests)
+VIGIL_BUILD_DIR=build-asan VIGIL_CMAKE_ARGS="-DVIGIL_SANITIZE=ON" scripts/setup.sh "${asan_tests[@]##*/}"
+for t in "${asan_tests[@]}"; do
+  echo "-- $t"
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    "build-asan/tests/$t" --gtest_brief=1
+done
+echo "ASan+UBSan: all ${#asan_tests[@]} test programs passed"
