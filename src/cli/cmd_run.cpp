@@ -7,12 +7,9 @@
 #include <set>
 #include <string>
 
-#include "backends/cpu/cpu_backend.h"
 #include "base/diagnosis_render.h"
 #include "base/float16.h"
 #include "cli/command.h"
-#include "ir/validate.h"
-#include "onnx/reader.h"
 #include "runtime/session.h"
 #include "runtime/tensor_file.h"
 
@@ -170,25 +167,8 @@ void PrintJson(const std::vector<runtime::NamedTensor>& outs, const std::vector<
 
 // ---- The command ------------------------------------------------------------
 
-Result<std::unique_ptr<runtime::Session>> LoadSession(const std::string& model_path) {
-  VIGIL_ASSIGN_OR_RETURN(ir::Model model, onnx::ReadModel(model_path));
-  Status valid = ir::ValidateModel(model);
-  if (!valid.ok()) return valid.WithFact("model", model_path);
-  runtime::SessionOptions options;
-  options.backends.push_back(cpu::MakeCpuBackend());
-  return runtime::Session::Create(std::move(model), std::move(options));
-}
-
-Status CudaNotBuilt() {
-  Status s = UnsupportedError("cannot run on backend 'cuda': the CUDA backend is not built yet");
-  s.WithFact("backends available", "cpu");
-  s.WithFix("run with --backend cpu");
-  return s;
-}
-
 int RunModel(const RunOptions& opt) {
-  if (opt.backend == "cuda") return ReportFailure(CudaNotBuilt(), opt.json);
-  auto session = LoadSession(opt.model_path);
+  auto session = LoadSession(opt.model_path, opt.backend);
   if (!session.ok()) return ReportFailure(session.status(), opt.json);
   auto inputs = ReadInputFiles(opt.inputs);
   if (!inputs.ok()) return ReportFailure(inputs.status(), opt.json);

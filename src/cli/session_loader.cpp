@@ -9,7 +9,8 @@ namespace vigil::cli {
 
 Result<std::unique_ptr<runtime::Session>> LoadSession(const std::string& model_path, const std::string& backend) {
   if (backend != "cpu") {
-    return UnsupportedError("the {} backend is not built yet; use --backend cpu", backend)
+    return UnsupportedError("cannot run on backend '{}': the CUDA backend is not built yet", backend)
+        .WithFact("backends available", "cpu")
         .WithFix("run with --backend cpu");
   }
   VIGIL_ASSIGN_OR_RETURN(ir::Model model, onnx::ReadModel(model_path));
