@@ -166,7 +166,7 @@ Command AddBenchCommand(CLI::App& parent) {
       "Inputs come from --input files, or are random values shaped from the model (symbolic dims from\n"
       "--dim NAME=VALUE, default 1). Example: vigil bench model.onnx --dim N=8 --iters 50");
   sub->add_option("MODEL", opt->model_path, "ONNX model file")->required();
-  sub->add_option("--input", opt->inputs, "NAME=FILE or FILE (.npy or .pb), as for `vigil run`");
+  AddInputFilesOption(sub, opt->inputs);
   sub->add_option("--dim", opt->dims, "NAME=VALUE for a symbolic dim of generated inputs");
   sub->add_option("--backend", opt->backend, "backend: cpu")->check(CLI::IsMember({"cpu", "cuda"}));
   sub->add_option("--warmup", opt->warmup, "untimed runs first (default 3)");

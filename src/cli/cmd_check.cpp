@@ -84,11 +84,7 @@ Command AddCheckCommand(CLI::App& parent) {
       "  vigil check model.onnx --input a.npy --input b.npy   (bound in the model's input order)\n"
       "Exit codes: 0 inputs match, 1 diagnosed problem (model or input), 2 usage error, 3 internal error.");
   sub->add_option("MODEL", opt->model_path, "ONNX model file (.onnx)")->required();
-  sub->add_option("--input,-i", opt->inputs,
-                  "NAME=FILE binds FILE to the model input NAME; FILE alone binds by position (required inputs "
-                  "first, in the model's order). Repeat for each input.")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  AddInputFilesOption(sub, opt->inputs);
   sub->add_flag("--json", opt->json, "print JSON instead of text (errors too, as {\"ok\":false,...})");
   return {sub, [opt] { return RunCheck(*opt); }};
 }

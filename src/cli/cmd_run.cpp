@@ -208,6 +208,14 @@ Result<InputFiles> ReadInputFiles(const std::vector<std::string>& specs) {
   return files;
 }
 
+void AddInputFilesOption(CLI::App* sub, std::vector<std::string>& specs) {
+  sub->add_option("--input,-i", specs,
+                  "NAME=FILE binds FILE (.npy or .pb) to the model input NAME; FILE alone binds by position "
+                  "(required inputs first, in the model's order). Repeat for each input.")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
 Command AddRunCommand(CLI::App& parent) {
   auto opt = std::make_shared<RunOptions>();
   CLI::App* sub = parent.add_subcommand(
@@ -222,11 +230,7 @@ Command AddRunCommand(CLI::App& parent) {
       "Exit codes: 0 ran, 1 diagnosed problem (model, input, unsupported op or backend), 2 usage error, "
       "3 internal error.");
   sub->add_option("MODEL", opt->model_path, "ONNX model file (.onnx)")->required();
-  sub->add_option("--input,-i", opt->inputs,
-                  "NAME=FILE binds FILE to the model input NAME; FILE alone binds by position (required inputs "
-                  "first, in the model's order). Repeat for each input.")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  AddInputFilesOption(sub, opt->inputs);
   sub->add_option("--backend", opt->backend, "where to run: cpu (default) or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   sub->add_option("--output-dir,-o", opt->output_dir,

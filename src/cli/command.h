@@ -47,6 +47,8 @@ struct InputFiles {
   std::vector<runtime::InputBinding> bindings;
 };
 Result<InputFiles> ReadInputFiles(const std::vector<std::string>& specs);
+// The `--input,-i NAME=FILE | FILE` option of run, check and bench.
+void AddInputFilesOption(CLI::App* sub, std::vector<std::string>& specs);
 
 // Prints a failing status (text on stderr, or JSON on stdout) and returns its
 // exit code.
