@@ -24,7 +24,7 @@ struct BenchOptions {
   std::string model_path;
   std::vector<std::string> inputs;
   std::vector<std::string> dims;  // NAME=VALUE for symbolic dims of generated inputs
-  std::string backend = "cpu";
+  BackendChoice backend;
   int warmup = 3;
   int iters = 20;
   bool json = false;
@@ -137,7 +137,7 @@ int RunBench(const BenchOptions& opt) {
   double load_ms = Ms(loaded - start), first_ms = Ms(first_done - first_start);
   double first_result_ms = Ms(first_done - start);
   if (opt.json) {
-    nlohmann::json j = {{"model", opt.model_path}, {"backend", opt.backend}, {"iters", opt.iters},
+    nlohmann::json j = {{"model", opt.model_path}, {"backend", opt.backend.backend}, {"iters", opt.iters},
                         {"warmup", opt.warmup}, {"load_ms", load_ms}, {"first_run_ms", first_ms},
                         {"time_to_first_result_ms", first_result_ms}, {"p50_ms", p50}, {"p90_ms", p90},
                         {"p99_ms", p99}, {"runs_per_s", 1000.0 / p50},
@@ -145,7 +145,7 @@ int RunBench(const BenchOptions& opt) {
     std::printf("%s\n", j.dump(2).c_str());
     return kExitOk;
   }
-  std::printf("model:        %s (%s backend)\n", opt.model_path.c_str(), opt.backend.c_str());
+  std::printf("model:        %s (%s backend)\n", opt.model_path.c_str(), opt.backend.backend.c_str());
   std::printf("load:         %.2f ms; first run %.2f ms; time to first result %.2f ms\n", load_ms, first_ms,
               first_result_ms);
   std::printf("latency:      p50 %.3f ms, p90 %.3f ms, p99 %.3f ms over %d runs (%d warm-up)\n", p50, p90, p99,
@@ -168,7 +168,7 @@ Command AddBenchCommand(CLI::App& parent) {
   sub->add_option("MODEL", opt->model_path, "ONNX model file")->required();
   AddInputFilesOption(sub, opt->inputs);
   sub->add_option("--dim", opt->dims, "NAME=VALUE for a symbolic dim of generated inputs");
-  sub->add_option("--backend", opt->backend, "backend: cpu")->check(CLI::IsMember({"cpu", "cuda"}));
+  AddBackendOptions(sub, opt->backend);
   sub->add_option("--warmup", opt->warmup, "untimed runs first (default 3)");
   sub->add_option("--iters", opt->iters, "timed runs (default 20)");
   sub->add_flag("--json", opt->json, "print JSON");

@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 struct RunOptions {
   std::string model_path;
   std::vector<std::string> inputs;
-  std::string backend = "cpu";
+  BackendChoice backend;
   std::string output_dir;
   bool json = false;
 };
@@ -231,8 +231,7 @@ Command AddRunCommand(CLI::App& parent) {
       "3 internal error.");
   sub->add_option("MODEL", opt->model_path, "ONNX model file (.onnx)")->required();
   AddInputFilesOption(sub, opt->inputs);
-  sub->add_option("--backend", opt->backend, "where to run: cpu (default) or cuda")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+  AddBackendOptions(sub, opt->backend);
   sub->add_option("--output-dir,-o", opt->output_dir,
                   "write each output as DIR/<output name>.npy (characters outside [A-Za-z0-9._-] become '_'); "
                   "without it, outputs are only summarised");

@@ -35,8 +35,22 @@ Command AddRunCommand(CLI::App& parent);
 Command AddCheckCommand(CLI::App& parent);
 Command AddBenchCommand(CLI::App& parent);
 
-// Reads and validates MODEL and creates a session on `backend` ("cpu").
-// Defined in session_loader.cpp.
+// Where and how a command runs the model: --backend, --no-fallback, --tf32,
+// --deterministic, --gpu-mem-limit, --device.
+struct BackendChoice {
+  std::string backend = "cpu";
+  bool no_fallback = false;
+  bool tf32 = false;
+  bool deterministic = false;
+  std::string gpu_mem_limit;  // "512M", "2G", bytes; empty = free memory
+  int device = 0;
+};
+void AddBackendOptions(CLI::App* sub, BackendChoice& choice);
+
+// Reads and validates MODEL and creates a session on the chosen backend
+// (cuda: the module is loaded, the CPU backend is the fallback unless
+// --no-fallback). Defined in session_loader.cpp.
+Result<std::unique_ptr<runtime::Session>> LoadSession(const std::string& model_path, const BackendChoice& choice);
 Result<std::unique_ptr<runtime::Session>> LoadSession(const std::string& model_path, const std::string& backend);
 
 // Input files given as `--input NAME=FILE` or `--input FILE` (bound by

@@ -16,6 +16,14 @@
 #include "doctor/probe.h"
 
 extern "C" {
+// Options for creating a backend, as plain C.
+struct VigilBackendOptions {
+  int device;                        // CUDA device ordinal
+  int allow_tf32;                    // 0/1
+  int deterministic;                 // 0/1
+  unsigned long long memory_limit;   // bytes; 0 = free device memory
+};
+
 // What a backend module's entry function returns. Plain C so that modules
 // built by another compiler (or another vigil version) can be inspected
 // safely before anything else is called.
@@ -25,13 +33,24 @@ struct VigilBackendEntry {
   // 0 when the backend can run on this machine; otherwise non-zero, with a
   // one-line reason written into `message` (NUL-terminated, <= size bytes).
   int (*probe)(char* message, size_t size);
+  // The vigil::runtime::kBackendInterfaceVersion the module was built with;
+  // `create` may be called only when it equals the core's.
+  int backend_interface_version;
+  // Creates the backend: returns 0 and a vigil::runtime::Backend* in
+  // *backend, or non-zero and a vigil::Status* (owned by the caller) in
+  // *status.
+  int (*create)(const struct VigilBackendOptions* options, void** backend, void** status);
+  void (*destroy)(void* backend);
+  // "CUDA runtime 13.0, cuDNN 9.14.0, ..." for device `device`; valid until
+  // the next call.
+  const char* (*describe)(int device);
 };
 typedef const struct VigilBackendEntry* (*VigilBackendEntryFn)(void);
 }
 
 namespace vigil::doctor {
 
-inline constexpr int kBackendAbiVersion = 1;
+inline constexpr int kBackendAbiVersion = 2;
 inline constexpr const char* kBackendEntrySymbol = "vigil_backend_entry";
 
 struct ModuleLoadOptions {

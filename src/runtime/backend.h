@@ -1,10 +1,13 @@
 // The narrow interface between the session and a backend. A backend says
 // which nodes it can run and runs one node at a time; the session plans,
-// partitions, binds and schedules. Versioned so that separately built modules
-// (the CUDA backend, libvigil_cuda.so) can refuse a mismatched core.
+// partitions, binds, moves data between host and device, and schedules.
+// Versioned so that separately built modules (the CUDA backend,
+// libvigil_cuda.so) can refuse a mismatched core.
 #pragma once
 
+#include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -14,27 +17,76 @@
 
 namespace vigil::runtime {
 
-inline constexpr int kBackendInterfaceVersion = 1;
+// 2: backends may keep their values in device memory (Device, transfers,
+// SupportsTyped, InputOnHost, PlannedType).
+inline constexpr int kBackendInterfaceVersion = 2;
 
 // Gives a node its output buffers: the run's arena slot when the memory plan
-// has one of the right size for that output, a heap buffer otherwise.
+// has one of the right size for that output, a fresh buffer otherwise. The
+// memory is the node's backend's: host memory for the CPU, device memory for
+// a device backend.
 class OutputAllocator {
  public:
   virtual ~OutputAllocator() = default;
   virtual Result<Tensor> Allocate(size_t output_index, ir::DataType dtype, std::vector<int64_t> shape) = 0;
+  // The type that shape inference predicted for output i at this run's input
+  // shapes, or null when it is not fully known. Device kernels size their
+  // outputs from it instead of repeating each op's shape rules.
+  virtual const ir::TypeInfo* PlannedType(size_t output_index) const { return nullptr; }
+};
+
+// The types load-time inference found for a node's inputs and outputs
+// (null where unknown): enough to decide support by dtype.
+struct NodeTypes {
+  std::vector<const ir::TypeInfo*> inputs;
+  std::vector<const ir::TypeInfo*> outputs;
 };
 
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
+  // Where this backend's values live. Values move between host and device
+  // only at partition boundaries, through the device backend.
+  virtual Device device() const { return Device::kHost; }
   // Whether this backend has an implementation of the node's op at `opset`.
   virtual bool Supports(const ir::Node& node, int64_t opset) const = 0;
+  // The same, knowing the node's types; on false, `why_not` (if given) says
+  // what is missing ("dtype int8 of input 0"), for inspect and --no-fallback.
+  virtual bool SupportsTyped(const ir::Node& node, int64_t opset, const NodeTypes& types,
+                             std::string* why_not) const {
+    bool ok = Supports(node, opset);
+    if (!ok && why_not) *why_not = "no kernel for this op at this opset";
+    return ok;
+  }
+  // Whether input i is read on the host even by a device backend (shape,
+  // axes, pads: small values a kernel needs before it launches).
+  virtual bool InputOnHost(const ir::Node& node, int64_t opset, size_t input_index) const { return true; }
   // Runs one node. inputs[i] is null for an omitted optional input. The
   // backend fills `outputs` (one per node output) through `allocator` or with
   // views of its inputs.
   virtual Status Run(const ir::Node& node, int64_t opset, std::span<const Tensor* const> inputs,
                      std::vector<Tensor>& outputs, OutputAllocator& allocator) const = 0;
+
+  // Device backends only (device() != kHost). Memory comes from the calling
+  // thread's stream; copies are ordered on it.
+  virtual Result<Tensor> AllocateDevice(ir::DataType dtype, std::vector<int64_t> shape) const {
+    return InternalError("the {} backend has no device memory", name());
+  }
+  virtual Result<Tensor> ToDevice(const Tensor& host) const {
+    return InternalError("the {} backend has no device memory", name());
+  }
+  // Waits for the calling thread's pending work and copies to host memory.
+  virtual Result<Tensor> ToHost(const Tensor& device) const {
+    return InternalError("the {} backend has no device memory", name());
+  }
+  // Waits for the calling thread's pending work; reports any error it raised.
+  virtual Status Synchronize() const { return Status::Ok(); }
+  // Called once per run before the first step, with the bytes the plan needs
+  // on the device (arena + outputs); refuses a run that cannot fit.
+  virtual Status CheckDeviceMemory(uint64_t planned_bytes, const std::string& largest_tensors) const {
+    return Status::Ok();
+  }
 };
 
 }  // namespace vigil::runtime

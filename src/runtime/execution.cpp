@@ -28,6 +28,8 @@ std::string Root(const std::unordered_map<std::string, std::string>& alias_of, s
   return v;
 }
 
+bool StepOnDevice(const ExecutionStep& s) { return s.backend->device() != Device::kHost; }
+
 void PlanArena(const ir::Model& model, ExecutionPlan& plan) {
   auto alias_of = AliasSources(model, plan.steps);
   // A root lives as long as any view of it; a view that is a graph output
@@ -40,64 +42,86 @@ void PlanArena(const ir::Model& model, ExecutionPlan& plan) {
     if (it != plan.last_use.end()) root_last_use[root] = std::max(root_last_use[root], it->second);
     if (plan.graph_outputs.count(view)) unplannable.insert(root);
   }
-  std::vector<LifetimeRequest> requests;
+  std::vector<LifetimeRequest> requests[2];  // host, device
+  std::vector<std::string> dynamic;
   for (size_t pos = 0; pos < plan.steps.size(); ++pos) {
     const ir::Node& node = model.graph.nodes[plan.steps[pos].node_index];
+    bool device = StepOnDevice(plan.steps[pos]);
     for (const std::string& out : node.outputs) {
-      if (out.empty() || alias_of.count(out) || plan.graph_outputs.count(out) || unplannable.count(out)) continue;
+      if (out.empty()) continue;
+      if (device) plan.on_device.insert(out);
+      if (alias_of.count(out) || plan.graph_outputs.count(out) || unplannable.count(out)) continue;
       auto type = plan.types.find(out);
       auto dims = type == plan.types.end() ? std::nullopt : ops::KnownDims(&type->second);
       auto count = dims ? ElementCount(*dims) : std::nullopt;
       auto bytes = count ? ir::DataTypeStorageBytes(type->second.elem_type, *count) : std::nullopt;
       if (!bytes) {
-        plan.memory.dynamic.push_back(out);
+        dynamic.push_back(out);
         continue;
       }
       size_t last = pos;
       if (auto it = plan.last_use.find(out); it != plan.last_use.end()) last = std::max(last, it->second);
       if (auto it = root_last_use.find(out); it != root_last_use.end()) last = std::max(last, it->second);
-      requests.push_back({out, *bytes, pos, last});
+      requests[device ? 1 : 0].push_back({out, *bytes, pos, last});
     }
   }
-  std::vector<std::string> dynamic = std::move(plan.memory.dynamic);
-  plan.memory = PlanMemory(std::move(requests));
+  plan.memory = PlanMemory(std::move(requests[0]));
   plan.memory.dynamic = std::move(dynamic);
+  plan.device_memory = PlanMemory(std::move(requests[1]));
   for (const PlannedTensor& t : plan.memory.tensors) plan.slots[t.name] = {t.offset, t.bytes};
+  for (const PlannedTensor& t : plan.device_memory.tensors) plan.slots[t.name] = {t.offset, t.bytes};
 }
 
-// Hands out arena slots where the plan has one that fits, heap otherwise.
+// Hands out arena slots where the plan has one that fits, fresh memory
+// otherwise; device steps get device memory.
 class PlannedAllocator : public OutputAllocator {
  public:
-  PlannedAllocator(const ExecutionPlan& plan, const ir::Node& node, const Tensor* arena)
-      : plan_(plan), node_(node), arena_(arena) {}
+  PlannedAllocator(const ExecutionPlan& plan, const ir::Node& node, const Backend& backend, const Tensor* arena)
+      : plan_(plan), node_(node), backend_(backend), arena_(arena) {}
 
   Result<Tensor> Allocate(size_t i, ir::DataType dtype, std::vector<int64_t> shape) override {
+    bool device = backend_.device() != Device::kHost;
     if (arena_ && i < node_.outputs.size()) {
       auto slot = plan_.slots.find(node_.outputs[i]);
       auto count = ElementCount(shape);
       auto bytes = count ? ir::DataTypeStorageBytes(dtype, *count) : std::nullopt;
       if (slot != plan_.slots.end() && bytes && *bytes <= slot->second.bytes) {
         auto* base = static_cast<uint8_t*>(const_cast<void*>(arena_->raw_data()));
-        return Tensor::Shared(dtype, std::move(shape), base + slot->second.offset, arena_->storage());
+        return Tensor::OnDevice(arena_->device(), dtype, std::move(shape), base + slot->second.offset,
+                                arena_->storage());
       }
     }
+    if (device) return backend_.AllocateDevice(dtype, std::move(shape));
     return Tensor::Allocate(dtype, std::move(shape));
+  }
+
+  const ir::TypeInfo* PlannedType(size_t i) const override {
+    if (i >= node_.outputs.size() || node_.outputs[i].empty()) return nullptr;
+    auto it = plan_.types.find(node_.outputs[i]);
+    if (it == plan_.types.end() || !ops::KnownDims(&it->second)) return nullptr;
+    return &it->second;
   }
 
  private:
   const ExecutionPlan& plan_;
   const ir::Node& node_;
+  const Backend& backend_;
   const Tensor* arena_;
 };
 
-Result<Tensor> Copy(const Tensor& t) {
+// A copy with memory of its own, in the same place as `t`.
+Result<Tensor> Copy(const Tensor& t, const Backend* device_backend) {
+  if (!t.on_host()) {
+    VIGIL_ASSIGN_OR_RETURN(Tensor host, device_backend->ToHost(t));
+    return device_backend->ToDevice(host);
+  }
   VIGIL_ASSIGN_OR_RETURN(Tensor c, Tensor::Allocate(t.dtype(), t.shape()));
   if (t.byte_size()) std::memcpy(c.raw_data(), t.raw_data(), t.byte_size());
   return c;
 }
 
 bool InArena(const Tensor& t, const Tensor* arena) {
-  if (!arena || !t.raw_data()) return false;
+  if (!arena || !t.raw_data() || t.device() != arena->device()) return false;
   auto* p = static_cast<const uint8_t*>(t.raw_data());
   auto* base = static_cast<const uint8_t*>(arena->raw_data());
   return p >= base && p < base + arena->byte_size();
@@ -157,6 +181,7 @@ Result<std::shared_ptr<const ExecutionPlan>> BuildExecutionPlan(const ir::Model&
       continue;
     }
     plan->steps.push_back({i, node_backend[i], model.OpsetVersion(node.domain)});
+    if (!plan->device_backend && node_backend[i]->device() != Device::kHost) plan->device_backend = node_backend[i];
   }
   for (size_t pos = 0; pos < plan->steps.size(); ++pos) {
     const ir::Node& node = model.graph.nodes[plan->steps[pos].node_index];
@@ -174,38 +199,127 @@ Result<std::shared_ptr<const ExecutionPlan>> BuildExecutionPlan(const ir::Model&
   return std::shared_ptr<const ExecutionPlan>(std::move(plan));
 }
 
+namespace {
+
+// The values of one run, each in the place its producer left it, plus copies
+// moved to the other side of a host/device boundary for the readers there.
+class RunValues {
+ public:
+  RunValues(const ExecutionPlan& plan, const std::unordered_map<std::string, Tensor>& constants,
+            const std::unordered_map<std::string, Tensor>& device_constants)
+      : plan_(plan), constants_(constants), device_constants_(device_constants) {}
+
+  void Set(const std::string& name, Tensor t) {
+    moved_.erase(name);
+    values_[name] = std::move(t);
+  }
+  void Erase(const std::string& name) {
+    values_.erase(name);
+    moved_.erase(name);
+  }
+  const Tensor* Find(const std::string& name) const {
+    if (auto it = values_.find(name); it != values_.end()) return &it->second;
+    if (auto it = plan_.plan_values.find(name); it != plan_.plan_values.end()) return &it->second;
+    if (auto it = constants_.find(name); it != constants_.end()) return &it->second;
+    return nullptr;
+  }
+  // The value in the wanted place, moving (and remembering) it if needed.
+  Result<const Tensor*> In(const std::string& name, Device want) {
+    const Tensor* t = Find(name);
+    if (!t || t->device() == want) return t;
+    if (auto it = moved_.find(name); it != moved_.end()) return &it->second;
+    if (want != Device::kHost) {
+      if (auto it = device_constants_.find(name); it != device_constants_.end()) return &it->second;
+    }
+    const Backend* dev = plan_.device_backend;
+    if (!dev) return InternalError("value '{}' is on a device but the plan has no device backend", name);
+    Result<Tensor> moved = want == Device::kHost ? dev->ToHost(*t) : dev->ToDevice(*t);
+    if (!moved.ok()) {
+      return std::move(moved).TakeStatus().WithContext(
+          fmt::format("moving '{}' ({}) to the {}", name, t->Describe(), want == Device::kHost ? "host" : "device"));
+    }
+    auto [it, _] = moved_.insert_or_assign(name, std::move(moved).value());
+    return &it->second;
+  }
+
+ private:
+  const ExecutionPlan& plan_;
+  const std::unordered_map<std::string, Tensor>& constants_;
+  const std::unordered_map<std::string, Tensor>& device_constants_;
+  std::unordered_map<std::string, Tensor> values_;
+  std::unordered_map<std::string, Tensor> moved_;
+};
+
+// "'a' float16[64,128,56,56] 51.4 MB, ..." for the largest planned device tensors.
+std::string LargestTensors(const ExecutionPlan& plan, const MemoryPlan& memory) {
+  std::vector<const PlannedTensor*> v;
+  for (const PlannedTensor& t : memory.tensors) v.push_back(&t);
+  std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->bytes > b->bytes; });
+  std::string s;
+  for (size_t i = 0; i < v.size() && i < 3; ++i) {
+    auto type = plan.types.find(v[i]->name);
+    s += fmt::format("{}'{}' {} {:.1f} MB", i ? ", " : "", v[i]->name,
+                     type == plan.types.end() ? "?" : ir::TypeToString(type->second), v[i]->bytes / 1e6);
+  }
+  return s;
+}
+
+uint64_t OutputBytes(const ir::Model& model, const ExecutionPlan& plan) {
+  uint64_t total = 0;
+  for (const ir::ValueInfo& vi : model.graph.outputs) {
+    auto t = plan.types.find(vi.name);
+    auto dims = t == plan.types.end() ? std::nullopt : ops::KnownDims(&t->second);
+    auto count = dims ? ElementCount(*dims) : std::nullopt;
+    if (count && plan.on_device.count(vi.name)) {
+      total += ir::DataTypeStorageBytes(t->second.elem_type, *count).value_or(0);
+    }
+  }
+  return total;
+}
+
+}  // namespace
+
 Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const ExecutionPlan& plan,
                                              const std::unordered_map<std::string, Tensor>& constants,
+                                             const std::unordered_map<std::string, Tensor>& device_constants,
                                              const std::vector<InputBinding>& inputs, bool keep_all) {
-  std::optional<Tensor> arena_storage;
+  const Backend* dev = plan.device_backend;
+  std::optional<Tensor> host_arena_storage, device_arena_storage;
   if (!keep_all && plan.memory.arena_bytes > 0) {
-    VIGIL_ASSIGN_OR_RETURN(arena_storage, Tensor::Allocate(ir::DataType::kUint8,
-                                                           {static_cast<int64_t>(plan.memory.arena_bytes)}));
+    VIGIL_ASSIGN_OR_RETURN(host_arena_storage, Tensor::Allocate(ir::DataType::kUint8,
+                                                                {static_cast<int64_t>(plan.memory.arena_bytes)}));
   }
-  const Tensor* arena = arena_storage ? &*arena_storage : nullptr;
-  std::unordered_map<std::string, Tensor> values;
-  for (const InputBinding& b : inputs) values[b.name] = Tensor::View(b.dtype, b.shape, const_cast<void*>(b.data));
-  auto find = [&](const std::string& name) -> const Tensor* {
-    if (auto it = values.find(name); it != values.end()) return &it->second;
-    if (auto it = plan.plan_values.find(name); it != plan.plan_values.end()) return &it->second;
-    if (auto it = constants.find(name); it != constants.end()) return &it->second;
-    return nullptr;
-  };
+  if (dev) {
+    uint64_t arena_bytes = keep_all ? 0 : plan.device_memory.arena_bytes;
+    uint64_t need = keep_all ? plan.device_memory.peak_live_bytes : arena_bytes;
+    VIGIL_RETURN_IF_ERROR(dev->CheckDeviceMemory(need + OutputBytes(model, plan), LargestTensors(plan, plan.device_memory)));
+    if (arena_bytes > 0) {
+      VIGIL_ASSIGN_OR_RETURN(device_arena_storage,
+                             dev->AllocateDevice(ir::DataType::kUint8, {static_cast<int64_t>(arena_bytes)}));
+    }
+  }
+  const Tensor* host_arena = host_arena_storage ? &*host_arena_storage : nullptr;
+  const Tensor* device_arena = device_arena_storage ? &*device_arena_storage : nullptr;
+  RunValues values(plan, constants, device_constants);
+  for (const InputBinding& b : inputs) values.Set(b.name, Tensor::View(b.dtype, b.shape, const_cast<void*>(b.data)));
   std::vector<std::string> produced;
   for (size_t pos = 0; pos < plan.steps.size(); ++pos) {
     const ExecutionStep& step = plan.steps[pos];
     const ir::Node& node = model.graph.nodes[step.node_index];
+    bool on_device = StepOnDevice(step);
+    const Tensor* arena = on_device ? device_arena : host_arena;
     std::vector<const Tensor*> in(node.inputs.size(), nullptr);
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       if (node.inputs[i].empty()) continue;
-      in[i] = find(node.inputs[i]);
+      Device want = on_device && !step.backend->InputOnHost(node, step.opset, i) ? step.backend->device() : Device::kHost;
+      VIGIL_ASSIGN_OR_RETURN(in[i], values.In(node.inputs[i], want));
       if (!in[i]) {
         return InternalError("{} (node #{}): input '{}' has no value at run time", ops::NodeLabel(node),
                              step.node_index, node.inputs[i]);
       }
     }
     std::vector<Tensor> out;
-    PlannedAllocator allocator(plan, node, keep_all ? nullptr : arena);
+    PlannedAllocator allocator(plan, node, *step.backend, keep_all ? nullptr : arena);
     Status s = step.backend->Run(node, step.opset, in, out, allocator);
     if (!s.ok()) {
       return s.WithContext(fmt::format("running node #{} on the {} backend", step.node_index, step.backend->name()))
@@ -222,38 +336,40 @@ Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const Execu
                       out[i].raw_data() == static_cast<const uint8_t*>(arena->raw_data()) + slot->second.offset;
       bool planned_view = MayAliasInput(node) && i == 0 && in[0] && InArena(*in[0], arena);
       if (InArena(out[i], arena) && !own_slot && !planned_view) {
-        VIGIL_ASSIGN_OR_RETURN(out[i], Copy(out[i]));
+        VIGIL_ASSIGN_OR_RETURN(out[i], Copy(out[i], dev));
       }
-      values[name] = std::move(out[i]);
+      values.Set(name, std::move(out[i]));
       produced.push_back(name);
     }
     if (keep_all) continue;
     for (const std::string& name : node.inputs) {
       auto last = plan.last_use.find(name);
       if (!name.empty() && last != plan.last_use.end() && last->second == pos && !plan.graph_outputs.count(name)) {
-        values.erase(name);
+        values.Erase(name);
       }
     }
   }
   std::vector<NamedTensor> result;
-  for (const ir::ValueInfo& vi : model.graph.outputs) {
-    const Tensor* t = find(vi.name);
-    if (!t) return InternalError("graph output '{}' was not computed", vi.name);
+  auto to_result = [&](const std::string& name) -> Status {
+    VIGIL_ASSIGN_OR_RETURN(const Tensor* t, values.In(name, Device::kHost));
+    if (!t) return InternalError("graph output '{}' was not computed", name);
     // Outputs must own their memory: not a view of the caller's input
     // buffers, nor of the arena that dies with this run.
-    if (!t->storage() || InArena(*t, arena)) {
-      VIGIL_ASSIGN_OR_RETURN(Tensor copy, Copy(*t));
-      result.push_back({vi.name, std::move(copy)});
+    if (!t->storage() || InArena(*t, host_arena)) {
+      VIGIL_ASSIGN_OR_RETURN(Tensor copy, Copy(*t, dev));
+      result.push_back({name, std::move(copy)});
     } else {
-      result.push_back({vi.name, *t});
+      result.push_back({name, *t});
     }
-  }
+    return Status::Ok();
+  };
+  for (const ir::ValueInfo& vi : model.graph.outputs) VIGIL_RETURN_IF_ERROR(to_result(vi.name));
   if (keep_all) {
     for (const std::string& name : produced) {
-      if (!plan.graph_outputs.count(name)) result.push_back({name, values.at(name)});
+      if (!plan.graph_outputs.count(name)) VIGIL_RETURN_IF_ERROR(to_result(name));
     }
   }
+  if (dev) VIGIL_RETURN_IF_ERROR(dev->Synchronize());
   return result;
 }
-
 }  // namespace vigil::runtime

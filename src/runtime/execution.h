@@ -32,10 +32,13 @@ struct ArenaSlot {
 
 struct ExecutionPlan {
   std::vector<ExecutionStep> steps;                        // nodes still to run at these shapes
+  const Backend* device_backend = nullptr;                 // the backend whose values live on a device, if any
   std::unordered_map<std::string, Tensor> plan_values;     // outputs folded at plan time
   std::unordered_map<std::string, ir::TypeInfo> types;     // every value's type at these shapes
-  MemoryPlan memory;
-  std::unordered_map<std::string, ArenaSlot> slots;        // planned values
+  MemoryPlan memory;                                       // host arena
+  MemoryPlan device_memory;                                // device arena (device_backend's values)
+  std::unordered_map<std::string, ArenaSlot> slots;        // planned values, in the arena of their producer
+  std::unordered_set<std::string> on_device;               // values produced by device steps
   std::unordered_map<std::string, size_t> last_use;        // value -> last step that reads it
   std::unordered_set<std::string> graph_outputs;
 };
@@ -50,9 +53,12 @@ Result<std::shared_ptr<const ExecutionPlan>> BuildExecutionPlan(const ir::Model&
                                                                 InferredGraph inferred);
 
 // Runs `plan`. With keep_all, every value is kept (no arena, no freeing) and
-// returned after the graph outputs, in step order.
+// returned after the graph outputs, in step order. `device_constants` holds
+// device copies of constants that device steps read (uploaded once per
+// session); others are copied per run. Everything returned is on the host.
 Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const ExecutionPlan& plan,
                                              const std::unordered_map<std::string, Tensor>& constants,
+                                             const std::unordered_map<std::string, Tensor>& device_constants,
                                              const std::vector<InputBinding>& inputs, bool keep_all);
 
 }  // namespace vigil::runtime

@@ -89,13 +89,41 @@ struct Session::State {
   std::vector<size_t> order;
   std::vector<const Backend*> node_backend;  // per node index of `model.graph.nodes`
   std::vector<NodePlacement> placement;
+  std::unordered_map<size_t, std::string> fallback_reasons;  // node -> why the first backend refused it
   std::unordered_map<std::string, Tensor> constants;
+  std::unordered_map<std::string, Tensor> device_constants;  // copies on the device for device steps
 
   mutable std::mutex plan_mutex;
   mutable std::map<std::string, std::shared_ptr<const ExecutionPlan>> plans;
 
   Result<std::shared_ptr<const ExecutionPlan>> GetPlan(const std::vector<InputBinding>& bindings) const;
+  Status UploadConstants();
 };
+
+// Constants read on the device by device steps are uploaded once, here, so
+// runs do not copy weights.
+Status Session::State::UploadConstants() {
+  for (size_t i : order) {
+    const Backend* b = node_backend[i];
+    if (b->device() == Device::kHost) continue;
+    const ir::Node& node = model.graph.nodes[i];
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      const std::string& name = node.inputs[k];
+      auto c = constants.find(name);
+      if (name.empty() || c == constants.end() || device_constants.count(name) || b->InputOnHost(node, model.OpsetVersion(node.domain), k)) continue;
+      Result<Tensor> up = b->ToDevice(c->second);
+      if (!up.ok()) {
+        return std::move(up).TakeStatus().WithContext(
+            fmt::format("uploading weight '{}' ({}) to the {} device", name, c->second.Describe(), b->name()));
+      }
+      device_constants.emplace(name, std::move(up).value());
+    }
+  }
+  for (const auto& b : options.backends) {
+    if (b->device() != Device::kHost) VIGIL_RETURN_IF_ERROR(b->Synchronize());
+  }
+  return Status::Ok();
+}
 
 Result<std::shared_ptr<const ExecutionPlan>> Session::State::GetPlan(const std::vector<InputBinding>& bindings) const {
   std::string key = PlanKey(bindings);
@@ -141,16 +169,26 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
 
   // Partition: each node goes to the first backend that supports it.
   state->node_backend.assign(g.nodes.size(), nullptr);
+  auto type_of = [&](const std::string& name) -> const ir::TypeInfo* {
+    auto it = inferred.types.find(name);
+    return name.empty() || it == inferred.types.end() ? nullptr : &it->second;
+  };
   for (size_t i : state->order) {
     const ir::Node& node = g.nodes[i];
     int64_t opset = state->model.OpsetVersion(node.domain);
+    NodeTypes types;
+    for (const std::string& in : node.inputs) types.inputs.push_back(type_of(in));
+    for (const std::string& out : node.outputs) types.outputs.push_back(type_of(out));
     for (size_t b = 0; b < state->options.backends.size(); ++b) {
-      if (!state->options.backends[b]->Supports(node, opset)) {
+      std::string why_not;
+      if (!state->options.backends[b]->SupportsTyped(node, opset, types, &why_not)) {
         if (b == 0 && state->options.no_fallback) {
           return UnsupportedError("{} (op {}, opset {}) cannot run on the {} backend, and fallback is off",
                                   ops::NodeLabel(node), node.op_type, opset, state->options.backends[0]->name())
+              .WithFact("reason", why_not)
               .WithFix("allow fallback to the CPU backend, or replace the op");
         }
+        if (b == 0) state->fallback_reasons[i] = why_not;
         continue;
       }
       state->node_backend[i] = state->options.backends[b].get();
@@ -165,8 +203,11 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
             return s;
           }());
     }
-    state->placement.push_back({i, node.Describe(i), std::string(state->node_backend[i]->name())});
+    auto reason = state->fallback_reasons.find(i);
+    state->placement.push_back({i, node.Describe(i), std::string(state->node_backend[i]->name()),
+                                reason == state->fallback_reasons.end() ? std::string() : reason->second});
   }
+  VIGIL_RETURN_IF_ERROR(state->UploadConstants());
   return std::unique_ptr<Session>(new Session(std::move(state)));
 }
 
@@ -188,13 +229,13 @@ Result<MemoryPlan> Session::Plan(std::vector<InputBinding> inputs) const {
 Result<std::vector<NamedTensor>> Session::Run(std::vector<InputBinding> inputs) const {
   VIGIL_RETURN_IF_ERROR(Check(inputs).status());
   VIGIL_ASSIGN_OR_RETURN(auto plan, state_->GetPlan(inputs));
-  return ExecutePlan(state_->model, *plan, state_->constants, inputs, /*keep_all=*/false);
+  return ExecutePlan(state_->model, *plan, state_->constants, state_->device_constants, inputs, /*keep_all=*/false);
 }
 
 Result<std::vector<NamedTensor>> Session::RunKeepingAll(std::vector<InputBinding> inputs) const {
   VIGIL_RETURN_IF_ERROR(Check(inputs).status());
   VIGIL_ASSIGN_OR_RETURN(auto plan, state_->GetPlan(inputs));
-  return ExecutePlan(state_->model, *plan, state_->constants, inputs, /*keep_all=*/true);
+  return ExecutePlan(state_->model, *plan, state_->constants, state_->device_constants, inputs, /*keep_all=*/true);
 }
 
 }  // namespace vigil::runtime

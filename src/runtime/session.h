@@ -38,6 +38,7 @@ struct NodePlacement {
   size_t node_index;
   std::string node;     // "Conv 'conv1'"
   std::string backend;  // backend name
+  std::string fallback_reason;  // why the preferred backend did not take it ("" if it did)
 };
 
 class Session {

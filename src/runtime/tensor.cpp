@@ -60,6 +60,13 @@ Tensor Tensor::Shared(ir::DataType dtype, std::vector<int64_t> shape, void* data
   return t;
 }
 
+Tensor Tensor::OnDevice(Device device, ir::DataType dtype, std::vector<int64_t> shape, void* data,
+                        std::shared_ptr<const void> owner) {
+  Tensor t = Shared(dtype, std::move(shape), data, std::move(owner));
+  t.device_ = device;
+  return t;
+}
+
 Tensor Tensor::FromConstant(const ir::Tensor& c) {
   return Shared(c.dtype, c.dims, const_cast<uint8_t*>(c.bytes.data()), c.keep_alive);
 }
@@ -84,7 +91,7 @@ ir::Tensor Tensor::AsConstant(std::string name) const {
 std::string Tensor::Describe() const {
   std::string s = fmt::format("{}[", ir::DataTypeName(dtype_));
   for (size_t i = 0; i < shape_.size(); ++i) s += fmt::format("{}{}", i ? "," : "", shape_[i]);
-  return s + "]";
+  return s + (device_ == Device::kCuda ? "]@cuda" : "]");
 }
 
 }  // namespace vigil::runtime

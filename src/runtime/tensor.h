@@ -1,4 +1,4 @@
-// A dense, row-major tensor in host memory: what kernels read and write and
+// A dense, row-major tensor in host (or a backend's device) memory: what kernels read and write and
 // what Session::Run takes and returns. Either owns its buffer or views memory
 // that someone else keeps alive (the caller's input buffer, the run's arena,
 // a mapped initializer).
@@ -17,6 +17,10 @@
 
 namespace vigil::runtime {
 
+// Where a tensor's bytes live. Host tensors are what kernels on the CPU and
+// callers see; device tensors are only touched by their backend.
+enum class Device : uint8_t { kHost, kCuda };
+
 class Tensor {
  public:
   Tensor() = default;
@@ -28,10 +32,15 @@ class Tensor {
   static Tensor View(ir::DataType dtype, std::vector<int64_t> shape, void* data);
   // A view whose memory is kept alive by `owner`.
   static Tensor Shared(ir::DataType dtype, std::vector<int64_t> shape, void* data, std::shared_ptr<const void> owner);
+  // Device memory owned by `owner` (a device backend's allocation).
+  static Tensor OnDevice(Device device, ir::DataType dtype, std::vector<int64_t> shape, void* data,
+                         std::shared_ptr<const void> owner);
   // A read-only view of a constant (initializer); the data must not be written.
   static Tensor FromConstant(const ir::Tensor& constant);
 
   ir::DataType dtype() const { return dtype_; }
+  Device device() const { return device_; }
+  bool on_host() const { return device_ == Device::kHost; }
   const std::vector<int64_t>& shape() const { return shape_; }
   size_t rank() const { return shape_.size(); }
   int64_t dim(size_t i) const { return shape_[i]; }
@@ -57,11 +66,12 @@ class Tensor {
   // alive), for shape inference's constant inputs.
   ir::Tensor AsConstant(std::string name = {}) const;
 
-  // "float32[1,3,224,224]"
+  // "float32[1,3,224,224]" ("...@cuda" for device memory)
   std::string Describe() const;
 
  private:
   ir::DataType dtype_ = ir::DataType::kUndefined;
+  Device device_ = Device::kHost;
   std::vector<int64_t> shape_;
   void* data_ = nullptr;
   std::shared_ptr<const void> storage_;

@@ -120,6 +120,7 @@ const char* OutcomeName(Outcome o) {
     case Outcome::kFail: return "FAIL";
     case Outcome::kKnownFailure: return "known-failure";
     case Outcome::kOutOfScope: return "out-of-scope";
+    case Outcome::kNotOnDevice: return "not-on-device";
   }
   return "?";
 }
@@ -149,7 +150,7 @@ Result<KnownFailures> ReadKnownFailures(const std::string& path) {
   return k;
 }
 
-CaseResult RunCase(const fs::path& dir, const KnownFailures& known) {
+CaseResult RunCase(const fs::path& dir, const KnownFailures& known, std::shared_ptr<const runtime::Backend> device) {
   if (auto it = known.out_of_scope_tests.find(dir.filename().string()); it != known.out_of_scope_tests.end()) {
     return {Outcome::kOutOfScope, it->second};
   }
@@ -164,9 +165,23 @@ CaseResult RunCase(const fs::path& dir, const KnownFailures& known) {
   }
   runtime::SessionOptions options;
   options.backends = {cpu::MakeCpuBackend()};
+  if (device) {
+    options.backends.insert(options.backends.begin(), device);
+    options.no_fallback = true;
+  }
   ir::Model copy = *model;
   auto session = runtime::Session::Create(std::move(copy), options);
-  if (!session.ok()) return {Outcome::kFail, "session: " + FirstLine(session.status().ToString())};
+  if (!session.ok()) {
+    const Status& s = session.status();
+    if (device && s.code() == ErrorCode::kUnsupported && s.summary().find("fallback is off") != std::string::npos) {
+      std::string reason;
+      for (const Fact& f : s.diagnosis().facts) {
+        if (f.name == "reason") reason = f.value;
+      }
+      return {Outcome::kNotOnDevice, FirstLine(s.summary()) + (reason.empty() ? "" : ": " + reason)};
+    }
+    return {Outcome::kFail, "session: " + FirstLine(s.ToString())};
+  }
   std::vector<fs::path> sets;
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());

@@ -6,11 +6,16 @@
 #include <set>
 #include <string>
 
+#include <memory>
+
 #include "base/status.h"
+#include "runtime/backend.h"
 
 namespace vigil::conformance {
 
-enum class Outcome { kPass, kFail, kKnownFailure, kOutOfScope };
+// kNotOnDevice: with a device backend, the test uses an op (or dtype,
+// attribute) that backend does not claim; it would run on the CPU.
+enum class Outcome { kPass, kFail, kKnownFailure, kOutOfScope, kNotOnDevice };
 const char* OutcomeName(Outcome o);
 
 struct KnownFailures {
@@ -35,6 +40,9 @@ struct CaseResult {
 inline constexpr double kRtol = 1e-3;
 inline constexpr double kAtol = 1e-7;
 
-CaseResult RunCase(const std::filesystem::path& dir, const KnownFailures& known);
+// With `device` set, every node must run on it (no fallback): a test using
+// anything it does not claim is kNotOnDevice, with the reason.
+CaseResult RunCase(const std::filesystem::path& dir, const KnownFailures& known,
+                   std::shared_ptr<const runtime::Backend> device = nullptr);
 
 }  // namespace vigil::conformance

@@ -3,6 +3,7 @@
 onnxruntime references; optionally times vigil against onnxruntime.
 
     python3 tools/models/check_models.py VIGIL_BINARY MODELS_DIR [--bench] [--max-rel-l2 1e-4] [--markdown FILE]
+        [--run-arg=--backend --run-arg=cuda ...]
 
 For every MODELS_DIR/NAME/model.json: `vigil run` with the stored inputs,
 then per output the relative L2 error ||vigil - ort|| / ||ort|| and the max
@@ -32,11 +33,11 @@ def rel_l2(ref, got):
     return float(diff / denom if denom > 0 else diff), max_abs
 
 
-def check(vigil, d, info, bench, tol):
+def check(vigil, d, info, bench, tol, run_args=()):
     inputs = [f"{i['name']}={os.path.join(d, i['file'])}" for i in info["inputs"]]
     row = {"name": info["name"], "opset": info["opset"], "ort_ms": info.get("ort_cpu_ms_1thread")}
     with tempfile.TemporaryDirectory() as out:
-        cmd = [vigil, "run", os.path.join(d, "model.onnx"), "--output-dir", out, "--json"]
+        cmd = [vigil, "run", os.path.join(d, "model.onnx"), "--output-dir", out, "--json", *run_args]
         for spec in inputs:
             cmd += ["--input", spec]
         r = subprocess.run(cmd, capture_output=True, text=True)
@@ -82,6 +83,8 @@ def main():
     p.add_argument("--bench", action="store_true")
     p.add_argument("--max-rel-l2", type=float, default=1e-4)
     p.add_argument("--markdown", default="")
+    p.add_argument("--run-arg", action="append", default=[],
+                   help="extra argument for `vigil run` (repeat): --run-arg=--backend --run-arg=cuda")
     a = p.parse_args()
     if not os.path.isdir(a.models):
         print(f"SKIP: {a.models} is absent")
@@ -94,7 +97,7 @@ def main():
             continue
         with open(meta) as f:
             info = json.load(f)
-        row = check(a.vigil, d, info, a.bench, a.max_rel_l2)
+        row = check(a.vigil, d, info, a.bench, a.max_rel_l2, a.run_arg)
         rows.append(row)
         print(json.dumps(row), flush=True)
     lines = ["| model | opset | rel L2 vs onnxruntime | max abs error | vigil CPU p50 (ms) | onnxruntime CPU (ms, 1 thread) | ratio |",

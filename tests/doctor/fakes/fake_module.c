@@ -7,6 +7,10 @@ struct VigilBackendEntry {
   int abi_version;
   const char* name;
   int (*probe)(char* message, size_t size);
+  int backend_interface_version;
+  int (*create)(const void* options, void** backend, void** status);
+  void (*destroy)(void* backend);
+  const char* (*describe)(int device);
 };
 
 #ifdef FAKE_NEEDS_CUDNN
@@ -25,6 +29,6 @@ static int Probe(char* message, size_t size) {
 }
 
 #if FAKE_MODULE_KIND != 1
-static const struct VigilBackendEntry kEntry = {FAKE_MODULE_KIND == 2 ? 99 : 1, "cuda", Probe};
+static const struct VigilBackendEntry kEntry = {FAKE_MODULE_KIND == 2 ? 99 : 2, "cuda", Probe, 0, NULL, NULL, NULL};
 const struct VigilBackendEntry* vigil_backend_entry(void) { return &kEntry; }
 #endif

@@ -1,0 +1,222 @@
+#include "backends/cuda/cuda_backend.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+namespace vigil::cuda {
+namespace {
+
+// Synchronise after every node (VIGIL_CUDA_SYNC=1) so that an asynchronous
+// fault is reported at the node that caused it.
+bool SyncEachNode() {
+  const char* v = std::getenv("VIGIL_CUDA_SYNC");
+  return v && v[0] == '1';
+}
+
+class CudaBackend final : public runtime::Backend {
+ public:
+  explicit CudaBackend(const CudaOptions& options) : options_(options), sync_each_node_(SyncEachNode()) {}
+
+  ~CudaBackend() override {
+    // Handles and streams belong to the backend and go before the module is
+    // unloaded (never from a static destructor).
+    cudaSetDevice(options_.device);
+    for (auto& [id, c] : contexts_) {
+      cudaStreamSynchronize(c->stream);
+      if (c->workspace) cudaFreeAsync(c->workspace, c->stream);
+      if (c->lt) cublasLtDestroy(c->lt);
+      if (c->cudnn) cudnnDestroy(c->cudnn);
+      cudaStreamSynchronize(c->stream);
+      cudaStreamDestroy(c->stream);
+    }
+  }
+
+  Status Init() {
+    VIGIL_CUDA_CALL(cudaSetDevice(options_.device));
+    // Freed memory stays in the pool, so that each run's arena is a cheap
+    // reuse rather than a new cudaMalloc.
+    cudaMemPool_t pool;
+    VIGIL_CUDA_CALL(cudaDeviceGetDefaultMemPool(&pool, options_.device));
+    uint64_t keep = UINT64_MAX;
+    VIGIL_CUDA_CALL(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    return Context().status();
+  }
+
+  std::string_view name() const override { return "cuda"; }
+  runtime::Device device() const override { return runtime::Device::kCuda; }
+
+  bool Supports(const ir::Node& node, int64_t opset) const override {
+    return FindCudaKernel(node.domain, node.op_type, opset) != nullptr;
+  }
+
+  bool SupportsTyped(const ir::Node& node, int64_t opset, const runtime::NodeTypes& types,
+                     std::string* why_not) const override {
+    const CudaKernelDef* def = FindCudaKernel(node.domain, node.op_type, opset);
+    if (!def) {
+      if (why_not) *why_not = fmt::format("the CUDA backend has no kernel for {} at opset {}", node.op_type, opset);
+      return false;
+    }
+    return !def->supports || def->supports(node, types, why_not);
+  }
+
+  bool InputOnHost(const ir::Node& node, int64_t opset, size_t i) const override {
+    const CudaKernelDef* def = FindCudaKernel(node.domain, node.op_type, opset);
+    return def && i < 32 && ((def->host_inputs >> i) & 1);
+  }
+
+  Status Run(const ir::Node& node, int64_t opset, std::span<const runtime::Tensor* const> inputs,
+             std::vector<runtime::Tensor>& outputs, runtime::OutputAllocator& allocator) const override {
+    VIGIL_RETURN_IF_ERROR(StickyError());
+    const CudaKernelDef* def = FindCudaKernel(node.domain, node.op_type, opset);
+    if (!def) {
+      return UnsupportedError("{}: the CUDA backend has no kernel for {} at opset {}", ops::NodeLabel(node),
+                              node.op_type, opset);
+    }
+    VIGIL_ASSIGN_OR_RETURN(StreamContext * c, Context());
+    outputs.assign(node.outputs.size(), runtime::Tensor());
+    CudaKernelContext ctx(node, opset, inputs, outputs, allocator, *c, options_);
+    VIGIL_RETURN_IF_ERROR(def->fn(ctx));
+    if (sync_each_node_) {
+      VIGIL_CUDA_CALL(cudaStreamSynchronize(c->stream));
+      VIGIL_CHECK_LAUNCH(node.op_type.c_str());
+    }
+    return Status::Ok();
+  }
+
+  Result<runtime::Tensor> AllocateDevice(ir::DataType dtype, std::vector<int64_t> shape) const override {
+    VIGIL_RETURN_IF_ERROR(StickyError());
+    auto count = runtime::ElementCount(shape);
+    auto bytes = count ? ir::DataTypeStorageBytes(dtype, *count) : std::nullopt;
+    if (!bytes) return InvalidInputError("cannot allocate a device tensor of dtype {} with this shape", ir::DataTypeName(dtype));
+    VIGIL_ASSIGN_OR_RETURN(StreamContext * c, Context());
+    void* p = nullptr;
+    size_t size = *bytes == 0 ? 256 : static_cast<size_t>(*bytes);
+    cudaError_t e = cudaMallocAsync(&p, size, c->stream);
+    if (e != cudaSuccess) {
+      Status s = CudaCallFailed(e, {"cudaMallocAsync", __FILE__, __LINE__});
+      return s.WithFact("requested", fmt::format("{} bytes for {}[{} elements]", size, ir::DataTypeName(dtype), *count));
+    }
+    cudaStream_t stream = c->stream;
+    std::shared_ptr<const void> owner(p, [stream](const void* q) { cudaFreeAsync(const_cast<void*>(q), stream); });
+    return runtime::Tensor::OnDevice(runtime::Device::kCuda, dtype, std::move(shape), p, std::move(owner));
+  }
+
+  Result<runtime::Tensor> ToDevice(const runtime::Tensor& host) const override {
+    if (!host.on_host()) return InternalError("ToDevice: {} is already on the device", host.Describe());
+    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor d, AllocateDevice(host.dtype(), host.shape()));
+    VIGIL_ASSIGN_OR_RETURN(StreamContext * c, Context());
+    if (host.byte_size()) {
+      VIGIL_CUDA_CALL(cudaMemcpyAsync(d.raw_data(), host.raw_data(), host.byte_size(), cudaMemcpyHostToDevice, c->stream));
+    }
+    return d;
+  }
+
+  Result<runtime::Tensor> ToHost(const runtime::Tensor& dev) const override {
+    if (dev.on_host()) return InternalError("ToHost: {} is already on the host", dev.Describe());
+    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor h, runtime::Tensor::Allocate(dev.dtype(), dev.shape()));
+    VIGIL_ASSIGN_OR_RETURN(StreamContext * c, Context());
+    if (dev.byte_size()) {
+      VIGIL_CUDA_CALL(cudaMemcpyAsync(h.raw_data(), dev.raw_data(), dev.byte_size(), cudaMemcpyDeviceToHost, c->stream));
+    }
+    VIGIL_CUDA_CALL(cudaStreamSynchronize(c->stream));
+    return h;
+  }
+
+  Status Synchronize() const override {
+    VIGIL_RETURN_IF_ERROR(StickyError());
+    VIGIL_ASSIGN_OR_RETURN(StreamContext * c, Context());
+    VIGIL_CUDA_CALL(cudaStreamSynchronize(c->stream));
+    return Status::Ok();
+  }
+
+  Status CheckDeviceMemory(uint64_t planned, const std::string& largest) const override {
+    size_t free_bytes = 0, total = 0;
+    VIGIL_CUDA_CALL(cudaMemGetInfo(&free_bytes, &total));
+    uint64_t limit = free_bytes;
+    std::string what = "free device memory";
+    if (options_.memory_limit && options_.memory_limit < limit) {
+      limit = options_.memory_limit;
+      what = "the --gpu-mem-limit";
+    }
+    // The pool may already hold a previous run's arena: count what it keeps.
+    cudaMemPool_t pool;
+    uint64_t reserved = 0, used = 0;
+    if (cudaDeviceGetDefaultMemPool(&pool, options_.device) == cudaSuccess) {
+      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved);
+      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used);
+    }
+    if (what == "free device memory") limit += reserved - used;
+    if (planned <= limit) return Status::Ok();
+    double fit = static_cast<double>(limit) / static_cast<double>(planned);
+    return std::move(
+        OutOfMemoryError("the run needs {:.1f} MB of device memory, more than {} ({:.1f} MB)", planned / 1e6, what,
+                         limit / 1e6)
+            .WithFact("planned device memory", fmt::format("{} bytes (arena by liveness + outputs)", planned))
+            .WithFact("limit", fmt::format("{} bytes ({})", limit, what))
+            .WithFact("device", fmt::format("{} of {:.1f} GB free", free_bytes, total / 1e9))
+            .WithFact("largest tensors", largest)
+            .WithCause("the batch or the input size is too large for this GPU",
+                       fmt::format("activations scale with the batch: about {:.2f}x the current batch would fit", fit))
+            .WithFix(fmt::format("run with a batch of at most ~{:.0f}% of the current one", fit * 100))
+            .WithFix("free the GPU from other processes (nvidia-smi)"));
+  }
+
+ private:
+  // The calling thread's stream and handles, created on first use. The
+  // first (in Init) is created before any other thread can ask.
+  Result<StreamContext*> Context() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto id = std::this_thread::get_id();
+    auto it = contexts_.find(id);
+    if (it != contexts_.end()) {
+      cudaSetDevice(options_.device);
+      return it->second.get();
+    }
+    auto c = std::make_unique<StreamContext>();
+    VIGIL_CUDA_CALL(cudaSetDevice(options_.device));
+    VIGIL_CUDA_CALL(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    cudnnStatus_t st = cudnnCreate(&c->cudnn);
+    if (st != CUDNN_STATUS_SUCCESS) {
+      cudaStreamDestroy(c->stream);
+      return CudnnCallFailed(st, {"cudnnCreate(&handle)", __FILE__, __LINE__});
+    }
+    VIGIL_CUDNN_CALL(cudnnSetStream(c->cudnn, c->stream));
+    VIGIL_CUBLAS_CALL(cublasLtCreate(&c->lt));
+    StreamContext* raw = c.get();
+    contexts_.emplace(id, std::move(c));
+    return raw;
+  }
+
+  CudaOptions options_;
+  bool sync_each_node_;
+  mutable std::mutex mutex_;
+  mutable std::unordered_map<std::thread::id, std::unique_ptr<StreamContext>> contexts_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<runtime::Backend>> CreateCudaBackend(const CudaOptions& options) {
+  auto backend = std::make_unique<CudaBackend>(options);
+  VIGIL_RETURN_IF_ERROR(backend->Init());
+  return std::unique_ptr<runtime::Backend>(std::move(backend));
+}
+
+std::string DescribeCudaStack(int device) {
+  int runtime = 0;
+  cudaRuntimeGetVersion(&runtime);
+  size_t cudnn = cudnnGetVersion();
+  size_t lt = cublasLtGetVersion();
+  cudaDeviceProp prop{};
+  std::string gpu = "no GPU";
+  if (cudaGetDeviceProperties(&prop, device) == cudaSuccess) {
+    gpu = fmt::format("{} (sm_{}{})", prop.name, prop.major, prop.minor);
+  }
+  return fmt::format("CUDA runtime {}.{}, cuDNN {}.{}.{}, cuBLASLt {}, {}", runtime / 1000, runtime % 1000 / 10,
+                     cudnn / 10000, cudnn % 10000 / 100, cudnn % 100, lt, gpu);
+}
+
+}  // namespace vigil::cuda

@@ -1,0 +1,111 @@
+#include "backends/cuda/cuda_kernel.h"
+
+#include <algorithm>
+#include <array>
+
+#include "ops/shape_helpers.h"
+
+namespace vigil::cuda {
+
+Result<void*> StreamContext::Workspace(size_t bytes) {
+  if (bytes <= workspace_bytes) return workspace;
+  if (workspace) VIGIL_CUDA_CALL(cudaFreeAsync(workspace, stream));
+  workspace = nullptr;
+  workspace_bytes = 0;
+  size_t rounded = (bytes + (1 << 20) - 1) / (1 << 20) * (1 << 20);
+  VIGIL_CUDA_CALL(cudaMallocAsync(&workspace, rounded, stream));
+  workspace_bytes = rounded;
+  return workspace;
+}
+
+Result<runtime::Tensor*> CudaKernelContext::Output(size_t i) {
+  const ir::TypeInfo* planned = allocator_.PlannedType(i);
+  if (!planned) {
+    return InternalError("{}: the shape of output {} is not known at plan time, which the CUDA kernel needs",
+                         ops::NodeLabel(node_), i);
+  }
+  return Output(i, planned->elem_type, *ops::KnownDims(planned));
+}
+
+Result<runtime::Tensor*> CudaKernelContext::Output(size_t i, ir::DataType dtype, std::vector<int64_t> shape) {
+  if (i >= outputs_.size()) return InternalError("{}: no output {}", ops::NodeLabel(node_), i);
+  VIGIL_ASSIGN_OR_RETURN(outputs_[i], allocator_.Allocate(i, dtype, std::move(shape)));
+  if (outputs_[i].on_host()) return InternalError("{}: output {} was given host memory", ops::NodeLabel(node_), i);
+  return &outputs_[i];
+}
+
+const std::vector<int64_t>* CudaKernelContext::PlannedDims(size_t i) const {
+  const ir::TypeInfo* planned = allocator_.PlannedType(i);
+  if (!planned) return nullptr;
+  planned_dims_.resize(std::max(planned_dims_.size(), i + 1));
+  auto dims = ops::KnownDims(planned);
+  if (!dims) return nullptr;
+  planned_dims_[i] = *dims;
+  return &planned_dims_[i];
+}
+
+Status CudaKernelContext::SetOutput(size_t i, runtime::Tensor tensor) {
+  if (i >= outputs_.size()) return InternalError("{}: no output {}", ops::NodeLabel(node_), i);
+  outputs_[i] = std::move(tensor);
+  return Status::Ok();
+}
+
+const CudaKernelDef* FindCudaKernel(std::string_view domain, std::string_view op, int64_t opset) {
+  using Family = std::span<const CudaKernelDef> (*)();
+  static constexpr std::array<Family, 10> kFamilies = {
+      ElementwiseCudaKernels, DataMovementCudaKernels, ResizeCudaKernels, ReductionCudaKernels,
+      NormalizationCudaKernels, PoolCudaKernels,        ConvCudaKernels,   MatMulCudaKernels,
+      ViewCudaKernels,        RecurrentCudaKernels};
+  std::string_view d = domain == "ai.onnx" ? std::string_view() : domain;
+  for (Family family : kFamilies) {
+    for (const CudaKernelDef& def : family()) {
+      if (d == def.domain && op == def.op && opset >= def.since_version && opset <= def.until_version) return &def;
+    }
+  }
+  return nullptr;
+}
+
+bool IsCudaFloat(ir::DataType t) {
+  return t == ir::DataType::kFloat32 || t == ir::DataType::kFloat16 || t == ir::DataType::kBfloat16;
+}
+
+ir::DataType InputDtype(const runtime::NodeTypes& types, size_t i) {
+  if (i >= types.inputs.size() || !types.inputs[i] || types.inputs[i]->kind != ir::TypeInfo::Kind::kTensor) {
+    return ir::DataType::kUndefined;
+  }
+  return types.inputs[i]->elem_type;
+}
+
+bool AllInputsFloat(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not, uint32_t skip_mask) {
+  ir::DataType first = ir::DataType::kUndefined;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (node.inputs[i].empty() || (i < 32 && (skip_mask >> i) & 1)) continue;
+    ir::DataType t = InputDtype(types, i);
+    if (!IsCudaFloat(t)) {
+      if (why_not) {
+        *why_not = t == ir::DataType::kUndefined ? fmt::format("the dtype of input {} is not known at load time", i)
+                                                 : fmt::format("dtype {} of input {}", ir::DataTypeName(t), i);
+      }
+      return false;
+    }
+    if (first == ir::DataType::kUndefined) first = t;
+    if (t != first) {
+      if (why_not) *why_not = fmt::format("inputs of mixed dtypes ({} and {})", ir::DataTypeName(first), ir::DataTypeName(t));
+      return false;
+    }
+  }
+  return true;
+}
+
+bool FixedSizeInput(const runtime::NodeTypes& types, size_t i, std::string* why_not) {
+  ir::DataType t = InputDtype(types, i);
+  int bits = t == ir::DataType::kUndefined ? 0 : ir::DataTypeBits(t);
+  bool ok = bits == 8 || bits == 16 || bits == 32 || bits == 64;
+  if (!ok && why_not) {
+    *why_not = t == ir::DataType::kUndefined ? fmt::format("the dtype of input {} is not known at load time", i)
+                                             : fmt::format("dtype {} of input {}", ir::DataTypeName(t), i);
+  }
+  return ok;
+}
+
+}  // namespace vigil::cuda

@@ -1,0 +1,152 @@
+// The CUDA backend's kernel interface, shaped like the CPU backend's
+// (backends/cpu/kernel.h): a kernel reads its inputs (device tensors, or
+// host tensors for the inputs its KernelDef marks as host-read) and the
+// node's attributes from a CudaKernelContext, and asks it for outputs, which
+// are sized from shape inference. Work is queued on the calling thread's
+// stream; kernels never synchronise.
+//
+// Kernels live in explicit tables, one list per op family (cuda_backend.cpp
+// assembles them). Each entry names the dtypes it takes through a support
+// function, so that the session can send a node it cannot run to the CPU.
+#pragma once
+
+#include <climits>
+#include <cstdint>
+#include <span>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "backends/cuda/cuda_check.h"
+#include "base/status.h"
+#include "ir/graph.h"
+#include "ops/attributes.h"
+#include "runtime/backend.h"
+#include "runtime/tensor.h"
+
+namespace vigil::cuda {
+
+struct CudaOptions {
+  int device = 0;
+  bool allow_tf32 = false;     // fp32 convolutions and products may use TF32 tensor cores
+  bool deterministic = false;  // exclude non-deterministic algorithms
+  uint64_t memory_limit = 0;   // bytes a run may use on the device (0: what is free)
+};
+
+// One per thread that runs the session: its stream, its library handles and
+// its workspace. Handles are never shared between threads (cuDNN requires it).
+struct StreamContext {
+  cudaStream_t stream = nullptr;
+  cudnnHandle_t cudnn = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  // Per-thread caches of built library plans (cuDNN execution plans are tied
+  // to a handle), keyed by the op's shapes, dtypes and attributes.
+  std::unordered_map<std::string, std::shared_ptr<void>> plans;
+  // A workspace of at least `bytes` on this stream (grows; never shrinks).
+  Result<void*> Workspace(size_t bytes);
+};
+
+class CudaKernelContext {
+ public:
+  CudaKernelContext(const ir::Node& node, int64_t opset, std::span<const runtime::Tensor* const> inputs,
+                    std::vector<runtime::Tensor>& outputs, runtime::OutputAllocator& allocator,
+                    StreamContext& stream, const CudaOptions& options)
+      : node_(node), opset_(opset), inputs_(inputs), outputs_(outputs), allocator_(allocator),
+        stream_(stream), options_(options) {}
+
+  const ir::Node& node() const { return node_; }
+  int64_t opset() const { return opset_; }
+  size_t num_inputs() const { return inputs_.size(); }
+  // Input i (device memory unless the kernel's def reads it on the host), or
+  // null when omitted.
+  const runtime::Tensor* input(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
+  bool has_input(size_t i) const { return input(i) != nullptr; }
+  size_t num_outputs() const { return outputs_.size(); }
+  bool output_wanted(size_t i) const { return i < node_.outputs.size() && !node_.outputs[i].empty(); }
+
+  // Output i in device memory with the dtype and shape shape inference
+  // planned for it. Every element must then be written.
+  Result<runtime::Tensor*> Output(size_t i);
+  // Output i with an explicit dtype and shape (must match the plan).
+  Result<runtime::Tensor*> Output(size_t i, ir::DataType dtype, std::vector<int64_t> shape);
+  // The dims shape inference planned for output i, or null when unknown.
+  const std::vector<int64_t>* PlannedDims(size_t i) const;
+  // Output i as a view of an existing device tensor (Reshape, Identity).
+  Status SetOutput(size_t i, runtime::Tensor tensor);
+
+  cudaStream_t stream() const { return stream_.stream; }
+  StreamContext& stream_context() const { return stream_; }
+  const CudaOptions& options() const { return options_; }
+
+  template <typename... Args>
+  Status Fail(fmt::format_string<Args...> f, Args&&... args) const {
+    return InvalidInputError("{}: {}", ops::NodeLabel(node_), fmt::format(f, std::forward<Args>(args)...));
+  }
+  template <typename... Args>
+  Status Unsupported(fmt::format_string<Args...> f, Args&&... args) const {
+    return UnsupportedError("{}: {}", ops::NodeLabel(node_), fmt::format(f, std::forward<Args>(args)...));
+  }
+
+ private:
+  const ir::Node& node_;
+  int64_t opset_;
+  std::span<const runtime::Tensor* const> inputs_;
+  std::vector<runtime::Tensor>& outputs_;
+  runtime::OutputAllocator& allocator_;
+  StreamContext& stream_;
+  const CudaOptions& options_;
+  mutable std::vector<std::vector<int64_t>> planned_dims_;
+};
+
+using CudaKernelFn = Status (*)(CudaKernelContext& ctx);
+// Whether the kernel takes this node with these types; on false says why.
+using CudaSupportFn = bool (*)(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not);
+
+struct CudaKernelDef {
+  const char* domain;  // "" for the default domain
+  const char* op;
+  int since_version;
+  int until_version;  // inclusive
+  CudaKernelFn fn;
+  CudaSupportFn supports;   // null: any types
+  uint32_t host_inputs = 0;  // bit i set: input i is read on the host
+};
+
+inline constexpr int kLatest = INT_MAX;
+inline constexpr uint32_t HostInput(int i) { return 1u << i; }
+
+const CudaKernelDef* FindCudaKernel(std::string_view domain, std::string_view op, int64_t opset);
+
+// Per-family lists (one file each).
+std::span<const CudaKernelDef> ElementwiseCudaKernels();   // elementwise.cu
+std::span<const CudaKernelDef> DataMovementCudaKernels();  // data_movement.cu, resize.cu
+std::span<const CudaKernelDef> ResizeCudaKernels();        // resize.cu
+std::span<const CudaKernelDef> ReductionCudaKernels();     // reduction.cu
+std::span<const CudaKernelDef> NormalizationCudaKernels(); // normalization.cu (+ softmax)
+std::span<const CudaKernelDef> PoolCudaKernels();          // pool.cu
+std::span<const CudaKernelDef> ConvCudaKernels();          // conv_cudnn.cpp
+std::span<const CudaKernelDef> MatMulCudaKernels();        // matmul_cublaslt.cpp
+std::span<const CudaKernelDef> ViewCudaKernels();          // views.cpp (Reshape, Flatten, ...)
+std::span<const CudaKernelDef> RecurrentCudaKernels();     // recurrent.cu (LSTM, GRU, RNN)
+
+// --- support predicates shared by the families ---------------------------
+
+// dtypes with float arithmetic in our kernels: float32, float16, bfloat16.
+bool IsCudaFloat(ir::DataType t);
+// Every typed input (except host-read ones, listed in `skip_mask`) is one of
+// the float dtypes, and all of them are the same; says which is not.
+bool AllInputsFloat(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not,
+                    uint32_t skip_mask = 0);
+// Input `i` has a dtype of 1, 2, 4 or 8 bytes (data movement copies bytes).
+bool FixedSizeInput(const runtime::NodeTypes& types, size_t i, std::string* why_not);
+// The dtype of input i, or kUndefined when not known.
+ir::DataType InputDtype(const runtime::NodeTypes& types, size_t i);
+
+}  // namespace vigil::cuda

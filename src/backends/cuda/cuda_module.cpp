@@ -1,0 +1,77 @@
+// The module's only exported symbol: vigil_backend_entry, the plain-C table
+// the core's loader (doctor/module_loader.h) checks step by step before it
+// creates the backend.
+#include <cstring>
+#include <string>
+
+#include "backends/cuda/cuda_backend.h"
+#include "doctor/module_loader.h"
+
+namespace {
+
+void Write(char* message, size_t size, const std::string& text) {
+  if (size == 0) return;
+  size_t n = text.size() < size - 1 ? text.size() : size - 1;
+  std::memcpy(message, text.data(), n);
+  message[n] = '\0';
+}
+
+// Whether this machine can run the backend: a driver, a visible GPU, and a
+// cuDNN 9 whose version can be read.
+int Probe(char* message, size_t size) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    Write(message, size, std::string("no usable CUDA device: ") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+    return 1;
+  }
+  if (count == 0) {
+    Write(message, size, "no CUDA device is visible");
+    return 1;
+  }
+  size_t v = cudnnGetVersion();
+  if (v / 10000 != 9) {
+    Write(message, size, "cuDNN " + std::to_string(v) + " was loaded; the module needs cuDNN 9");
+    return 1;
+  }
+  return 0;
+}
+
+int Create(const VigilBackendOptions* options, void** backend, void** status) {
+  vigil::cuda::CudaOptions o;
+  if (options) {
+    o.device = options->device;
+    o.allow_tf32 = options->allow_tf32 != 0;
+    o.deterministic = options->deterministic != 0;
+    o.memory_limit = options->memory_limit;
+  }
+  auto created = vigil::cuda::CreateCudaBackend(o);
+  if (!created.ok()) {
+    *status = new vigil::Status(std::move(created).TakeStatus());
+    return 1;
+  }
+  *backend = std::move(created).value().release();
+  return 0;
+}
+
+void Destroy(void* backend) { delete static_cast<vigil::runtime::Backend*>(backend); }
+
+const char* Describe(int device) {
+  static thread_local std::string text;
+  text = vigil::cuda::DescribeCudaStack(device);
+  return text.c_str();
+}
+
+const VigilBackendEntry kEntry = {vigil::doctor::kBackendAbiVersion,
+                                  "cuda",
+                                  Probe,
+                                  vigil::runtime::kBackendInterfaceVersion,
+                                  Create,
+                                  Destroy,
+                                  Describe};
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) const VigilBackendEntry* vigil_backend_entry(void) {
+  return &kEntry;
+}

@@ -1,0 +1,75 @@
+// A small owner of cuDNN graph-API (backend) descriptors and the staged
+// building cuDNN asks for: describe tensors and operations, build the
+// operation graph, ask the heuristics for engine configurations, finalize the
+// first plan that passes our filters (no TF32 for float32 unless allowed, no
+// non-deterministic engine when determinism is asked), then execute it with a
+// variant pack. "Not supported" (no engine for this graph here, e.g. under
+// CUDNN_LIB_CONFIG=GRAPH_JIT_ONLY) stays apart from "failed".
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cudnn.h>
+
+#include "base/status.h"
+
+namespace vigil::cuda {
+
+// One cudnnBackendDescriptor_t, destroyed with its owner.
+class CudnnDescriptor {
+ public:
+  static Result<CudnnDescriptor> Create(cudnnBackendDescriptorType_t type);
+  CudnnDescriptor() = default;
+  CudnnDescriptor(CudnnDescriptor&& o) noexcept : d_(o.d_) { o.d_ = nullptr; }
+  CudnnDescriptor& operator=(CudnnDescriptor&& o) noexcept;
+  CudnnDescriptor(const CudnnDescriptor&) = delete;
+  CudnnDescriptor& operator=(const CudnnDescriptor&) = delete;
+  ~CudnnDescriptor();
+
+  cudnnBackendDescriptor_t get() const { return d_; }
+  Status Set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count, const void* values);
+  Status SetInts(cudnnBackendAttributeName_t name, const std::vector<int64_t>& v);
+  Status SetInt(cudnnBackendAttributeName_t name, int64_t v);
+  Status SetDescriptor(cudnnBackendAttributeName_t name, const CudnnDescriptor& d);
+  Status Finalize();
+
+ private:
+  cudnnBackendDescriptor_t d_ = nullptr;
+};
+
+// The cuDNN data type of an ONNX float dtype.
+Result<cudnnDataType_t> CudnnDataType(int onnx_dtype);
+
+// A tensor descriptor: packed strides of `dims` (row-major), given uid.
+Result<CudnnDescriptor> MakeCudnnTensor(int64_t uid, cudnnDataType_t type, const std::vector<int64_t>& dims,
+                                        bool is_virtual = false);
+
+struct PlanFilter {
+  bool allow_tf32 = false;     // float32 graphs only
+  bool deterministic = false;
+  bool float32 = false;        // the graph computes on float32 data
+};
+
+// A finalized execution plan and what it needs to run.
+struct CudnnPlan {
+  std::vector<CudnnDescriptor> keep_alive;  // graph, ops, tensors, configs the plan was built from
+  CudnnDescriptor plan;
+  int64_t workspace_bytes = 0;
+  std::string engine;  // "engine 12 of 40 candidates" (for logs)
+};
+
+// Builds the operation graph of `ops` on `handle` and finalizes the first
+// acceptable plan. `what` names the pattern ("Conv float16 NCHW 2D") for the
+// "not supported" diagnosis.
+Result<CudnnPlan> BuildCudnnPlan(cudnnHandle_t handle, std::vector<CudnnDescriptor> ops,
+                                 std::vector<CudnnDescriptor> keep_alive, const PlanFilter& filter,
+                                 const std::string& what);
+
+// Runs `plan` with the device pointers of the tensors `uids`.
+Status ExecuteCudnnPlan(cudnnHandle_t handle, const CudnnPlan& plan, const std::vector<int64_t>& uids,
+                        const std::vector<void*>& pointers, void* workspace);
+
+}  // namespace vigil::cuda

@@ -1,0 +1,280 @@
+// MatMul and Gemm through cuBLASLt. Row-major ONNX matrices are read as
+// column-major transposes, so C = A·B runs as Cᵀ = Bᵀ·Aᵀ with no copies.
+// Batched MatMul uses strided batches (stride 0 for a broadcast operand);
+// other batch broadcasts run one product per output matrix. Gemm's C is a
+// bias epilogue when it is a row vector and beta = 1, otherwise it is
+// broadcast into the output first and blended with beta. Accumulation is in
+// float32; float32 inputs use TF32 only when the session allows it.
+#include <fmt/format.h>
+
+#include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/epilogue.h"
+#include "backends/cuda/matmul_cublaslt.h"
+#include "ops/shape_helpers.h"
+
+namespace vigil::cuda {
+namespace {
+
+constexpr size_t kMaxWorkspace = size_t{32} << 20;
+
+template <typename T, cublasStatus_t (*Destroy)(T)>
+struct LtHandle {
+  T h = nullptr;
+  LtHandle() = default;
+  LtHandle(const LtHandle&) = delete;
+  LtHandle& operator=(const LtHandle&) = delete;
+  ~LtHandle() {
+    if (h) Destroy(h);
+  }
+};
+using OpDesc = LtHandle<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy>;
+using Layout = LtHandle<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy>;
+using Preference = LtHandle<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy>;
+
+// One column-major operand as cuBLASLt sees it.
+struct Operand {
+  uint64_t rows, cols;
+  int64_t ld;
+  int64_t batch_stride;  // elements; 0 = the same matrix for every batch
+};
+
+struct ProductShape {
+  cublasOperation_t op_x, op_y;  // x = ONNX B side, y = ONNX A side
+  Operand x, y, d;
+  int32_t batch;
+  bool bias_epilogue;
+  bool blend_c;  // beta * C, with C broadcast into D beforehand
+};
+
+// A cuBLASLt plan for one product shape, cached per thread.
+struct LtPlan {
+  OpDesc op;
+  Layout x, y, d;
+  cublasLtMatmulAlgo_t algo{};
+  size_t workspace = 0;
+};
+
+Result<cudaDataType_t> LtType(ir::DataType t) {
+  switch (t) {
+    case ir::DataType::kFloat32: return CUDA_R_32F;
+    case ir::DataType::kFloat16: return CUDA_R_16F;
+    case ir::DataType::kBfloat16: return CUDA_R_16BF;
+    default: return UnsupportedError("dtype {} in a matrix product", ir::DataTypeName(t));
+  }
+}
+
+Status MakeLayout(Layout& l, cudaDataType_t type, const Operand& o, int32_t batch) {
+  VIGIL_CUBLAS_CALL(cublasLtMatrixLayoutCreate(&l.h, type, o.rows, o.cols, o.ld));
+  if (batch > 1) {
+    VIGIL_CUBLAS_CALL(cublasLtMatrixLayoutSetAttribute(l.h, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch));
+    VIGIL_CUBLAS_CALL(cublasLtMatrixLayoutSetAttribute(l.h, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                       &o.batch_stride, sizeof o.batch_stride));
+  }
+  return Status::Ok();
+}
+
+std::string Key(const ProductShape& s, ir::DataType t, const CudaOptions& o) {
+  auto op = [](const Operand& x) { return fmt::format("{}x{}l{}s{}", x.rows, x.cols, x.ld, x.batch_stride); };
+  return fmt::format("lt|{}|{}{}|{}|{}|{}|b{}|{}{}|{}{}", static_cast<int>(t), static_cast<int>(s.op_x),
+                     static_cast<int>(s.op_y), op(s.x), op(s.y), op(s.d), s.batch, s.bias_epilogue, s.blend_c,
+                     o.allow_tf32, o.deterministic);
+}
+
+Result<const LtPlan*> GetPlan(CudaKernelContext& ctx, const ProductShape& s, ir::DataType dtype) {
+  std::string key = Key(s, dtype, ctx.options());
+  auto& cache = ctx.stream_context().plans;
+  if (auto it = cache.find(key); it != cache.end()) return static_cast<const LtPlan*>(it->second.get());
+  auto plan = std::make_shared<LtPlan>();
+  VIGIL_ASSIGN_OR_RETURN(cudaDataType_t type, LtType(dtype));
+  cublasComputeType_t compute = dtype == ir::DataType::kFloat32 && ctx.options().allow_tf32
+                                    ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                    : CUBLAS_COMPUTE_32F;
+  VIGIL_CUBLAS_CALL(cublasLtMatmulDescCreate(&plan->op.h, compute, CUDA_R_32F));
+  VIGIL_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(plan->op.h, CUBLASLT_MATMUL_DESC_TRANSA, &s.op_x, sizeof s.op_x));
+  VIGIL_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(plan->op.h, CUBLASLT_MATMUL_DESC_TRANSB, &s.op_y, sizeof s.op_y));
+  if (s.bias_epilogue) {
+    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    VIGIL_CUBLAS_CALL(
+        cublasLtMatmulDescSetAttribute(plan->op.h, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+    VIGIL_CUBLAS_CALL(
+        cublasLtMatmulDescSetAttribute(plan->op.h, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof type));
+  }
+  VIGIL_RETURN_IF_ERROR(MakeLayout(plan->x, type, s.x, s.batch));
+  VIGIL_RETURN_IF_ERROR(MakeLayout(plan->y, type, s.y, s.batch));
+  VIGIL_RETURN_IF_ERROR(MakeLayout(plan->d, type, s.d, s.batch));
+  Preference pref;
+  VIGIL_CUBLAS_CALL(cublasLtMatmulPreferenceCreate(&pref.h));
+  size_t ws = kMaxWorkspace;
+  VIGIL_CUBLAS_CALL(cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                                         sizeof ws));
+  if (ctx.options().deterministic) {
+    // In-place split-K reductions accumulate with atomics: their order varies.
+    uint32_t mask = CUBLASLT_REDUCTION_SCHEME_MASK & ~static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_INPLACE);
+    VIGIL_CUBLAS_CALL(cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask,
+                                                           sizeof mask));
+  }
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  VIGIL_CUBLAS_CALL(cublasLtMatmulAlgoGetHeuristic(ctx.stream_context().lt, plan->op.h, plan->x.h, plan->y.h,
+                                                   plan->d.h, plan->d.h, pref.h, 1, &result, &found));
+  if (found == 0) {
+    return ctx.Unsupported("cuBLASLt has no algorithm for a {} product of {}x{} by {}x{} (batch {})",
+                           ir::DataTypeName(dtype), s.x.rows, s.x.cols, s.y.rows, s.y.cols, s.batch);
+  }
+  plan->algo = result.algo;
+  plan->workspace = result.workspaceSize;
+  const LtPlan* raw = plan.get();
+  cache.emplace(key, std::move(plan));
+  return raw;
+}
+
+Status Product(CudaKernelContext& ctx, const ProductShape& s, ir::DataType dtype, const void* a, const void* b,
+               void* d, const void* bias, float alpha, float beta) {
+  VIGIL_ASSIGN_OR_RETURN(const LtPlan* plan, GetPlan(ctx, s, dtype));
+  if (s.bias_epilogue) {
+    VIGIL_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(plan->op.h, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                     sizeof bias));
+  }
+  VIGIL_ASSIGN_OR_RETURN(void* workspace, ctx.stream_context().Workspace(plan->workspace));
+  VIGIL_CUBLAS_CALL(cublasLtMatmul(ctx.stream_context().lt, plan->op.h, &alpha, b, plan->x.h, a, plan->y.h, &beta, d,
+                                   plan->d.h, d, plan->d.h, &plan->algo, workspace, plan->workspace, ctx.stream()));
+  return Status::Ok();
+}
+
+// ONNX A [M,K] (or [K,M] with trans_a) and B [K,N] (or [N,K]) as cuBLASLt
+// operands of Dᵀ[N,M] = op(B)ᵀ·op(A)ᵀ.
+ProductShape Shape2D(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b) {
+  ProductShape s{};
+  s.op_x = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  s.x = trans_b ? Operand{uint64_t(k), uint64_t(n), k, 0} : Operand{uint64_t(n), uint64_t(k), n, 0};
+  s.op_y = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  s.y = trans_a ? Operand{uint64_t(m), uint64_t(k), m, 0} : Operand{uint64_t(k), uint64_t(m), k, 0};
+  s.d = Operand{uint64_t(n), uint64_t(m), n, 0};
+  s.batch = 1;
+  return s;
+}
+
+Status Gemm(CudaKernelContext& ctx) {
+  const runtime::Tensor& a = *ctx.input(0);
+  const runtime::Tensor& b = *ctx.input(1);
+  const runtime::Tensor* c = ctx.input(2);
+  VIGIL_ASSIGN_OR_RETURN(int64_t trans_a, ops::IntAttr(ctx.node(), "transA", 0));
+  VIGIL_ASSIGN_OR_RETURN(int64_t trans_b, ops::IntAttr(ctx.node(), "transB", 0));
+  VIGIL_ASSIGN_OR_RETURN(float alpha, ops::FloatAttr(ctx.node(), "alpha", 1.0f));
+  VIGIL_ASSIGN_OR_RETURN(float beta, ops::FloatAttr(ctx.node(), "beta", 1.0f));
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0));
+  int64_t m = y->dim(0), n = y->dim(1);
+  int64_t k = trans_a ? a.dim(0) : a.dim(1);
+  if (m == 0 || n == 0) return Status::Ok();
+  ProductShape s = Shape2D(m, n, k, trans_a != 0, trans_b != 0);
+  const void* bias = nullptr;
+  float blend = 0.0f;
+  if (c && beta != 0.0f) {
+    bool row_vector = c->element_count() == static_cast<uint64_t>(n) && (c->rank() == 1 || c->dim(0) == 1) &&
+                      !(c->rank() == 0);
+    if (row_vector && beta == 1.0f && k > 0) {
+      s.bias_epilogue = true;
+      bias = c->raw_data();
+    } else {
+      VIGIL_RETURN_IF_ERROR(LaunchBroadcastCopy(y->raw_data(), c->raw_data(), y->dtype(), c->shape(), y->shape(),
+                                                ctx.stream()));
+      s.blend_c = true;
+      blend = beta;
+    }
+  }
+  if (k == 0) {
+    if (s.blend_c && beta != 1.0f) return ctx.Unsupported("an empty inner dimension with beta != 1");
+    if (!s.blend_c) VIGIL_CUDA_CALL(cudaMemsetAsync(y->raw_data(), 0, y->byte_size(), ctx.stream()));
+    return Status::Ok();
+  }
+  return Product(ctx, s, y->dtype(), a.raw_data(), b.raw_data(), y->raw_data(), bias, alpha, blend);
+}
+
+// Flattened batch index -> element offset of an operand with batch dims
+// `dims` broadcast to `out` (right-aligned), in matrices.
+int64_t BatchOffset(int64_t index, const std::vector<int64_t>& dims, const std::vector<int64_t>& out) {
+  int64_t offset = 0, stride = 1;
+  for (size_t i = out.size(); i-- > 0;) {
+    int64_t coord = index % out[i];
+    index /= out[i];
+    size_t lead = out.size() - dims.size();
+    if (i >= lead) {
+      int64_t d = dims[i - lead];
+      if (d != 1) offset += coord * stride;
+      stride *= d;
+    }
+  }
+  return offset;
+}
+
+Status MatMul(CudaKernelContext& ctx) {
+  const runtime::Tensor& a = *ctx.input(0);
+  const runtime::Tensor& b = *ctx.input(1);
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0));
+  std::vector<int64_t> as = a.shape(), bs = b.shape();
+  if (as.size() == 1) as.insert(as.begin(), 1);
+  if (bs.size() == 1) bs.push_back(1);
+  int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  std::vector<int64_t> a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2);
+  std::vector<int64_t> out_batch(std::max(a_batch.size(), b_batch.size()), 1);
+  for (size_t i = 0; i < out_batch.size(); ++i) {
+    size_t ia = i + a_batch.size() - out_batch.size(), ib = i + b_batch.size() - out_batch.size();
+    int64_t da = i + a_batch.size() >= out_batch.size() ? a_batch[ia] : 1;
+    int64_t db = i + b_batch.size() >= out_batch.size() ? b_batch[ib] : 1;
+    out_batch[i] = std::max(da, db);
+    if (da == 0 || db == 0) out_batch[i] = 0;
+  }
+  int64_t batches = 1, a_count = 1, b_count = 1;
+  for (int64_t d : out_batch) batches *= d;
+  for (int64_t d : a_batch) a_count *= d;
+  for (int64_t d : b_batch) b_count *= d;
+  if (y->element_count() == 0) return Status::Ok();
+  if (k == 0) {
+    VIGIL_CUDA_CALL(cudaMemsetAsync(y->raw_data(), 0, y->byte_size(), ctx.stream()));
+    return Status::Ok();
+  }
+  ProductShape s = Shape2D(m, n, k, false, false);
+  size_t esize = static_cast<size_t>(ir::DataTypeBits(y->dtype()) / 8);
+  bool simple = (a_count == batches || a_count == 1) && (b_count == batches || b_count == 1);
+  if (simple) {
+    if (batches > INT32_MAX) return ctx.Unsupported("{} batches", batches);
+    s.batch = static_cast<int32_t>(batches);
+    s.x.batch_stride = b_count == 1 ? 0 : k * n;
+    s.y.batch_stride = a_count == 1 ? 0 : m * k;
+    s.d.batch_stride = m * n;
+    return Product(ctx, s, y->dtype(), a.raw_data(), b.raw_data(), y->raw_data(), nullptr, 1.0f, 0.0f);
+  }
+  // Partial broadcast ([2,1,M,K] x [1,3,K,N]): one product per output matrix.
+  for (int64_t i = 0; i < batches; ++i) {
+    const auto* pa = static_cast<const uint8_t*>(a.raw_data()) + BatchOffset(i, a_batch, out_batch) * m * k * esize;
+    const auto* pb = static_cast<const uint8_t*>(b.raw_data()) + BatchOffset(i, b_batch, out_batch) * k * n * esize;
+    auto* pd = static_cast<uint8_t*>(y->raw_data()) + i * m * n * esize;
+    VIGIL_RETURN_IF_ERROR(Product(ctx, s, y->dtype(), pa, pb, pd, nullptr, 1.0f, 0.0f));
+  }
+  return Status::Ok();
+}
+
+bool FloatProduct(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
+  return AllInputsFloat(node, types, why_not);
+}
+
+}  // namespace
+
+Status RowMajorGemm(CudaKernelContext& ctx, ir::DataType dtype, int64_t m, int64_t n, int64_t k, const void* a,
+                    bool trans_a, const void* b, bool trans_b, void* c, float alpha, float beta) {
+  if (m == 0 || n == 0) return Status::Ok();
+  if (k == 0) return ctx.Unsupported("a matrix product with an empty inner dimension");
+  ProductShape s = Shape2D(m, n, k, trans_a, trans_b);
+  s.blend_c = beta != 0.0f;
+  return Product(ctx, s, dtype, a, b, c, nullptr, alpha, beta);
+}
+
+std::span<const CudaKernelDef> MatMulCudaKernels() {
+  static const CudaKernelDef kDefs[] = {
+      {"", "MatMul", 1, kLatest, MatMul, FloatProduct, 0},
+      {"", "Gemm", 7, kLatest, Gemm, FloatProduct, 0},
+  };
+  return kDefs;
+}
+
+}  // namespace vigil::cuda

@@ -1,0 +1,16 @@
+// Matrix products for other CUDA kernels (the recurrent ops): one row-major
+// product through the same cached cuBLASLt plans as MatMul and Gemm.
+#pragma once
+
+#include "backends/cuda/cuda_kernel.h"
+
+namespace vigil::cuda {
+
+// C[M,N] = alpha * op(A) * op(B) + beta * C, all row-major on the device and
+// of `dtype` (float32, float16, bfloat16); op(A) is [M,K] (A stored [K,M]
+// when trans_a), op(B) is [K,N] (B stored [N,K] when trans_b). Accumulates
+// in float32; queued on ctx's stream.
+Status RowMajorGemm(CudaKernelContext& ctx, ir::DataType dtype, int64_t m, int64_t n, int64_t k, const void* a,
+                    bool trans_a, const void* b, bool trans_b, void* c, float alpha, float beta);
+
+}  // namespace vigil::cuda

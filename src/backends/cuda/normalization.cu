@@ -1,0 +1,557 @@
+// CUDA kernels of the normalisation family, with the semantics of the CPU
+// kernels (backends/cpu/softmax.cpp, normalization.cpp, layer_group_norm.cpp):
+//   Softmax, LogSoftmax: [outer, n, inner] around the axis (opset < 13: 2-D
+//     coercion, inner = 1); one block per line when inner == 1, else one
+//     thread per line; max-subtracted, NaN-propagating.
+//   BatchNormalization (inference only), elementwise with per-channel (or,
+//     spatial=0 before opset 9, per-element) parameters.
+//   InstanceNormalization, GroupNormalization, LayerNormalization: one block
+//     per contiguous segment (an (n, c) plane, an (n, group), a row from
+//     `axis`), two-pass mean and variance in float, then scale and shift;
+//     LayerNormalization's optional Mean and InvStdDev outputs are written.
+// Parameter inputs may each have any float dtype (read through LoadParam).
+// LpNormalization has no CPU kernel nor shape inference in vigil: not here.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/device_common.cuh"
+
+namespace vigil::cuda {
+namespace {
+
+// --- shared helpers ---------------------------------------------------------------
+
+// The float dtypes as a small code, so that kernels can read parameters of
+// a dtype other than X's.
+enum FloatCode : int { kF32 = 0, kF16 = 1, kBF16 = 2 };
+
+int CodeOf(ir::DataType t) {
+  return t == ir::DataType::kFloat16 ? kF16 : t == ir::DataType::kBfloat16 ? kBF16 : kF32;
+}
+
+__device__ __forceinline__ float LoadParam(const void* p, int code, int64_t i) {
+  switch (code) {
+    case kF16: return __half2float(static_cast<const __half*>(p)[i]);
+    case kBF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+    default: return static_cast<const float*>(p)[i];
+  }
+}
+__device__ __forceinline__ void StoreParam(void* p, int code, int64_t i, float v) {
+  switch (code) {
+    case kF16: static_cast<__half*>(p)[i] = __float2half_rn(v); break;
+    case kBF16: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v); break;
+    default: static_cast<float*>(p)[i] = v; break;
+  }
+}
+
+// max that propagates NaN (fmaxf would drop it).
+__device__ __forceinline__ float NanMax(float a, float b) { return isnan(a) || isnan(b) ? a + b : fmaxf(a, b); }
+
+struct SumOp {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct MaxOp {
+  __device__ float operator()(float a, float b) const { return NanMax(a, b); }
+};
+
+// The reduction of v over the block (blockDim a multiple of 32, at most
+// 1024); every thread gets the same result. `shared` holds 32 floats.
+template <typename Op>
+__device__ float BlockAll(float v, Op op, float* shared) {
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int warps = blockDim.x / 32;
+  if (warps == 1) return v;
+  if (threadIdx.x % 32 == 0) shared[threadIdx.x / 32] = v;
+  __syncthreads();
+  float r = shared[0];
+  for (int w = 1; w < warps; ++w) r = op(r, shared[w]);
+  __syncthreads();
+  return r;
+}
+
+int BlockSizeFor(int64_t n) {
+  if (n <= 256) return 32;
+  if (n <= 2048) return 128;
+  if (n <= 16384) return 256;
+  return 512;
+}
+
+unsigned GridFor(int64_t blocks) { return static_cast<unsigned>(std::min<int64_t>(blocks, 65535LL * 32)); }
+
+template <typename F, typename G>
+Status FloatDispatch(ir::DataType t, F&& f, G&& otherwise) {
+  switch (t) {
+    case ir::DataType::kFloat32: return f(float{});
+    case ir::DataType::kFloat16: return f(__half{});
+    case ir::DataType::kBfloat16: return f(__nv_bfloat16{});
+    default: return otherwise();
+  }
+}
+
+Status BadDtype(const CudaKernelContext& ctx, size_t i) {
+  return ctx.Unsupported("dtype {} of input {}", ir::DataTypeName(ctx.input(i)->dtype()), i);
+}
+
+// Support predicates: each present input of a float dtype (they may differ),
+// rank of X known to be at most 8 (and at least min_rank where known).
+bool FloatInputs(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not, size_t min_rank) {
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (node.inputs[i].empty()) continue;
+    ir::DataType t = InputDtype(types, i);
+    if (!IsCudaFloat(t)) {
+      if (why_not) {
+        *why_not = t == ir::DataType::kUndefined ? fmt::format("the dtype of input {} is not known at load time", i)
+                                                 : fmt::format("dtype {} of input {}", ir::DataTypeName(t), i);
+      }
+      return false;
+    }
+  }
+  if (!types.inputs.empty() && types.inputs[0] && types.inputs[0]->shape.rank_known) {
+    const size_t rank = types.inputs[0]->shape.dims.size();
+    if (rank > static_cast<size_t>(kMaxRank) || rank < min_rank) {
+      if (why_not) *why_not = fmt::format("rank {} of input 0", rank);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool OnlyFirstOutput(const ir::Node& node, std::string* why_not, const char* what) {
+  for (size_t i = 1; i < node.outputs.size(); ++i) {
+    if (!node.outputs[i].empty()) {
+      if (why_not) *why_not = what;
+      return false;
+    }
+  }
+  return true;
+}
+
+// --- Softmax / LogSoftmax ------------------------------------------------------------
+
+struct Lines {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+template <bool kLog>
+__device__ __forceinline__ float SoftmaxValue(float v, float max, float sum) {
+  if constexpr (kLog) {
+    return v - max - logf(sum);
+  } else {
+    return expf(v - max) / sum;
+  }
+}
+
+// One block per line of n contiguous elements (inner == 1).
+template <typename T, bool kLog>
+__global__ void SoftmaxRowKernel(const T* __restrict__ x, T* __restrict__ y, Lines l) {
+  __shared__ float shared[32];
+  for (int64_t row = blockIdx.x; row < l.outer; row += gridDim.x) {
+    const T* xr = x + row * l.n;
+    T* yr = y + row * l.n;
+    float m = -INFINITY;
+    for (int64_t k = threadIdx.x; k < l.n; k += blockDim.x) m = NanMax(m, ToFloat(xr[k]));
+    m = BlockAll(m, MaxOp{}, shared);
+    float s = 0.0f;
+    for (int64_t k = threadIdx.x; k < l.n; k += blockDim.x) s += expf(ToFloat(xr[k]) - m);
+    s = BlockAll(s, SumOp{}, shared);
+    for (int64_t k = threadIdx.x; k < l.n; k += blockDim.x) yr[k] = FromFloat<T>(SoftmaxValue<kLog>(ToFloat(xr[k]), m, s));
+  }
+}
+
+// One thread per line of n elements `inner` apart.
+template <typename T, bool kLog>
+__global__ void SoftmaxColumnKernel(const T* __restrict__ x, T* __restrict__ y, Lines l) {
+  const int64_t total = l.outer * l.inner;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; t < total; t += step) {
+    const int64_t o = t / l.inner, i = t - o * l.inner;
+    const int64_t base = o * l.n * l.inner + i;
+    float m = -INFINITY;
+    for (int64_t k = 0; k < l.n; ++k) m = NanMax(m, ToFloat(x[base + k * l.inner]));
+    float s = 0.0f;
+    for (int64_t k = 0; k < l.n; ++k) s += expf(ToFloat(x[base + k * l.inner]) - m);
+    for (int64_t k = 0; k < l.n; ++k) {
+      y[base + k * l.inner] = FromFloat<T>(SoftmaxValue<kLog>(ToFloat(x[base + k * l.inner]), m, s));
+    }
+  }
+}
+
+template <bool kLog>
+Status SoftmaxKernel(CudaKernelContext& ctx) {
+  const runtime::Tensor* x = ctx.input(0);
+  if (!x) return ctx.Fail("input 0 is missing");
+  const bool single_axis = ctx.opset() >= 13;
+  VIGIL_ASSIGN_OR_RETURN(int64_t attr, ops::IntAttr(ctx.node(), "axis", single_axis ? -1 : 1));
+  VIGIL_ASSIGN_OR_RETURN(int64_t axis, ops::NormalizeAxis(ctx.node(), attr, static_cast<int64_t>(x->rank())));
+  Lines l;
+  for (int64_t d = 0; d < static_cast<int64_t>(x->rank()); ++d) {
+    if (d < axis) {
+      l.outer *= x->dim(d);
+    } else if (d == axis || !single_axis) {
+      l.n *= x->dim(d);
+    } else {
+      l.inner *= x->dim(d);
+    }
+  }
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, x->dtype(), x->shape()));
+  if (x->element_count() == 0) return Status::Ok();
+  return FloatDispatch(
+      x->dtype(),
+      [&](auto tag) -> Status {
+        using T = decltype(tag);
+        const T* xs = static_cast<const T*>(x->raw_data());
+        T* ys = static_cast<T*>(y->raw_data());
+        if (l.inner == 1) {
+          SoftmaxRowKernel<T, kLog><<<GridFor(l.outer), BlockSizeFor(l.n), 0, ctx.stream()>>>(xs, ys, l);
+          VIGIL_CHECK_LAUNCH("SoftmaxRowKernel");
+        } else {
+          SoftmaxColumnKernel<T, kLog><<<BlocksFor(l.outer * l.inner), 256, 0, ctx.stream()>>>(xs, ys, l);
+          VIGIL_CHECK_LAUNCH("SoftmaxColumnKernel");
+        }
+        return Status::Ok();
+      },
+      [&] { return BadDtype(ctx, 0); });
+}
+
+bool SupportsSoftmax(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
+  return FloatInputs(node, types, why_not, 0);
+}
+
+// --- BatchNormalization ------------------------------------------------------------------
+
+struct BatchNormArgs {
+  const void* scale;
+  const void* bias;
+  const void* mean;
+  const void* var;
+  int scale_code, bias_code, mean_code, var_code;
+  float epsilon;
+  int64_t total;
+  int64_t inner;     // elements per channel of one image
+  int64_t channels;  // per-channel parameters: index (i / inner) % channels
+  int64_t sample;    // per-element parameters (spatial=0): index i % sample
+  bool per_element;
+};
+
+template <typename T>
+__global__ void BatchNormKernel(const T* __restrict__ x, T* __restrict__ y, BatchNormArgs a) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < a.total; i += step) {
+    const int64_t c = a.per_element ? i % a.sample : (i / a.inner) % a.channels;
+    const float scale = LoadParam(a.scale, a.scale_code, c) / sqrtf(LoadParam(a.var, a.var_code, c) + a.epsilon);
+    const float shift = LoadParam(a.bias, a.bias_code, c) - LoadParam(a.mean, a.mean_code, c) * scale;
+    y[i] = FromFloat<T>(ToFloat(x[i]) * scale + shift);
+  }
+}
+
+Status BatchNormalization(CudaKernelContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(int64_t training, ops::IntAttr(ctx.node(), "training_mode", 0));
+  for (size_t i = 1; i < ctx.num_outputs(); ++i) {
+    if (ctx.output_wanted(i)) training = 1;
+  }
+  if (training != 0) return ctx.Unsupported("training mode is not supported; only inference is");
+  for (size_t i = 0; i < 5; ++i) {
+    if (!ctx.has_input(i)) return ctx.Fail("input {} is missing", i);
+  }
+  const runtime::Tensor& x = *ctx.input(0);
+  if (x.rank() < 2) return ctx.Fail("input 0 (X) is {}, BatchNormalization needs rank >= 2", x.Describe());
+  VIGIL_ASSIGN_OR_RETURN(float epsilon, ops::FloatAttr(ctx.node(), "epsilon", 1e-5f));
+  VIGIL_ASSIGN_OR_RETURN(int64_t spatial, ops::IntAttr(ctx.node(), "spatial", 1));
+  BatchNormArgs a{};
+  a.per_element = ctx.opset() < 9 && spatial == 0;
+  a.total = static_cast<int64_t>(x.element_count());
+  a.sample = x.dim(0) == 0 ? 0 : a.total / x.dim(0);
+  a.channels = x.dim(1);
+  a.inner = a.channels == 0 ? 0 : a.sample / a.channels;
+  a.epsilon = epsilon;
+  const int64_t params = a.per_element ? a.sample : a.channels;
+  const void* p[5] = {};
+  int codes[5] = {};
+  for (size_t i = 1; i <= 4; ++i) {
+    const runtime::Tensor* t = ctx.input(i);
+    if (!IsCudaFloat(t->dtype())) return BadDtype(ctx, i);
+    if (static_cast<int64_t>(t->element_count()) != params) {
+      return ctx.Fail("input {} is {}, expected {} elements", i, t->Describe(), params);
+    }
+    p[i] = t->raw_data();
+    codes[i] = CodeOf(t->dtype());
+  }
+  a.scale = p[1], a.bias = p[2], a.mean = p[3], a.var = p[4];
+  a.scale_code = codes[1], a.bias_code = codes[2], a.mean_code = codes[3], a.var_code = codes[4];
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, x.dtype(), x.shape()));
+  if (a.total == 0) return Status::Ok();
+  return FloatDispatch(
+      x.dtype(),
+      [&](auto tag) -> Status {
+        using T = decltype(tag);
+        BatchNormKernel<T><<<BlocksFor(a.total), 256, 0, ctx.stream()>>>(static_cast<const T*>(x.raw_data()),
+                                                                        static_cast<T*>(y->raw_data()), a);
+        VIGIL_CHECK_LAUNCH("BatchNormKernel");
+        return Status::Ok();
+      },
+      [&] { return BadDtype(ctx, 0); });
+}
+
+bool SupportsBatchNorm(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
+  auto training = ops::IntAttr(node, "training_mode", 0);
+  if (!training.ok() || training.value() != 0) {
+    if (why_not) *why_not = "training_mode=1 is not supported";
+    return false;
+  }
+  return OnlyFirstOutput(node, why_not, "training outputs (running/saved statistics) are not supported") &&
+         FloatInputs(node, types, why_not, 2);
+}
+
+// --- segment normalisation: Instance, Group, Layer ---------------------------------------
+
+enum class ParamMode : int {
+  kGroup,      // per group or per channel of an (n, group) segment
+  kContiguous, // LayerNormalization with Scale/B indexed by the position in the row
+  kBroadcast,  // LayerNormalization with Scale/B broadcast to X some other way
+};
+
+struct SegmentArgs {
+  int64_t segments = 0;
+  int64_t length = 0;
+  float epsilon = 0;
+  ParamMode mode = ParamMode::kGroup;
+  // kGroup: segment s is image s / groups, group s % groups of `per_group`
+  // channels of `inner` elements each.
+  int64_t groups = 1, per_group = 1, inner = 1;
+  bool per_channel = false;
+  // kBroadcast: X's shape with the strides of Scale and B.
+  IndexMap scale_map, bias_map;
+  const void* scale = nullptr;
+  const void* bias = nullptr;  // null: no B
+  int scale_code = kF32, bias_code = kF32;
+  void* mean_out = nullptr;  // LayerNormalization's optional outputs
+  void* inv_out = nullptr;
+  int stat_code = kF32;
+};
+
+__device__ __forceinline__ void ParamIndex(const SegmentArgs& a, int64_t s, int64_t j, int64_t* ks, int64_t* kb) {
+  switch (a.mode) {
+    case ParamMode::kGroup: {
+      const int64_t g = s % a.groups;
+      *ks = *kb = a.per_channel ? g * a.per_group + j / a.inner : g;
+      break;
+    }
+    case ParamMode::kContiguous: *ks = *kb = j; break;
+    default:
+      *ks = a.scale_map.Offset(s * a.length + j);
+      *kb = a.bias ? a.bias_map.Offset(s * a.length + j) : 0;
+      break;
+  }
+}
+
+template <typename T>
+__global__ void SegmentNormKernel(const T* __restrict__ x, T* __restrict__ y, SegmentArgs a) {
+  __shared__ float shared[32];
+  for (int64_t s = blockIdx.x; s < a.segments; s += gridDim.x) {
+    const T* xs = x + s * a.length;
+    T* ys = y + s * a.length;
+    float sum = 0.0f;
+    for (int64_t j = threadIdx.x; j < a.length; j += blockDim.x) sum += ToFloat(xs[j]);
+    const float mean = BlockAll(sum, SumOp{}, shared) / static_cast<float>(a.length);  // NaN when empty
+    float sq = 0.0f;
+    for (int64_t j = threadIdx.x; j < a.length; j += blockDim.x) {
+      const float d = ToFloat(xs[j]) - mean;
+      sq += d * d;
+    }
+    const float var = BlockAll(sq, SumOp{}, shared) / static_cast<float>(a.length);
+    const float inv = 1.0f / sqrtf(var + a.epsilon);
+    if (threadIdx.x == 0) {
+      if (a.mean_out) StoreParam(a.mean_out, a.stat_code, s, mean);
+      if (a.inv_out) StoreParam(a.inv_out, a.stat_code, s, inv);
+    }
+    for (int64_t j = threadIdx.x; j < a.length; j += blockDim.x) {
+      int64_t ks, kb;
+      ParamIndex(a, s, j, &ks, &kb);
+      float v = (ToFloat(xs[j]) - mean) * inv * LoadParam(a.scale, a.scale_code, ks);
+      if (a.bias) v += LoadParam(a.bias, a.bias_code, kb);
+      ys[j] = FromFloat<T>(v);
+    }
+  }
+}
+
+Status LaunchSegments(CudaKernelContext& ctx, const runtime::Tensor& x, runtime::Tensor& y, const SegmentArgs& a) {
+  if (a.segments == 0) return Status::Ok();
+  return FloatDispatch(
+      x.dtype(),
+      [&](auto tag) -> Status {
+        using T = decltype(tag);
+        SegmentNormKernel<T><<<GridFor(a.segments), BlockSizeFor(a.length), 0, ctx.stream()>>>(
+            static_cast<const T*>(x.raw_data()), static_cast<T*>(y.raw_data()), a);
+        VIGIL_CHECK_LAUNCH("SegmentNormKernel");
+        return Status::Ok();
+      },
+      [&] { return BadDtype(ctx, 0); });
+}
+
+// A per-channel or per-group parameter input: a float dtype with `count` elements.
+Status CheckParam(const CudaKernelContext& ctx, size_t i, int64_t count) {
+  const runtime::Tensor* t = ctx.input(i);
+  if (!t) return ctx.Fail("input {} is missing", i);
+  if (!IsCudaFloat(t->dtype())) return BadDtype(ctx, i);
+  if (static_cast<int64_t>(t->element_count()) != count) {
+    return ctx.Fail("input {} is {}, expected {} elements", i, t->Describe(), count);
+  }
+  return Status::Ok();
+}
+
+// InstanceNormalization is GroupNormalization with one channel per group and
+// per-channel parameters.
+Status GroupLikeNorm(CudaKernelContext& ctx, int64_t groups, bool per_channel) {
+  const runtime::Tensor& x = *ctx.input(0);
+  VIGIL_ASSIGN_OR_RETURN(float epsilon, ops::FloatAttr(ctx.node(), "epsilon", 1e-5f));
+  const int64_t batch = x.dim(0), channels = x.dim(1);
+  if (groups < 1 || channels % groups != 0) {
+    return ctx.Fail("num_groups {} must be at least 1 and divide the {} channels of input 0 (X) {}", groups,
+                    channels, x.Describe());
+  }
+  const int64_t params = per_channel ? channels : groups;
+  VIGIL_RETURN_IF_ERROR(CheckParam(ctx, 1, params));
+  VIGIL_RETURN_IF_ERROR(CheckParam(ctx, 2, params));
+  SegmentArgs a;
+  a.mode = ParamMode::kGroup;
+  a.epsilon = epsilon;
+  a.groups = groups;
+  a.per_group = channels / groups;
+  a.inner = batch * channels == 0 ? 0 : static_cast<int64_t>(x.element_count()) / (batch * channels);
+  a.per_channel = per_channel;
+  a.segments = batch * groups;
+  a.length = a.per_group * a.inner;
+  a.scale = ctx.input(1)->raw_data();
+  a.bias = ctx.input(2)->raw_data();
+  a.scale_code = CodeOf(ctx.input(1)->dtype());
+  a.bias_code = CodeOf(ctx.input(2)->dtype());
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, x.dtype(), x.shape()));
+  if (x.element_count() == 0) return Status::Ok();
+  return LaunchSegments(ctx, x, *y, a);
+}
+
+Status InstanceNormalization(CudaKernelContext& ctx) {
+  const runtime::Tensor* x = ctx.input(0);
+  if (!x || x->rank() < 2) return ctx.Fail("input 0 (X) must be present with rank >= 2");
+  return GroupLikeNorm(ctx, x->dim(1), true);
+}
+
+Status GroupNormalization(CudaKernelContext& ctx) {
+  const runtime::Tensor* x = ctx.input(0);
+  if (!x || x->rank() < 2) return ctx.Fail("input 0 (X) must be present with rank >= 2");
+  VIGIL_ASSIGN_OR_RETURN(int64_t groups, ops::RequiredIntAttr(ctx.node(), "num_groups"));
+  return GroupLikeNorm(ctx, groups, ctx.opset() >= 21);
+}
+
+// Scale or B of LayerNormalization broadcast to X: its strides over X's
+// shape, false when it does not broadcast unidirectionally.
+bool ParamMap(const std::vector<int64_t>& p, const std::vector<int64_t>& x, IndexMap* map) {
+  if (p.size() > x.size()) return false;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const int64_t pd = p[p.size() - 1 - i], xd = x[x.size() - 1 - i];
+    if (pd != xd && pd != 1) return false;
+  }
+  return BroadcastMap(p, x, map);
+}
+
+// Whether a map over X reads element j of the row for every row (varies
+// only along dims from axis, and fully).
+bool RowContiguous(const IndexMap& m, int64_t axis, int64_t row_length, const std::vector<int64_t>& p) {
+  int64_t count = 1;
+  for (int64_t d : p) count *= d;
+  for (int64_t d = 0; d < axis; ++d) {
+    if (m.strides[d] != 0) return false;
+  }
+  return count == row_length;
+}
+
+Status LayerNormalization(CudaKernelContext& ctx) {
+  const runtime::Tensor* xp = ctx.input(0);
+  if (!xp || !ctx.has_input(1)) return ctx.Fail("inputs X and Scale are required");
+  const runtime::Tensor& x = *xp;
+  if (x.rank() > static_cast<size_t>(kMaxRank)) return ctx.Unsupported("rank {} > {}", x.rank(), kMaxRank);
+  VIGIL_ASSIGN_OR_RETURN(int64_t axis_attr, ops::IntAttr(ctx.node(), "axis", -1));
+  VIGIL_ASSIGN_OR_RETURN(int64_t axis, ops::NormalizeAxis(ctx.node(), axis_attr, static_cast<int64_t>(x.rank())));
+  VIGIL_ASSIGN_OR_RETURN(float epsilon, ops::FloatAttr(ctx.node(), "epsilon", 1e-5f));
+  VIGIL_ASSIGN_OR_RETURN(int64_t stash, ops::IntAttr(ctx.node(), "stash_type", 1));
+  const auto stash_type = static_cast<ir::DataType>(stash);
+  SegmentArgs a;
+  a.epsilon = epsilon;
+  a.segments = 1;
+  a.length = 1;
+  for (int64_t d = 0; d < static_cast<int64_t>(x.rank()); ++d) (d < axis ? a.segments : a.length) *= x.dim(d);
+  const runtime::Tensor* params[2] = {ctx.input(1), ctx.input(2)};
+  IndexMap* maps[2] = {&a.scale_map, &a.bias_map};
+  bool contiguous = true;
+  for (int i = 0; i < 2; ++i) {
+    if (!params[i]) continue;
+    if (!IsCudaFloat(params[i]->dtype())) return BadDtype(ctx, i + 1);
+    if (!ParamMap(params[i]->shape(), x.shape(), maps[i])) {
+      return ctx.Fail("input {} is {}, which does not broadcast to input 0 (X) {}", i + 1, params[i]->Describe(),
+                      x.Describe());
+    }
+    contiguous = contiguous && RowContiguous(*maps[i], axis, a.length, params[i]->shape());
+  }
+  a.mode = contiguous ? ParamMode::kContiguous : ParamMode::kBroadcast;
+  a.scale = params[0]->raw_data();
+  a.scale_code = CodeOf(params[0]->dtype());
+  if (params[1]) {
+    a.bias = params[1]->raw_data();
+    a.bias_code = CodeOf(params[1]->dtype());
+  }
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, x.dtype(), x.shape()));
+  std::vector<int64_t> stat_shape = x.shape();
+  for (size_t d = static_cast<size_t>(axis); d < stat_shape.size(); ++d) stat_shape[d] = 1;
+  void** stat_out[2] = {&a.mean_out, &a.inv_out};
+  for (size_t i = 1; i <= 2; ++i) {
+    if (i >= ctx.num_outputs() || !ctx.output_wanted(i)) continue;
+    if (!IsCudaFloat(stash_type)) {
+      return ctx.Unsupported("stash_type {} for the Mean/InvStdDev outputs", stash);
+    }
+    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * t, ctx.Output(i, stash_type, stat_shape));
+    *stat_out[i - 1] = t->raw_data();
+  }
+  a.stat_code = CodeOf(stash_type);
+  return LaunchSegments(ctx, x, *y, a);
+}
+
+bool SupportsLayerNorm(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
+  if (!FloatInputs(node, types, why_not, 1)) return false;
+  // The statistics are computed in float whatever stash_type says; only the
+  // dtype of the optional Mean/InvStdDev outputs depends on it.
+  auto stash = ops::IntAttr(node, "stash_type", 1);
+  const auto type = static_cast<ir::DataType>(stash.ok() ? stash.value() : 0);
+  const bool stats = (node.outputs.size() > 1 && !node.outputs[1].empty()) ||
+                     (node.outputs.size() > 2 && !node.outputs[2].empty());
+  if (!IsCudaFloat(type) && (stats || type != ir::DataType::kFloat64)) {
+    if (why_not) *why_not = "stash_type other than float32/float16/bfloat16 with Mean/InvStdDev outputs";
+    return false;
+  }
+  return true;
+}
+
+bool SupportsChannelNorm(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
+  return FloatInputs(node, types, why_not, 2);
+}
+
+const CudaKernelDef kNormalizationKernels[] = {
+    {"", "Softmax", 1, 12, SoftmaxKernel<false>, SupportsSoftmax},
+    {"", "Softmax", 13, kLatest, SoftmaxKernel<false>, SupportsSoftmax},
+    {"", "LogSoftmax", 1, 12, SoftmaxKernel<true>, SupportsSoftmax},
+    {"", "LogSoftmax", 13, kLatest, SoftmaxKernel<true>, SupportsSoftmax},
+    {"", "BatchNormalization", 1, kLatest, BatchNormalization, SupportsBatchNorm},
+    {"", "InstanceNormalization", 1, kLatest, InstanceNormalization, SupportsChannelNorm},
+    {"", "LayerNormalization", 17, kLatest, LayerNormalization, SupportsLayerNorm},
+    // The kernel reads the opset: scale/bias per group in 18, per channel in 21.
+    {"", "GroupNormalization", 18, kLatest, GroupNormalization, SupportsChannelNorm},
+};
+
+}  // namespace
+
+std::span<const CudaKernelDef> NormalizationCudaKernels() { return kNormalizationKernels; }
+
+}  // namespace vigil::cuda

@@ -1,0 +1,107 @@
+#include "backends/module/backend_module.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "doctor/module_loader.h"
+#include "doctor/probe.h"
+#include "doctor/rules.h"
+
+namespace vigil::backends {
+namespace {
+
+constexpr const char* kModuleName = "libvigil_cuda.so";
+
+std::string ExecutableDir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string();
+}
+
+// The doctor's error findings: why the GPU stack cannot be used here.
+void AttachDoctorErrors(Status& status) {
+  doctor::StackSnapshot snapshot = doctor::ProbeStack();
+  int attached = 0;
+  for (const doctor::Finding& f : doctor::RunRules(snapshot)) {
+    if (f.severity != doctor::Severity::kError) continue;
+    status.WithCause(f.summary, "doctor finding " + f.id);
+    if (!f.fix.empty()) status.WithFix(f.fix);
+    ++attached;
+  }
+  if (attached == 0) status.WithFix("run `vigil doctor` for the full GPU stack report");
+}
+
+}  // namespace
+
+std::vector<std::string> CudaModuleCandidates() {
+  std::vector<std::string> v;
+  if (const char* env = std::getenv("VIGIL_CUDA_MODULE"); env && *env) v.push_back(env);
+  std::string dir = ExecutableDir();
+  if (!dir.empty()) {
+    v.push_back(dir + "/" + kModuleName);
+    v.push_back(dir + "/../lib/vigil/" + kModuleName);
+  }
+#ifdef VIGIL_BUILD_MODULE_DIR
+  v.push_back(std::string(VIGIL_BUILD_MODULE_DIR) + "/" + kModuleName);
+#endif
+  return v;
+}
+
+Result<LoadedBackend> LoadCudaBackend(const CudaBackendOptions& options) {
+  std::vector<std::string> candidates = CudaModuleCandidates();
+  std::string path;
+  for (const std::string& c : candidates) {
+    if (access(c.c_str(), F_OK) == 0) {
+      path = c;
+      break;
+    }
+  }
+  if (path.empty()) {
+    std::string searched;
+    for (const std::string& c : candidates) searched += (searched.empty() ? "" : ", ") + c;
+    return std::move(EnvironmentError("the CUDA backend module {} was not found", kModuleName)
+                         .WithFact("searched", searched)
+                         .WithCause("this vigil was built without the CUDA backend (no CUDA toolkit or cuDNN 9 "
+                                    "headers at build time)")
+                         .WithFix("rebuild where nvcc and cuDNN 9 are installed, or set VIGIL_CUDA_MODULE to the "
+                                  "module's path")
+                         .WithFix("run with --backend cpu"));
+  }
+  Result<doctor::LoadedModule> module = doctor::LoadBackendModule(path);
+  if (!module.ok()) {
+    Status s = std::move(module).TakeStatus();
+    if (s.summary().find("cannot run here") != std::string::npos) AttachDoctorErrors(s);
+    return s;
+  }
+  const VigilBackendEntry* entry = module->entry;
+  if (entry->backend_interface_version != runtime::kBackendInterfaceVersion || !entry->create || !entry->destroy) {
+    return std::move(EnvironmentError("backend module {} was built for backend interface {}, this vigil has {}", path,
+                                      entry->backend_interface_version, runtime::kBackendInterfaceVersion)
+                         .WithFix("install the CUDA module of the same vigil build"));
+  }
+  VigilBackendOptions c{options.device, options.allow_tf32 ? 1 : 0, options.deterministic ? 1 : 0,
+                        static_cast<unsigned long long>(options.memory_limit)};
+  void* backend = nullptr;
+  void* status = nullptr;
+  if (entry->create(&c, &backend, &status) != 0 || !backend) {
+    std::unique_ptr<Status> owned(static_cast<Status*>(status));
+    Status s = owned ? *owned : InternalError("the CUDA module's create failed without a reason");
+    s.WithContext("creating the CUDA backend").WithFact("module", path);
+    if (s.code() == ErrorCode::kEnvironment) AttachDoctorErrors(s);
+    return s;
+  }
+  LoadedBackend loaded;
+  void (*destroy)(void*) = entry->destroy;
+  loaded.backend = std::shared_ptr<const runtime::Backend>(
+      static_cast<runtime::Backend*>(backend), [destroy](const runtime::Backend* b) {
+        destroy(const_cast<runtime::Backend*>(b));
+      });
+  loaded.module_path = path;
+  if (entry->describe) loaded.description = entry->describe(options.device);
+  return loaded;
+}
+
+}  // namespace vigil::backends

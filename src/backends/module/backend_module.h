@@ -1,0 +1,37 @@
+// Loads the CUDA backend module (libvigil_cuda.so) and creates the backend:
+// the doctor's loader does open / find symbol / ABI / can-it-run-here, then
+// this checks the backend interface version and calls the module's create.
+// Every failure is a Diagnosis; when the GPU stack is at fault, the doctor's
+// findings about it are attached.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "runtime/backend.h"
+
+namespace vigil::backends {
+
+struct CudaBackendOptions {
+  int device = 0;
+  bool allow_tf32 = false;
+  bool deterministic = false;
+  uint64_t memory_limit = 0;  // bytes (0: free device memory)
+};
+
+struct LoadedBackend {
+  std::shared_ptr<const runtime::Backend> backend;
+  std::string module_path;
+  std::string description;  // "CUDA runtime 13.0, cuDNN 9.14.0, ..."
+};
+
+// Where the module is looked for, in order: $VIGIL_CUDA_MODULE, next to the
+// running executable, ../lib/vigil/ from it, then the build tree.
+std::vector<std::string> CudaModuleCandidates();
+
+Result<LoadedBackend> LoadCudaBackend(const CudaBackendOptions& options);
+
+}  // namespace vigil::backends

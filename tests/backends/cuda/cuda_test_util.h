@@ -1,0 +1,178 @@
+// GPU tests: run one node on the CUDA backend (no fallback) and on the CPU
+// reference with the same inputs, and compare. Every test starts with
+// VIGIL_SKIP_WITHOUT_CUDA(), which skips with the reason where no GPU or
+// module is usable (CI), so the suite still builds and runs everywhere.
+#pragma once
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernel_test_util.h"
+#include "backends/module/backend_module.h"
+#include "base/float16.h"
+#include "ops/shape_helpers.h"
+#include "runtime/session.h"
+#include "runtime/tensor_compare.h"
+
+namespace vigil::cuda::testing {
+
+// The CUDA backend, loaded once per test program; null (with the reason in
+// `why`) where it cannot run.
+inline std::shared_ptr<const runtime::Backend> CudaBackendForTests(std::string* why = nullptr) {
+  static std::string reason;
+  static std::shared_ptr<const runtime::Backend> backend = [] {
+    auto loaded = backends::LoadCudaBackend({});
+    if (!loaded.ok()) {
+      reason = loaded.status().summary();
+      return std::shared_ptr<const runtime::Backend>();
+    }
+    return loaded->backend;
+  }();
+  if (why) *why = reason;
+  return backend;
+}
+
+#define VIGIL_SKIP_WITHOUT_CUDA()                                                  \
+  do {                                                                             \
+    std::string vigil_why_;                                                        \
+    if (!::vigil::cuda::testing::CudaBackendForTests(&vigil_why_)) {               \
+      GTEST_SKIP() << "no usable CUDA backend: " << vigil_why_;                    \
+    }                                                                              \
+  } while (0)
+
+struct NodeCase {
+  std::string op;
+  int64_t opset = 17;
+  std::vector<ir::Attribute> attributes;
+  std::vector<runtime::Tensor> inputs;  // host tensors; Tensor() = omitted optional input
+  std::vector<bool> constant;           // per input: an initializer (host-read inputs should be)
+  size_t outputs = 1;
+};
+
+// Uniform values in [lo, hi) of a float or integer dtype (bool: 0/1).
+inline runtime::Tensor RandomTensor(ir::DataType dtype, std::vector<int64_t> shape, uint32_t seed, float lo = -1,
+                                    float hi = 1) {
+  runtime::Tensor t = runtime::Tensor::Allocate(dtype, std::move(shape)).value();
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  uint64_t n = t.element_count();
+  for (uint64_t i = 0; i < n; ++i) {
+    float v = u(rng);
+    switch (dtype) {
+      case ir::DataType::kFloat32: t.data<float>()[i] = v; break;
+      case ir::DataType::kFloat16: t.data<uint16_t>()[i] = FloatToFloat16(v); break;
+      case ir::DataType::kBfloat16: t.data<uint16_t>()[i] = FloatToBfloat16(v); break;
+      case ir::DataType::kInt64: t.data<int64_t>()[i] = static_cast<int64_t>(std::floor(v)); break;
+      case ir::DataType::kInt32: t.data<int32_t>()[i] = static_cast<int32_t>(std::floor(v)); break;
+      case ir::DataType::kBool: t.data<uint8_t>()[i] = v > (lo + hi) / 2 ? 1 : 0; break;
+      default: ADD_FAILURE() << "RandomTensor: unsupported dtype"; return t;
+    }
+  }
+  return t;
+}
+
+// The one-node model of `c`: non-constant inputs are graph inputs named
+// x0, x1, ...; outputs y0, y1, ...
+inline ir::Model OneNodeModel(const NodeCase& c) {
+  ir::Model m;
+  m.ir_version = 8;
+  m.opset_imports = {{"", c.opset}};
+  ir::Node node;
+  node.op_type = c.op;
+  node.name = c.op + "_under_test";
+  node.attributes = c.attributes;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const runtime::Tensor& t = c.inputs[i];
+    if (t.dtype() == ir::DataType::kUndefined) {
+      node.inputs.push_back("");
+      continue;
+    }
+    std::string name = "x" + std::to_string(i);
+    node.inputs.push_back(name);
+    if (i < c.constant.size() && c.constant[i]) {
+      m.graph.initializers.push_back(t.AsConstant(name));
+    } else {
+      ir::ValueInfo vi;
+      vi.name = name;
+      vi.has_type = true;
+      vi.type = ops::TensorType(t.dtype(), t.shape());
+      m.graph.inputs.push_back(vi);
+    }
+  }
+  for (size_t i = 0; i < c.outputs; ++i) {
+    node.outputs.push_back("y" + std::to_string(i));
+    ir::ValueInfo vi;
+    vi.name = node.outputs.back();
+    m.graph.outputs.push_back(vi);
+  }
+  m.graph.nodes.push_back(node);
+  return m;
+}
+
+inline std::vector<runtime::InputBinding> Bindings(const NodeCase& c) {
+  std::vector<runtime::InputBinding> b;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const runtime::Tensor& t = c.inputs[i];
+    if (t.dtype() == ir::DataType::kUndefined || (i < c.constant.size() && c.constant[i])) continue;
+    b.push_back({"x" + std::to_string(i), t.dtype(), t.shape(), t.raw_data(), t.byte_size(), ""});
+  }
+  return b;
+}
+
+// Runs `c` on the backends (in order of preference, no fallback) and returns
+// the outputs, or fails the test.
+inline std::vector<runtime::NamedTensor> RunOn(const NodeCase& c,
+                                               std::vector<std::shared_ptr<const runtime::Backend>> backends,
+                                               bool no_fallback) {
+  runtime::SessionOptions options;
+  options.backends = std::move(backends);
+  options.no_fallback = no_fallback;
+  options.constant_folding = false;  // the node must run, not be folded at load
+  auto session = runtime::Session::Create(OneNodeModel(c), options);
+  if (!session.ok()) {
+    ADD_FAILURE() << c.op << ": " << session.status().ToString();
+    return {};
+  }
+  auto out = (*session)->Run(Bindings(c));
+  if (!out.ok()) {
+    ADD_FAILURE() << c.op << ": " << out.status().ToString();
+    return {};
+  }
+  return std::move(out).value();
+}
+
+// CUDA vs CPU: same dtypes and shapes, NaN only where the CPU has NaN,
+// relative L2 error <= tol for float outputs, exact equality otherwise.
+inline void ExpectCudaMatchesCpu(const NodeCase& c, double tol) {
+  auto cuda = CudaBackendForTests();
+  ASSERT_TRUE(cuda) << "call VIGIL_SKIP_WITHOUT_CUDA() first";
+  auto got = RunOn(c, {cuda, cpu::MakeCpuBackend()}, /*no_fallback=*/true);
+  auto want = RunOn(c, {cpu::MakeCpuBackend()}, false);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const runtime::Tensor& g = got[i].tensor;
+    const runtime::Tensor& w = want[i].tensor;
+    bool is_float = w.dtype() == ir::DataType::kFloat32 || w.dtype() == ir::DataType::kFloat16 ||
+                    w.dtype() == ir::DataType::kBfloat16 || w.dtype() == ir::DataType::kFloat64;
+    // Element-wise with an infinite tolerance still checks dtype, shape and
+    // NaN placement; the error itself is judged by relative L2 below.
+    runtime::TensorComparison cmp = runtime::CompareTensors(w, g, is_float ? 1e300 : 0, is_float ? 1e300 : 0);
+    EXPECT_TRUE(cmp.same_dtype && cmp.same_shape) << c.op << " output " << i << ": got " << g.Describe()
+                                                  << ", expected " << w.Describe();
+    EXPECT_EQ(cmp.nan_mismatches, 0u) << c.op << " output " << i << ": " << cmp.Describe();
+    if (is_float) {
+      EXPECT_LE(cmp.rel_l2_error, tol) << c.op << " output " << i << " (" << w.Describe() << "): " << cmp.Describe();
+    } else {
+      EXPECT_EQ(cmp.mismatches, 0u) << c.op << " output " << i << ": " << cmp.Describe();
+    }
+  }
+}
+
+}  // namespace vigil::cuda::testing
