@@ -8,7 +8,10 @@
 #   conformance  ONNX node tests with --backend cuda (no fallback)
 #   models       the real-model set exported from torchvision/PyTorch,
 #                --backend cuda --no-fallback vs onnxruntime (float32)
+#   lowp         the real-model set computing in float16 and in bfloat16,
+#                vs onnxruntime float32 on the same rounded weights (1e-2)
 #   jit          the real-model set under CUDNN_LIB_CONFIG=GRAPH_JIT_ONLY
+#   diag         the diagnoses for no visible GPU and a too-small memory limit
 #   sanitizer    compute-sanitizer memcheck over the real-model set
 set -u
 b=$(cd "${1:?devbuild dir}" && pwd)
@@ -23,7 +26,9 @@ has() { [[ " $steps " == *" $1 "* ]]; }
   VIGIL_VERBOSE=1 "$b/vigil" run examples/tiny_cnn.onnx --input examples/tiny_cnn_input.npy --backend cuda --no-fallback
   if has tests && [ -x "$b/vigil_cuda_tests" ]; then
     echo "== vigil_cuda_tests"
-    "$b/vigil_cuda_tests" 2>&1 | tail -60
+    "$b/vigil_cuda_tests" > "$out/cuda_tests.txt" 2>&1
+    grep -A20 "Failure" "$out/cuda_tests.txt" | head -120
+    tail -8 "$out/cuda_tests.txt"
   fi
   if has conformance; then
     echo "== conformance --backend cuda"
@@ -45,11 +50,44 @@ has() { [[ " $steps " == *" $1 "* ]]; }
     python3 tools/models/check_models.py "$b/vigil" /tmp/models_full --max-rel-l2 1e-4 \
       --run-arg=--backend --run-arg=cuda --run-arg=--no-fallback --markdown "$out/real_models_cuda.md"
   fi
+  if has lowp; then
+    for dt in fp16 bf16; do
+      echo "== real models in $dt --backend cuda --no-fallback vs onnxruntime float32 (same rounded weights)"
+      [ -d /tmp/models_$dt ] || python3 tools/models/export_models.py /tmp/models_$dt --size full --dtype $dt \
+        > "$out/export_$dt.txt" 2>&1
+      grep -E "^(exported|FAILED)" "$out/export_$dt.txt" | cut -c1-150
+      python3 tools/models/check_models.py "$b/vigil" /tmp/models_$dt --max-rel-l2 1e-2 \
+        --run-arg=--backend --run-arg=cuda --run-arg=--no-fallback --markdown "$out/real_models_cuda_$dt.md"
+    done
+  fi
   if has jit; then
     echo "== real models under CUDNN_LIB_CONFIG=GRAPH_JIT_ONLY"
     CUDNN_LIB_CONFIG=GRAPH_JIT_ONLY python3 tools/models/check_models.py "$b/vigil" /tmp/models_full \
       --max-rel-l2 1e-4 --run-arg=--backend --run-arg=cuda --run-arg=--no-fallback \
       --markdown "$out/real_models_cuda_jit.md"
+  fi
+  if has jit; then
+    d=/tmp/models_full/resnet50
+    for extra in "" "--tf32"; do
+      echo "-- resnet50 float32 under GRAPH_JIT_ONLY $extra"
+      CUDNN_LIB_CONFIG=GRAPH_JIT_ONLY "$b/vigil" run $d/model.onnx --input input_0=$d/input_0.npy --backend cuda \
+        --no-fallback $extra 2>&1 | head -24
+    done
+    if [ -d /tmp/models_fp16 ]; then
+      echo "== float16 real models under GRAPH_JIT_ONLY"
+      CUDNN_LIB_CONFIG=GRAPH_JIT_ONLY python3 tools/models/check_models.py "$b/vigil" /tmp/models_fp16 \
+        --max-rel-l2 1e-2 --run-arg=--backend --run-arg=cuda --run-arg=--no-fallback \
+        --markdown "$out/real_models_cuda_fp16_jit.md"
+    fi
+  fi
+  if has diag; then
+    d=/tmp/models_full/resnet50
+    echo "-- CUDA_VISIBLE_DEVICES=''"
+    CUDA_VISIBLE_DEVICES="" "$b/vigil" run examples/tiny_cnn.onnx --input examples/tiny_cnn_input.npy --backend cuda
+    echo "exit $?"
+    echo "-- --gpu-mem-limit 64M, resnet50 batch 1"
+    "$b/vigil" run $d/model.onnx --input input_0=$d/input_0.npy --backend cuda --gpu-mem-limit 64M
+    echo "exit $?"
   fi
   if has sanitizer; then
     echo "== compute-sanitizer memcheck"

@@ -2,7 +2,7 @@
 """Exports real architectures with random weights to ONNX, with inputs and
 onnxruntime reference outputs, for vigil's real-model checks.
 
-    python3 tools/models/export_models.py OUT_DIR [--size full|tiny] [--only NAME,...]
+    python3 tools/models/export_models.py OUT_DIR [--size full|tiny] [--only NAME,...] [--dtype fp32|fp16|bf16]
 
 For each model NAME it writes OUT_DIR/NAME/model.onnx, input_<i>.npy (named in
 inputs.json) and ref_<i>.npy (onnxruntime CPU outputs), plus OUT_DIR/models.json
@@ -166,7 +166,27 @@ def ort_latency(sess, feeds, iters=20):
     return statistics.median(times)
 
 
-def export_one(name, size, out_dir):
+class InDtype(nn.Module):
+    """Runs `m` in `dtype` (float16/bfloat16) behind float32 inputs and
+    outputs: the ONNX graph casts at its boundaries, so inputs and references
+    stay float32 .npy files (numpy has no bfloat16)."""
+
+    def __init__(self, m, dtype):
+        super().__init__()
+        self.m = m.to(dtype)
+        self.dtype = dtype
+
+    def forward(self, *xs):
+        xs = [x.to(self.dtype) if x.is_floating_point() else x for x in xs]
+        out = self.m(*xs)
+        return out.float() if torch.is_tensor(out) else tuple(o.float() for o in out)
+
+
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def export_one(name, size, out_dir, dtype="fp32"):
+    import copy
     import onnx
     import onnxruntime as ort
     # The fused attention fast paths (aten::_native_multi_head_attention,
@@ -179,6 +199,18 @@ def export_one(name, size, out_dir):
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, "model.onnx")
     in_names = [f"input_{i}" for i in range(len(args))]
+    ref_path = path
+    if dtype != "fp32":
+        # The reference is onnxruntime in float32 on the same rounded weights
+        # and inputs; the exported model computes in float16/bfloat16.
+        t = DTYPES[dtype]
+        args = tuple(a.to(t).float() if a.is_floating_point() else a for a in args)
+        ref_model = copy.deepcopy(model).to(t).float()
+        ref_path = os.path.join(d, "reference_fp32.onnx")
+        with torch.no_grad():
+            torch.onnx.export(ref_model, args, ref_path, opset_version=opset, input_names=in_names, dynamo=False,
+                              do_constant_folding=True)
+        model = InDtype(model, t).eval()
     with torch.no_grad():
         torch.onnx.export(model, args, path, opset_version=opset, input_names=in_names, dynamo=False,
                           do_constant_folding=True)
@@ -186,7 +218,7 @@ def export_one(name, size, out_dir):
     onnx.checker.check_model(m)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
-    sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(ref_path, opts, providers=["CPUExecutionProvider"])
     feeds = {}
     for i, (a, inp) in enumerate(zip(args, sess.get_inputs())):
         arr = a.numpy()
@@ -196,7 +228,7 @@ def export_one(name, size, out_dir):
     for i, o in enumerate(outs):
         np.save(os.path.join(d, f"ref_{i}.npy"), o)
     info = {
-        "name": name, "opset": opset, "bytes": os.path.getsize(path),
+        "name": name, "opset": opset, "bytes": os.path.getsize(path), "dtype": dtype,
         "inputs": [{"name": inp.name, "file": f"input_{i}.npy", "shape": list(args[i].shape),
                     "dtype": str(args[i].numpy().dtype)} for i, inp in enumerate(sess.get_inputs())],
         "outputs": [{"name": o.name, "file": f"ref_{i}.npy", "shape": list(outs[i].shape)}
@@ -215,12 +247,15 @@ def main():
     p.add_argument("out")
     p.add_argument("--size", choices=["full", "tiny"], default="full")
     p.add_argument("--only", default="")
+    p.add_argument("--dtype", choices=list(DTYPES), default="fp32",
+                   help="compute dtype inside the model (inputs/outputs stay float32); the reference is "
+                        "onnxruntime float32 on the same rounded weights")
     a = p.parse_args()
     names = a.only.split(",") if a.only else ALL
     results = []
     for n in names:
         try:
-            info = export_one(n, a.size, a.out)
+            info = export_one(n, a.size, a.out, a.dtype)
             print(f"exported {n}: opset {info['opset']}, {info['bytes'] / 1e6:.1f} MB, "
                   f"ort {info['ort_cpu_ms_1thread']:.2f} ms, ops {' '.join(info['ops'])}", flush=True)
             results.append(info)

@@ -73,15 +73,30 @@ Status MakeLayout(Layout& l, cudaDataType_t type, const Operand& o, int32_t batc
   return Status::Ok();
 }
 
-std::string Key(const ProductShape& s, ir::DataType t, const CudaOptions& o) {
-  auto op = [](const Operand& x) { return fmt::format("{}x{}l{}s{}", x.rows, x.cols, x.ld, x.batch_stride); };
-  return fmt::format("lt|{}|{}{}|{}|{}|{}|b{}|{}{}|{}{}", static_cast<int>(t), static_cast<int>(s.op_x),
-                     static_cast<int>(s.op_y), op(s.x), op(s.y), op(s.d), s.batch, s.bias_epilogue, s.blend_c,
-                     o.allow_tf32, o.deterministic);
+// The alignment (power of two, at most 256) of the operands' addresses.
+// cuBLASLt's heuristics assume 256-byte alignment unless told otherwise, and
+// arena slots and batch offsets are only 64-byte aligned.
+struct Alignments {
+  uint32_t x, y, d;
+};
+
+uint32_t AlignmentOf(const void* p) {
+  auto v = reinterpret_cast<uintptr_t>(p);
+  uint32_t a = 256;
+  while (a > 1 && v % a != 0) a /= 2;
+  return a;
 }
 
-Result<const LtPlan*> GetPlan(CudaKernelContext& ctx, const ProductShape& s, ir::DataType dtype) {
-  std::string key = Key(s, dtype, ctx.options());
+std::string Key(const ProductShape& s, ir::DataType t, const CudaOptions& o, const Alignments& al) {
+  auto op = [](const Operand& x) { return fmt::format("{}x{}l{}s{}", x.rows, x.cols, x.ld, x.batch_stride); };
+  return fmt::format("lt|{}|{}{}|{}|{}|{}|b{}|{}{}|{}{}|a{},{},{}", static_cast<int>(t), static_cast<int>(s.op_x),
+                     static_cast<int>(s.op_y), op(s.x), op(s.y), op(s.d), s.batch, s.bias_epilogue, s.blend_c,
+                     o.allow_tf32, o.deterministic, al.x, al.y, al.d);
+}
+
+Result<const LtPlan*> GetPlan(CudaKernelContext& ctx, const ProductShape& s, ir::DataType dtype,
+                              const Alignments& al) {
+  std::string key = Key(s, dtype, ctx.options(), al);
   auto& cache = ctx.stream_context().plans;
   if (auto it = cache.find(key); it != cache.end()) return static_cast<const LtPlan*>(it->second.get());
   auto plan = std::make_shared<LtPlan>();
@@ -107,6 +122,14 @@ Result<const LtPlan*> GetPlan(CudaKernelContext& ctx, const ProductShape& s, ir:
   size_t ws = kMaxWorkspace;
   VIGIL_CUBLAS_CALL(cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                                          sizeof ws));
+  VIGIL_CUBLAS_CALL(cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al.x,
+                                                         sizeof al.x));
+  VIGIL_CUBLAS_CALL(cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al.y,
+                                                         sizeof al.y));
+  VIGIL_CUBLAS_CALL(cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al.d,
+                                                         sizeof al.d));
+  VIGIL_CUBLAS_CALL(cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al.d,
+                                                         sizeof al.d));
   if (ctx.options().deterministic) {
     // In-place split-K reductions accumulate with atomics: their order varies.
     uint32_t mask = CUBLASLT_REDUCTION_SCHEME_MASK & ~static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_INPLACE);
@@ -130,7 +153,8 @@ Result<const LtPlan*> GetPlan(CudaKernelContext& ctx, const ProductShape& s, ir:
 
 Status Product(CudaKernelContext& ctx, const ProductShape& s, ir::DataType dtype, const void* a, const void* b,
                void* d, const void* bias, float alpha, float beta) {
-  VIGIL_ASSIGN_OR_RETURN(const LtPlan* plan, GetPlan(ctx, s, dtype));
+  Alignments al{AlignmentOf(b), AlignmentOf(a), AlignmentOf(d)};
+  VIGIL_ASSIGN_OR_RETURN(const LtPlan* plan, GetPlan(ctx, s, dtype, al));
   if (s.bias_epilogue) {
     VIGIL_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(plan->op.h, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                      sizeof bias));

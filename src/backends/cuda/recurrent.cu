@@ -10,9 +10,11 @@
 // RowMajorGemm). Then, per time step, queued on the stream without any
 // synchronisation: per direction a product H_{t-1} * R^T, and one gate
 // kernel for both directions that adds the biases, applies the activations,
-// updates the state (kept in float32) and writes Y. GRU without
-// linear_before_reset needs a second product ((r . H_{t-1}) * Rh^T) and a
-// second kernel per step. Scratch memory is allocated stream-ordered
+// updates the state and writes Y. GRU without linear_before_reset needs a
+// second product ((r . H_{t-1}) * Rh^T) and a second kernel per step. The
+// recurrence (states, R and its products) runs in float32 whatever the
+// dtype, so that float16/bfloat16 rounding does not compound over time; only
+// X * W^T is computed (float32-accumulated) in the input dtype. Scratch memory is allocated stream-ordered
 // (cudaMallocAsync/cudaFreeAsync), since RowMajorGemm uses the workspace.
 
 #include <algorithm>
@@ -208,7 +210,8 @@ __device__ __forceinline__ float ClipTo(const StepParams& p, float v) {
 __device__ __forceinline__ bool StepTime(const StepParams& p, int64_t d, int64_t b, int64_t s, int64_t* t) {
   int64_t len = p.seq;
   if (p.lens) {
-    len = p.lens64 ? static_cast<const int64_t*>(p.lens)[b] : static_cast<int64_t>(static_cast<const int32_t*>(p.lens)[b]);
+    len = p.lens64 ? static_cast<const int64_t*>(p.lens)[b]
+                   : static_cast<int64_t>(static_cast<const int32_t*>(p.lens)[b]);
     len = len < 0 ? 0 : len > p.seq ? p.seq : len;
   }
   if (s >= len) return false;
@@ -273,12 +276,12 @@ __global__ void CellStepKernel(StepParams p, StepBuffers<T> buf, int cell, int l
       const int64_t n1 = lbr ? 3 * hs : 2 * hs;
       const float* hr = buf.hr + d * p.hr_stride + b * n1;
       const float hp = buf.hf[sidx];
-      const float z = ApplyAct(act[0], ClipTo(p, InputPart(p, buf, d, b, t, 0, j, true) + (hr[j])));
+      const float z = ApplyAct(act[0], ClipTo(p, InputPart(p, buf, d, b, t, 0, j, true) + hr[j]));
       float cand;
       if (lbr) {
-        const float r = ApplyAct(act[0], ClipTo(p, InputPart(p, buf, d, b, t, 1, j, true) + (hr[hs + j])));
+        const float r = ApplyAct(act[0], ClipTo(p, InputPart(p, buf, d, b, t, 1, j, true) + hr[hs + j]));
         const float rbh = buf.bias ? ToFloat(buf.bias[d * 6 * hs + 5 * hs + j]) : 0.0f;
-        cand = ApplyAct(act[1], ClipTo(p, InputPart(p, buf, d, b, t, 2, j, false) + r * ((hr[2 * hs + j]) + rbh)));
+        cand = ApplyAct(act[1], ClipTo(p, InputPart(p, buf, d, b, t, 2, j, false) + r * (hr[2 * hs + j] + rbh)));
       } else {
         cand = ApplyAct(act[1], ClipTo(p, InputPart(p, buf, d, b, t, 2, j, true) + buf.hr2[sidx]));
       }
@@ -293,14 +296,14 @@ __global__ void CellStepKernel(StepParams p, StepBuffers<T> buf, int cell, int l
         po = ToFloat(pd[hs + j]);
         pf = ToFloat(pd[2 * hs + j]);
       }
-      const float i = ApplyAct(act[0], ClipTo(p, InputPart(p, buf, d, b, t, 0, j, true) + (hr[j]) + pi * cp));
+      const float i = ApplyAct(act[0], ClipTo(p, InputPart(p, buf, d, b, t, 0, j, true) + hr[j] + pi * cp));
       const float f = p.input_forget
                           ? 1.0f - i
-                          : ApplyAct(act[0], ClipTo(p, InputPart(p, buf, d, b, t, 2, j, true) + (hr[2 * hs + j]) +
+                          : ApplyAct(act[0], ClipTo(p, InputPart(p, buf, d, b, t, 2, j, true) + hr[2 * hs + j] +
                                                            pf * cp));
-      const float cand = ApplyAct(act[1], ClipTo(p, InputPart(p, buf, d, b, t, 3, j, true) + (hr[3 * hs + j])));
+      const float cand = ApplyAct(act[1], ClipTo(p, InputPart(p, buf, d, b, t, 3, j, true) + hr[3 * hs + j]));
       const float c = f * cp + i * cand;
-      const float o = ApplyAct(act[0], ClipTo(p, InputPart(p, buf, d, b, t, 1, j, true) + (hr[hs + j]) + po * c));
+      const float o = ApplyAct(act[0], ClipTo(p, InputPart(p, buf, d, b, t, 1, j, true) + hr[hs + j] + po * c));
       buf.cf[sidx] = c;
       h = o * ApplyAct(act[2], c);
     }
@@ -512,13 +515,13 @@ Status Launch(CudaKernelContext& ctx, const Spec& spec, const Dims& dims, DataTy
   }
 
   if (outs[1]) {
-    StoreStateKernel<T><<<BlocksFor(state), 256, 0, stream>>>(hf, state_stride, static_cast<T*>(outs[1]->raw_data()), nd, batch,
-                                                              hs, static_cast<int>(spec.layout));
+    StoreStateKernel<T><<<BlocksFor(state), 256, 0, stream>>>(hf, state_stride, static_cast<T*>(outs[1]->raw_data()),
+                                                              nd, batch, hs, static_cast<int>(spec.layout));
     VIGIL_CHECK_LAUNCH("RecurrentStoreH");
   }
   if (outs[2]) {
-    StoreStateKernel<T><<<BlocksFor(state), 256, 0, stream>>>(cf, state_stride, static_cast<T*>(outs[2]->raw_data()), nd, batch,
-                                                              hs, static_cast<int>(spec.layout));
+    StoreStateKernel<T><<<BlocksFor(state), 256, 0, stream>>>(cf, state_stride, static_cast<T*>(outs[2]->raw_data()),
+                                                              nd, batch, hs, static_cast<int>(spec.layout));
     VIGIL_CHECK_LAUNCH("RecurrentStoreC");
   }
   return scratch.Free();
@@ -637,8 +640,12 @@ bool SupportsRecurrent(const ir::Node& node, const runtime::NodeTypes& types, st
   return true;
 }
 
-bool SupportsRnn(const ir::Node& n, const runtime::NodeTypes& t, std::string* w) { return SupportsRecurrent(n, t, w, kRnn); }
-bool SupportsGru(const ir::Node& n, const runtime::NodeTypes& t, std::string* w) { return SupportsRecurrent(n, t, w, kGru); }
+bool SupportsRnn(const ir::Node& n, const runtime::NodeTypes& t, std::string* w) {
+  return SupportsRecurrent(n, t, w, kRnn);
+}
+bool SupportsGru(const ir::Node& n, const runtime::NodeTypes& t, std::string* w) {
+  return SupportsRecurrent(n, t, w, kGru);
+}
 bool SupportsLstm(const ir::Node& n, const runtime::NodeTypes& t, std::string* w) {
   return SupportsRecurrent(n, t, w, kLstm);
 }

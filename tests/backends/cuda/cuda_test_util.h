@@ -4,6 +4,7 @@
 // module is usable (CI), so the suite still builds and runs everywhere.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -69,6 +70,9 @@ inline runtime::Tensor RandomTensor(ir::DataType dtype, std::vector<int64_t> sha
       case ir::DataType::kFloat32: t.data<float>()[i] = v; break;
       case ir::DataType::kFloat16: t.data<uint16_t>()[i] = FloatToFloat16(v); break;
       case ir::DataType::kBfloat16: t.data<uint16_t>()[i] = FloatToBfloat16(v); break;
+      case ir::DataType::kFloat64: t.data<double>()[i] = v; break;
+      case ir::DataType::kInt8: t.data<int8_t>()[i] = static_cast<int8_t>(std::clamp(std::floor(v), -128.f, 127.f)); break;
+      case ir::DataType::kUint8: t.data<uint8_t>()[i] = static_cast<uint8_t>(std::clamp(std::floor(v), 0.f, 255.f)); break;
       case ir::DataType::kInt64: t.data<int64_t>()[i] = static_cast<int64_t>(std::floor(v)); break;
       case ir::DataType::kInt32: t.data<int32_t>()[i] = static_cast<int32_t>(std::floor(v)); break;
       case ir::DataType::kBool: t.data<uint8_t>()[i] = v > (lo + hi) / 2 ? 1 : 0; break;
