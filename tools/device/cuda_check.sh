@@ -58,6 +58,10 @@ has() { [[ " $steps " == *" $1 "* ]]; }
       grep -E "^(exported|FAILED)" "$out/export_$dt.txt" | cut -c1-150
       python3 tools/models/check_models.py "$b/vigil" /tmp/models_$dt --max-rel-l2 1e-2 \
         --run-arg=--backend --run-arg=cuda --run-arg=--no-fallback --markdown "$out/real_models_cuda_$dt.md"
+      echo "== real models in $dt: --backend cuda --no-fallback vs vigil's CPU backend in $dt"
+      python3 tools/models/check_models.py "$b/vigil" /tmp/models_$dt --max-rel-l2 1e-2 \
+        --run-arg=--backend --run-arg=cuda --run-arg=--no-fallback --reference-arg=--backend --reference-arg=cpu \
+        --markdown "$out/real_models_cuda_vs_cpu_$dt.md"
     done
   fi
   if has jit; then
@@ -75,6 +79,11 @@ has() { [[ " $steps " == *" $1 "* ]]; }
     done
     if [ -d /tmp/models_fp16 ]; then
       echo "== float16 real models under GRAPH_JIT_ONLY"
+      for n in mobilenet_v2 unet; do
+        d=/tmp/models_fp16/$n
+        CUDNN_LIB_CONFIG=GRAPH_JIT_ONLY "$b/vigil" run $d/model.onnx --input input_0=$d/input_0.npy --backend cuda \
+          --no-fallback 2>&1 | head -12
+      done
       CUDNN_LIB_CONFIG=GRAPH_JIT_ONLY python3 tools/models/check_models.py "$b/vigil" /tmp/models_fp16 \
         --max-rel-l2 1e-2 --run-arg=--backend --run-arg=cuda --run-arg=--no-fallback \
         --markdown "$out/real_models_cuda_fp16_jit.md"
@@ -85,8 +94,8 @@ has() { [[ " $steps " == *" $1 "* ]]; }
     echo "-- CUDA_VISIBLE_DEVICES=''"
     CUDA_VISIBLE_DEVICES="" "$b/vigil" run examples/tiny_cnn.onnx --input examples/tiny_cnn_input.npy --backend cuda
     echo "exit $?"
-    echo "-- --gpu-mem-limit 64M, resnet50 batch 1"
-    "$b/vigil" run $d/model.onnx --input input_0=$d/input_0.npy --backend cuda --gpu-mem-limit 64M
+    echo "-- --gpu-mem-limit 4M, resnet50 batch 1"
+    "$b/vigil" run $d/model.onnx --input input_0=$d/input_0.npy --backend cuda --gpu-mem-limit 4M
     echo "exit $?"
   fi
   if has sanitizer; then
@@ -95,7 +104,7 @@ has() { [[ " $steps " == *" $1 "* ]]; }
     for d in /tmp/models_full/*/; do
       n=$(basename "$d")
       args=$(python3 -c "import json,sys; i=json.load(open('$d/model.json')); print(' '.join('--input '+x['name']+'=$d'+x['file'] for x in i['inputs']))")
-      "$cs" --tool memcheck --error-exitcode 9 "$b/vigil" run "$d/model.onnx" $args --backend cuda --no-fallback \
+      timeout 150 "$cs" --tool memcheck --error-exitcode 9 "$b/vigil" run "$d/model.onnx" $args --backend cuda --no-fallback \
         > "$out/memcheck_$n.txt" 2>&1
       echo "$n: exit $? $(grep -E 'ERROR SUMMARY' "$out/memcheck_$n.txt")"
     done

@@ -33,22 +33,33 @@ def rel_l2(ref, got):
     return float(diff / denom if denom > 0 else diff), max_abs
 
 
-def check(vigil, d, info, bench, tol, run_args=()):
+def run_vigil(vigil, d, inputs, out, run_args):
+    cmd = [vigil, "run", os.path.join(d, "model.onnx"), "--output-dir", out, "--json", *run_args]
+    for spec in inputs:
+        cmd += ["--input", spec]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, (r.stdout + r.stderr).strip().splitlines()[:3]
+    return {o["name"]: o["file"] for o in json.loads(r.stdout)["outputs"]}, None
+
+
+def check(vigil, d, info, bench, tol, run_args=(), reference_args=None):
     inputs = [f"{i['name']}={os.path.join(d, i['file'])}" for i in info["inputs"]]
     row = {"name": info["name"], "opset": info["opset"], "ort_ms": info.get("ort_cpu_ms_1thread")}
-    with tempfile.TemporaryDirectory() as out:
-        cmd = [vigil, "run", os.path.join(d, "model.onnx"), "--output-dir", out, "--json", *run_args]
-        for spec in inputs:
-            cmd += ["--input", spec]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            row["error"] = (r.stdout + r.stderr).strip().splitlines()[:3]
+    with tempfile.TemporaryDirectory() as out, tempfile.TemporaryDirectory() as ref_out:
+        files, error = run_vigil(vigil, d, inputs, out, run_args)
+        if error:
+            row["error"] = error
             return row
-        listing = json.loads(r.stdout)
-        files = {o["name"]: o["file"] for o in listing["outputs"]}
+        ref_files = None
+        if reference_args is not None:
+            ref_files, error = run_vigil(vigil, d, inputs, ref_out, reference_args)
+            if error:
+                row["error"] = ["reference: "] + error
+                return row
         worst, worst_abs = 0.0, 0.0
         for o in info["outputs"]:
-            ref = np.load(os.path.join(d, o["file"]))
+            ref = np.load(ref_files[o["name"]] if ref_files else os.path.join(d, o["file"]))
             if ref.size > 1 and np.all(ref == ref.flat[0]):
                 row["error"] = [f"reference output {o['name']} is constant ({ref.flat[0]}): comparing it proves nothing"]
                 return row
@@ -85,6 +96,9 @@ def main():
     p.add_argument("--markdown", default="")
     p.add_argument("--run-arg", action="append", default=[],
                    help="extra argument for `vigil run` (repeat): --run-arg=--backend --run-arg=cuda")
+    p.add_argument("--reference-arg", action="append", default=None,
+                   help="compare with a second `vigil run` with these arguments (e.g. --reference-arg=--backend "
+                        "--reference-arg=cpu) instead of the stored onnxruntime outputs")
     a = p.parse_args()
     if not os.path.isdir(a.models):
         print(f"SKIP: {a.models} is absent")
@@ -97,10 +111,12 @@ def main():
             continue
         with open(meta) as f:
             info = json.load(f)
-        row = check(a.vigil, d, info, a.bench, a.max_rel_l2, a.run_arg)
+        row = check(a.vigil, d, info, a.bench, a.max_rel_l2, a.run_arg, a.reference_arg)
         rows.append(row)
         print(json.dumps(row), flush=True)
-    lines = ["| model | opset | rel L2 vs onnxruntime | max abs error | vigil CPU p50 (ms) | onnxruntime CPU (ms, 1 thread) | ratio |",
+    ref = "vigil " + " ".join(a.reference_arg) if a.reference_arg is not None else "onnxruntime"
+    run = " ".join(a.run_arg) or "cpu"
+    lines = [f"| model | opset | rel L2 ({run}) vs {ref} | max abs error | vigil p50 (ms) | onnxruntime CPU (ms, 1 thread) | ratio |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:

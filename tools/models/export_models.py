@@ -231,8 +231,10 @@ def export_one(name, size, out_dir, dtype="fp32"):
         "name": name, "opset": opset, "bytes": os.path.getsize(path), "dtype": dtype,
         "inputs": [{"name": inp.name, "file": f"input_{i}.npy", "shape": list(args[i].shape),
                     "dtype": str(args[i].numpy().dtype)} for i, inp in enumerate(sess.get_inputs())],
+        # Names from the exported model (the float32 reference graph of a
+        # float16/bfloat16 export names its outputs differently).
         "outputs": [{"name": o.name, "file": f"ref_{i}.npy", "shape": list(outs[i].shape)}
-                    for i, o in enumerate(sess.get_outputs())],
+                    for i, o in enumerate(m.graph.output)],
         "ops": sorted({n.op_type for n in m.graph.node}),
         "ort_cpu_ms_1thread": ort_latency(sess, feeds),
         "ort_version": ort.__version__, "torch_version": torch.__version__,

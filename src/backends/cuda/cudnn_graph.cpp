@@ -135,8 +135,15 @@ bool Acceptable(const CudnnDescriptor& config, const PlanFilter& filter, std::st
     count = 0;
   }
   for (int64_t i = 0; i < count; ++i) {
-    if (filter.float32 && !filter.allow_tf32 && notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE) {
+    if (filter.float32 && !filter.allow_tf32 &&
+        (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)) {
       *why = "uses TF32 tensor cores";
+      return false;
+    }
+    // We ask for float32 accumulation; these engines accumulate in the
+    // (half-precision) data type and lose about 1e-2 of accuracy.
+    if (notes[i] == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) {
+      *why = "accumulates in reduced precision";
       return false;
     }
     if (filter.deterministic && notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) {

@@ -21,9 +21,12 @@ std::string ExecutableDir() {
   return ec ? std::string() : exe.parent_path().string();
 }
 
-// The doctor's error findings: why the GPU stack cannot be used here.
+// The doctor's error findings: why the GPU stack cannot be used here. The
+// probe runs in this process: the module has already initialised CUDA here,
+// and a child forked after that cannot safely load the GPU libraries (it
+// dies in libcudnn_graph), while the libraries are loaded here already.
 void AttachDoctorErrors(Status& status) {
-  doctor::StackSnapshot snapshot = doctor::ProbeStack();
+  doctor::StackSnapshot snapshot = doctor::ProbeStackInProcess({});
   int attached = 0;
   for (const doctor::Finding& f : doctor::RunRules(snapshot)) {
     if (f.severity != doctor::Severity::kError) continue;
