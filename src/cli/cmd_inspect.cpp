@@ -1,5 +1,8 @@
-// `vigil inspect MODEL [--json]`: what a model takes, gives and contains.
+// `vigil inspect MODEL [--json] [--shapes] [--backend cuda]`: what a model
+// takes, gives and contains, and with --backend where each node would run.
 #include <cstdio>
+#include <map>
+#include <optional>
 #include <string>
 
 #include "cli/command.h"
@@ -16,7 +19,47 @@ struct InspectOptions {
   std::string model_path;
   bool json = false;
   bool shapes = false;
+  std::string backend;  // empty: no partition
 };
+
+// Where each node runs on `backend` (after load-time folding), with the
+// reason for every node the preferred backend does not take.
+struct Partition {
+  std::string backend;
+  std::map<std::string, size_t> nodes_per_backend;
+  std::vector<runtime::NodePlacement> fallbacks;
+};
+
+Result<Partition> PartitionOn(const std::string& model_path, const std::string& backend) {
+  BackendChoice choice;
+  choice.backend = backend;
+  VIGIL_ASSIGN_OR_RETURN(auto session, LoadSession(model_path, choice));
+  Partition p;
+  p.backend = backend;
+  for (const runtime::NodePlacement& n : session->placement()) {
+    ++p.nodes_per_backend[n.backend];
+    if (!n.fallback_reason.empty()) p.fallbacks.push_back(n);
+  }
+  return p;
+}
+
+std::string PartitionText(const Partition& p) {
+  std::string out = fmt::format("partition on {} (after constant folding):", p.backend);
+  for (const auto& [b, n] : p.nodes_per_backend) out += fmt::format(" {} {}", n, b);
+  out += "\n";
+  for (const runtime::NodePlacement& n : p.fallbacks) {
+    out += fmt::format("  {:<40} -> {}: {}\n", n.node, n.backend, n.fallback_reason);
+  }
+  return out;
+}
+
+nlohmann::json PartitionJson(const Partition& p) {
+  nlohmann::json fallbacks = nlohmann::json::array();
+  for (const runtime::NodePlacement& n : p.fallbacks) {
+    fallbacks.push_back({{"node", n.node}, {"backend", n.backend}, {"reason", n.fallback_reason}});
+  }
+  return {{"backend", p.backend}, {"nodes_per_backend", p.nodes_per_backend}, {"fallbacks", fallbacks}};
+}
 
 std::string HumanBytes(uint64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -74,7 +117,7 @@ void PrintText(const ir::Model& m, const ir::ModelStats& stats, const std::vecto
 }
 
 void PrintJson(const ir::Model& m, const ir::ModelStats& stats, const std::vector<NodeShapes>& shapes,
-               bool with_shapes) {
+               bool with_shapes, const nlohmann::json& partition) {
   nlohmann::json j = ModelInterfaceJson(m);
   j["model"] = m.path;
   j["nodes"] = stats.nodes;
@@ -91,6 +134,7 @@ void PrintJson(const ir::Model& m, const ir::ModelStats& stats, const std::vecto
     j["node_shapes"] = nodes;
     j["flops"] = TotalFlops(shapes);
   }
+  if (!partition.is_null()) j["partition"] = partition;
   std::string text = j.dump(2);
   std::fprintf(stdout, "%s\n", text.c_str());
 }
@@ -107,8 +151,18 @@ int RunInspect(const InspectOptions& opt) {
     if (!inferred.ok()) return ReportFailure(inferred.status(), opt.json);
     shapes = std::move(*inferred);
   }
-  if (opt.json) PrintJson(*model, stats, shapes, opt.shapes);
-  else PrintText(*model, stats, shapes, opt.shapes);
+  std::optional<Partition> partition;
+  if (!opt.backend.empty()) {
+    auto p = PartitionOn(opt.model_path, opt.backend);
+    if (!p.ok()) return ReportFailure(p.status(), opt.json);
+    partition = std::move(p).value();
+  }
+  if (opt.json) {
+    PrintJson(*model, stats, shapes, opt.shapes, partition ? PartitionJson(*partition) : nlohmann::json());
+  } else {
+    PrintText(*model, stats, shapes, opt.shapes);
+    if (partition) std::fputs(PartitionText(*partition).c_str(), stdout);
+  }
   return kExitOk;
 }
 
@@ -125,6 +179,10 @@ Command AddInspectCommand(CLI::App& parent) {
   sub->add_flag("--shapes", opt->shapes,
                 "also infer every node's output types (symbolic dims stay symbolic) and the FLOPs of Conv, "
                 "ConvTranspose, Gemm and MatMul");
+  sub->add_option("--backend", opt->backend,
+                  "also show where each node would run on this backend (cpu or cuda): the node count per "
+                  "backend and, for each node that falls back to the CPU, why")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   return {sub, [opt] { return RunInspect(*opt); }};
 }
 

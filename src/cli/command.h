@@ -34,6 +34,7 @@ Command AddDoctorCommand(CLI::App& parent);
 Command AddRunCommand(CLI::App& parent);
 Command AddCheckCommand(CLI::App& parent);
 Command AddBenchCommand(CLI::App& parent);
+Command AddCompareCommand(CLI::App& parent);
 
 // Where and how a command runs the model: --backend, --no-fallback, --tf32,
 // --deterministic, --gpu-mem-limit, --device.

@@ -24,6 +24,7 @@ int Main(int argc, char** argv) {
       AddRunCommand(app),
       AddCheckCommand(app),
       AddBenchCommand(app),
+      AddCompareCommand(app),
   };
 
   try {

@@ -71,6 +71,28 @@ TEST(InspectCli, ExampleText) {
   EXPECT_NE(r.out.find("parameters: 1562"), std::string::npos) << r.out;
 }
 
+TEST(InspectCli, PartitionOnTheCpu) {
+  CommandResult r = RunVigil({"inspect", kExample, "--backend", "cpu"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("partition on cpu (after constant folding): 9 cpu\n"), std::string::npos) << r.out;
+  CommandResult j = RunVigil({"inspect", kExample, "--backend", "cpu", "--json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  nlohmann::json parsed = nlohmann::json::parse(j.out);
+  EXPECT_EQ(parsed["partition"]["nodes_per_backend"]["cpu"], 9);
+  EXPECT_TRUE(parsed["partition"]["fallbacks"].empty());
+}
+
+TEST(InspectCli, PartitionOnCudaWithoutAGpuIsDiagnosed) {
+  CommandResult r = RunVigil({"inspect", kExample, "--backend", "cuda"});
+  if (r.exit_code == 0) {
+    // A GPU is usable: every node of the example runs there.
+    EXPECT_NE(r.out.find("partition on cuda (after constant folding): 9 cuda\n"), std::string::npos) << r.out;
+    return;
+  }
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("error [Environment]"), std::string::npos) << r.err;
+}
+
 TEST(InspectCli, MissingFileIsDiagnosedWithPath) {
   CommandResult r = RunVigil({"inspect", "/nonexistent/model.onnx"});
   EXPECT_EQ(r.exit_code, 1);

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Peer benchmark: vigil (--backend cuda) against PyTorch eager and
+torch.compile(mode="reduce-overhead"), on the same GPU in the same call.
+
+    python3 bench/peer_bench.py VIGIL_BINARY OUT_DIR [--models resnet50,mobilenet_v2,vit_b_16]
+        [--batches 1,64] [--dtypes fp16] [--iters 50] [--no-compile] [--markdown FILE]
+
+For each model (torchvision architecture, random weights, seed 0) and dtype
+it exports one ONNX file with a dynamic batch dim, then for each batch:
+- PyTorch eager and compiled: inputs already on the GPU, channels_last for
+  CNNs, warm-up, then the median of --iters CUDA-event timings of one
+  forward pass;
+- vigil: `vigil bench --backend cuda --dim N=<batch> --json`, the median
+  wall-clock time of Session::Run, which also copies the input to the GPU and
+  the output back and synchronises: a stricter measure than the peer's.
+The table gives milliseconds per batch, images per second, and the speed-up
+of vigil over each peer (> 1: vigil is faster). Needs torch and torchvision.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+import torch
+
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def build(name):
+    import torchvision.models as tvm
+    torch.manual_seed(0)
+    if name == "resnet50":
+        return tvm.resnet50(), True
+    if name == "mobilenet_v2":
+        return tvm.mobilenet_v2(), True
+    if name == "vit_b_16":
+        m = tvm.vit_b_16()
+        torch.nn.init.normal_(m.heads.head.weight, std=0.02)
+        return m, False
+    raise SystemExit(f"unknown model {name}")
+
+
+def cuda_ms(fn, x, warmup, iters):
+    with torch.no_grad():
+        for _ in range(warmup):
+            fn(x)
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(iters):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn(x)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def export(model, name, dtype, out_dir):
+    path = os.path.join(out_dir, f"{name}_{dtype}.onnx")
+    if os.path.exists(path):
+        return path
+    torch.backends.mha.set_fastpath_enabled(False)
+    m = model.to("cpu", DTYPES[dtype]).eval()
+    x = torch.randn(1, 3, 224, 224, dtype=DTYPES[dtype])
+    with torch.no_grad():
+        torch.onnx.export(m, (x,), path, opset_version=17, input_names=["input_0"], dynamo=False,
+                          dynamic_axes={"input_0": {0: "N"}}, do_constant_folding=True)
+    return path
+
+
+def vigil_ms(vigil, path, batch, warmup, iters):
+    cmd = [vigil, "bench", path, "--backend", "cuda", "--no-fallback", "--dim", f"N={batch}", "--warmup",
+           str(warmup), "--iters", str(iters), "--json"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, (r.stdout + r.stderr).strip().splitlines()[:2]
+    return json.loads(r.stdout)["p50_ms"], None
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("vigil")
+    p.add_argument("out")
+    p.add_argument("--models", default="resnet50,mobilenet_v2,vit_b_16")
+    p.add_argument("--batches", default="1,64")
+    p.add_argument("--dtypes", default="fp16")
+    p.add_argument("--iters", type=int, default=50)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--no-compile", action="store_true")
+    p.add_argument("--markdown", default="")
+    a = p.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    gpu = torch.cuda.get_device_name()
+    print(f"GPU {gpu}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}", flush=True)
+    rows = []
+    for name in a.models.split(","):
+        for dt in a.dtypes.split(","):
+            model, cnn = build(name)
+            path = export(model, name, dt, a.out)
+            m = model.to("cuda", DTYPES[dt]).eval()
+            if cnn:
+                m = m.to(memory_format=torch.channels_last)
+            compiled = None if a.no_compile else torch.compile(m, mode="reduce-overhead")
+            for batch in [int(b) for b in a.batches.split(",")]:
+                x = torch.randn(batch, 3, 224, 224, device="cuda", dtype=DTYPES[dt])
+                if cnn:
+                    x = x.contiguous(memory_format=torch.channels_last)
+                row = {"model": name, "dtype": dt, "batch": batch}
+                row["eager_ms"] = cuda_ms(m, x, a.warmup, a.iters)
+                if compiled is not None:
+                    row["compiled_ms"] = cuda_ms(compiled, x, a.warmup, a.iters)
+                row["vigil_ms"], err = vigil_ms(a.vigil, path, batch, a.warmup, a.iters)
+                if err:
+                    row["vigil_error"] = err
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    lines = [f"GPU: {gpu}; torch {torch.__version__} (cuDNN {torch.backends.cudnn.version()}); ms per batch, median",
+             "",
+             "| model | dtype | batch | PyTorch eager | torch.compile | vigil (end to end) | vigil img/s | vs eager | vs compiled |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        v, e, c = r.get("vigil_ms"), r["eager_ms"], r.get("compiled_ms")
+        ms = lambda t: f"{t:.3f}" if t else "-"
+        if v:
+            vigil = f"{v:.3f} | {r['batch'] / v * 1e3:.0f}"
+            ratios = f"{e / v:.2f}x | " + (f"{c / v:.2f}x" if c else "-")
+        else:
+            vigil = "error: " + " ".join(r.get("vigil_error", []))[:80] + " | -"
+            ratios = "- | -"
+        lines.append(f"| {r['model']} | {r['dtype']} | {r['batch']} | {ms(e)} | {ms(c)} | {vigil} | {ratios} |")
+    table = "\n".join(lines)
+    print(table)
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

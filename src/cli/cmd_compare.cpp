@@ -1,0 +1,480 @@
+// `vigil compare MODEL [--backends cuda,cpu] [--input NAME=FILE ...]
+// [--per-node] [--rtol R --atol A] [--json]`: runs one model on two backends
+// with the same inputs and compares the results element-wise
+// (|got - ref| <= atol + rtol*|ref|, see runtime/tensor_compare.h).
+#include <cstdio>
+#include <functional>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "base/float16.h"
+#include "cli/command.h"
+#include "runtime/tensor_compare.h"
+
+namespace vigil::cli {
+namespace {
+
+inline constexpr double kDefaultRtol = 1e-3;
+inline constexpr double kDefaultAtol = 1e-5;
+
+struct CompareOptions {
+  std::string model_path;
+  std::string backends = "cuda,cpu";
+  std::vector<std::string> inputs;
+  bool per_node = false;
+  double rtol = kDefaultRtol;
+  double atol = kDefaultAtol;
+  bool json = false;
+  // Passed to whichever side runs on cuda.
+  bool tf32 = false;
+  bool deterministic = false;
+  bool no_fallback = false;
+  std::string gpu_mem_limit;
+  int device = 0;
+};
+
+// "cuda,cpu" -> {"cuda", "cpu"}; an error message when it is not two names
+// from {cpu, cuda}.
+std::pair<std::vector<std::string>, std::string> SplitBackends(const std::string& text) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    names.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (names.size() != 2) {
+    return {names, fmt::format("expected two backend names, GOT,REFERENCE (e.g. cuda,cpu); '{}' has {}",
+                               text, names.size())};
+  }
+  for (const std::string& n : names) {
+    if (n != "cpu" && n != "cuda") {
+      return {names, fmt::format("unknown backend '{}' in '{}'; the backends are cpu and cuda", n, text)};
+    }
+  }
+  return {names, std::string()};
+}
+
+BackendChoice ChoiceFor(const std::string& backend, const CompareOptions& opt) {
+  BackendChoice c;
+  c.backend = backend;
+  if (backend == "cuda") {
+    c.tf32 = opt.tf32;
+    c.deterministic = opt.deterministic;
+    c.no_fallback = opt.no_fallback;
+    c.gpu_mem_limit = opt.gpu_mem_limit;
+    c.device = opt.device;
+  }
+  return c;
+}
+
+// ---- Inputs -------------------------------------------------------------------
+
+// Deterministic random values for every required input whose shape is fully
+// static: floats uniform in [-1,1], integers in [0,10), bools 0/1.
+Result<InputFiles> GenerateInputs(const runtime::Session& session) {
+  InputFiles files;
+  std::mt19937 rng(1234);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  files.tensors.reserve(session.inputs().required.size());
+  for (const ir::ValueInfo& vi : session.inputs().required) {
+    if (vi.type.kind != ir::TypeInfo::Kind::kTensor || !vi.type.shape.rank_known) {
+      return InvalidInputError("input '{}' has no fixed rank, so compare cannot make up its values", vi.name)
+          .WithFix(fmt::format("give it with --input {}=FILE (.npy or .pb)", vi.name));
+    }
+    std::vector<int64_t> shape;
+    for (const ir::Dim& d : vi.type.shape.dims) {
+      if (!d.value) {
+        return InvalidInputError("input '{}' has the shape {}, with a dim that is not fixed, so compare cannot "
+                                 "make up its values",
+                                 vi.name, ir::TypeToString(vi.type))
+            .WithFix(fmt::format("give every input with --input NAME=FILE (e.g. --input {}=x.npy)", vi.name));
+      }
+      shape.push_back(*d.value);
+    }
+    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor t, runtime::Tensor::Allocate(vi.type.elem_type, shape));
+    const uint64_t n = t.element_count();
+    auto fill = [&](auto* data, auto make) {
+      for (uint64_t i = 0; i < n; ++i) data[i] = make();
+    };
+    auto small_int = [&] { return static_cast<int>(rng() % 10); };
+    switch (vi.type.elem_type) {
+      case ir::DataType::kFloat32: fill(t.data<float>(), [&] { return static_cast<float>(uniform(rng)); }); break;
+      case ir::DataType::kFloat64: fill(t.data<double>(), [&] { return uniform(rng); }); break;
+      case ir::DataType::kFloat16:
+        fill(t.data<uint16_t>(), [&] { return FloatToFloat16(static_cast<float>(uniform(rng))); });
+        break;
+      case ir::DataType::kBfloat16:
+        fill(t.data<uint16_t>(), [&] { return FloatToBfloat16(static_cast<float>(uniform(rng))); });
+        break;
+      case ir::DataType::kInt8: fill(t.data<int8_t>(), [&] { return static_cast<int8_t>(small_int()); }); break;
+      case ir::DataType::kInt16: fill(t.data<int16_t>(), [&] { return static_cast<int16_t>(small_int()); }); break;
+      case ir::DataType::kInt32: fill(t.data<int32_t>(), [&] { return static_cast<int32_t>(small_int()); }); break;
+      case ir::DataType::kInt64: fill(t.data<int64_t>(), [&] { return static_cast<int64_t>(small_int()); }); break;
+      case ir::DataType::kUint8: fill(t.data<uint8_t>(), [&] { return static_cast<uint8_t>(small_int()); }); break;
+      case ir::DataType::kUint16: fill(t.data<uint16_t>(), [&] { return static_cast<uint16_t>(small_int()); }); break;
+      case ir::DataType::kUint32: fill(t.data<uint32_t>(), [&] { return static_cast<uint32_t>(small_int()); }); break;
+      case ir::DataType::kUint64: fill(t.data<uint64_t>(), [&] { return static_cast<uint64_t>(small_int()); }); break;
+      case ir::DataType::kBool: fill(t.data<uint8_t>(), [&] { return static_cast<uint8_t>(rng() % 2); }); break;
+      default:
+        return UnsupportedError("cannot make up values for input '{}' of dtype {}", vi.name,
+                                ir::DataTypeName(vi.type.elem_type))
+            .WithFix(fmt::format("give it with --input {}=FILE", vi.name));
+    }
+    runtime::Tensor& kept = files.tensors.emplace_back(std::move(t));
+    files.bindings.push_back({vi.name, kept.dtype(), kept.shape(), kept.raw_data(), kept.byte_size(), "random"});
+  }
+  return files;
+}
+
+// ---- Comparing ----------------------------------------------------------------
+
+struct ValueComparison {
+  std::string name;
+  std::string got_type;  // "float32[2,10]"
+  std::string ref_type;
+  runtime::TensorComparison cmp;
+};
+
+ValueComparison CompareValue(const std::string& name, const runtime::Tensor& got, const runtime::Tensor& ref,
+                             const CompareOptions& opt) {
+  return {name, got.Describe(), ref.Describe(), runtime::CompareTensors(ref, got, opt.rtol, opt.atol)};
+}
+
+std::string Detail(const ValueComparison& v) {
+  if (!v.cmp.same_dtype || !v.cmp.same_shape) {
+    return fmt::format("{}: got {}, reference {}", v.cmp.Describe(), v.got_type, v.ref_type);
+  }
+  return v.cmp.Describe();
+}
+
+nlohmann::json ValueJson(const ValueComparison& v) {
+  const runtime::TensorComparison& c = v.cmp;
+  nlohmann::json j = {{"name", v.name},          {"got", v.got_type},
+                      {"reference", v.ref_type}, {"pass", c.ok()},
+                      {"same_dtype", c.same_dtype}, {"same_shape", c.same_shape}};
+  if (c.same_dtype && c.same_shape) {
+    j["elements"] = c.elements;
+    j["mismatches"] = c.mismatches;
+    j["nan_mismatches"] = c.nan_mismatches;
+    j["max_abs_error"] = c.max_abs_error;
+    j["max_rel_error"] = c.max_rel_error;
+    j["rel_l2_error"] = c.rel_l2_error;
+    if (c.mismatches > 0) {
+      j["first_mismatch"] = {{"index", c.first_mismatch}, {"reference", c.expected_at_first}, {"got", c.got_at_first}};
+    }
+  }
+  j["detail"] = Detail(v);
+  return j;
+}
+
+std::string Header(const std::vector<std::string>& names, const CompareOptions& opt) {
+  return fmt::format("compare: {} (got) against {} (reference); pass when |got-ref| <= {:g} + {:g}*|ref|\n",
+                     names[0], names[1], opt.atol, opt.rtol);
+}
+
+nlohmann::json HeaderJson(const std::vector<std::string>& names, const CompareOptions& opt, const InputFiles& in) {
+  nlohmann::json inputs = nlohmann::json::array();
+  for (const runtime::InputBinding& b : in.bindings) {
+    inputs.push_back({{"name", b.name}, {"dtype", std::string(ir::DataTypeName(b.dtype))}, {"shape", b.shape},
+                      {"source", b.source}});
+  }
+  return {{"ok", true}, {"model", opt.model_path}, {"got", names[0]}, {"reference", names[1]},
+          {"rtol", opt.rtol}, {"atol", opt.atol}, {"inputs", inputs}};
+}
+
+std::string InputsText(const InputFiles& in) {
+  std::string text = "inputs:\n";
+  for (const runtime::InputBinding& b : in.bindings) {
+    std::string shape;
+    for (size_t i = 0; i < b.shape.size(); ++i) shape += (i ? "," : "") + std::to_string(b.shape[i]);
+    text += fmt::format("  {:<20} {}[{}] from {}\n", b.name, ir::DataTypeName(b.dtype), shape, b.source);
+  }
+  return text;
+}
+
+// Which side a failure happened on, as a fact of its diagnosis.
+Status OnSide(Status s, const std::string& backend, const char* role) {
+  s.WithFact("compare side", fmt::format("{} ({})", backend, role));
+  return s;
+}
+
+void Print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+
+// Default mode: the graph outputs only.
+int CompareOutputs(const runtime::Session& got, const runtime::Session& ref, const InputFiles& in,
+                   const std::vector<std::string>& names, const CompareOptions& opt) {
+  auto got_outs = got.Run(in.bindings);
+  if (!got_outs.ok()) return ReportFailure(OnSide(got_outs.status(), names[0], "got"), opt.json);
+  auto ref_outs = ref.Run(in.bindings);
+  if (!ref_outs.ok()) {
+    return ReportFailure(OnSide(ref_outs.status(), names[1], "reference"), opt.json);
+  }
+  if (got_outs->size() != ref_outs->size()) {
+    return ReportFailure(InternalError("the two sessions returned {} and {} outputs", got_outs->size(),
+                                       ref_outs->size()),
+                         opt.json);
+  }
+  std::vector<ValueComparison> results;
+  std::vector<std::string> failed;
+  for (size_t i = 0; i < ref_outs->size(); ++i) {
+    results.push_back(CompareValue((*ref_outs)[i].name, (*got_outs)[i].tensor, (*ref_outs)[i].tensor, opt));
+    if (!results.back().cmp.ok()) failed.push_back(results.back().name);
+  }
+  const bool pass = failed.empty();
+  if (opt.json) {
+    nlohmann::json j = HeaderJson(names, opt, in);
+    j["outputs"] = nlohmann::json::array();
+    for (const ValueComparison& v : results) j["outputs"].push_back(ValueJson(v));
+    j["pass"] = pass;
+    j["diverging"] = failed;
+    std::printf("%s\n", j.dump(2).c_str());
+    return pass ? kExitOk : kExitDiagnosed;
+  }
+  std::string text = Header(names, opt) + InputsText(in) + fmt::format("outputs ({}):\n", results.size());
+  for (const ValueComparison& v : results) {
+    const runtime::TensorComparison& c = v.cmp;
+    text += fmt::format("  {:<20} {:<24} {}\n", v.name, v.ref_type, c.ok() ? "PASS" : "FAIL");
+    if (c.same_dtype && c.same_shape) {
+      text += fmt::format("  {:<20} max abs error {:.3g}, max rel error {:.3g}, rel L2 error {:.3g}, "
+                          "NaN mismatches {}\n",
+                          "", c.max_abs_error, c.max_rel_error, c.rel_l2_error, c.nan_mismatches);
+    }
+    if (!c.ok()) text += fmt::format("  {:<20} {}\n", "", Detail(v));
+  }
+  if (pass) {
+    text += fmt::format("PASS: all {} output(s) match within tolerance\n", results.size());
+  } else {
+    std::string list;
+    for (const std::string& n : failed) list += (list.empty() ? "'" : ", '") + n + "'";
+    text += fmt::format("FAIL: {} of {} output(s) diverge beyond tolerance: {}\n"
+                        "  (vigil compare --per-node finds the first value that diverges)\n",
+                        failed.size(), results.size(), list);
+  }
+  Print(text);
+  return pass ? kExitOk : kExitDiagnosed;
+}
+
+// ---- Per node -------------------------------------------------------------------
+
+// Every value the reference produced, in an order where each value comes after
+// the values its node reads: RunKeepingAll lists the graph outputs first and
+// then the other values in step order, so each graph output is moved to just
+// before the first value whose node reads it (or to the end).
+std::vector<const runtime::NamedTensor*> StepOrder(const std::vector<runtime::NamedTensor>& all, size_t n_outputs,
+                                                   const std::unordered_map<std::string, size_t>& producer,
+                                                   const ir::Graph& graph) {
+  std::unordered_map<std::string, const runtime::NamedTensor*> outputs;
+  for (size_t i = 0; i < n_outputs && i < all.size(); ++i) outputs[all[i].name] = &all[i];
+  std::vector<const runtime::NamedTensor*> order;
+  std::set<std::string> placed;
+  // Places graph output `name` after the graph outputs its node reads.
+  std::function<void(const std::string&)> place_output = [&](const std::string& name) {
+    auto it = outputs.find(name);
+    if (it == outputs.end() || !placed.insert(name).second) return;
+    auto p = producer.find(name);
+    if (p != producer.end()) {
+      for (const std::string& in : graph.nodes[p->second].inputs) place_output(in);
+    }
+    order.push_back(it->second);
+  };
+  for (size_t i = n_outputs; i < all.size(); ++i) {
+    auto p = producer.find(all[i].name);
+    if (p != producer.end()) {
+      for (const std::string& in : graph.nodes[p->second].inputs) place_output(in);
+    }
+    order.push_back(&all[i]);
+  }
+  for (size_t i = 0; i < n_outputs && i < all.size(); ++i) place_output(all[i].name);
+  return order;
+}
+
+int ComparePerNode(const runtime::Session& got, const runtime::Session& ref, const InputFiles& in,
+                   const std::vector<std::string>& names, const CompareOptions& opt) {
+  auto got_all = got.RunKeepingAll(in.bindings);
+  if (!got_all.ok()) return ReportFailure(OnSide(got_all.status(), names[0], "got"), opt.json);
+  auto ref_all = ref.RunKeepingAll(in.bindings);
+  if (!ref_all.ok()) {
+    return ReportFailure(OnSide(ref_all.status(), names[1], "reference"), opt.json);
+  }
+  const ir::Graph& graph = ref.model().graph;
+  std::unordered_map<std::string, size_t> producer;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    for (const std::string& out : graph.nodes[i].outputs) {
+      if (!out.empty()) producer.emplace(out, i);
+    }
+  }
+  std::unordered_map<std::string, const runtime::Tensor*> got_values, ref_values;
+  for (const runtime::NamedTensor& v : *got_all) got_values.emplace(v.name, &v.tensor);
+  for (const runtime::NamedTensor& v : *ref_all) ref_values.emplace(v.name, &v.tensor);
+
+  size_t compared = 0, skipped = 0;
+  std::optional<ValueComparison> first;
+  for (const runtime::NamedTensor* v : StepOrder(*ref_all, ref.outputs().size(), producer, graph)) {
+    auto g = got_values.find(v->name);
+    if (g == got_values.end()) {  // e.g. folded or fused away on the other side
+      ++skipped;
+      continue;
+    }
+    ++compared;
+    ValueComparison c = CompareValue(v->name, *g->second, v->tensor, opt);
+    if (!c.cmp.ok()) {
+      first = std::move(c);
+      break;
+    }
+  }
+
+  // The node that produced the first diverging value, and its inputs' shapes.
+  std::optional<size_t> node_index;
+  std::vector<std::pair<std::string, std::string>> node_inputs;  // name, "float32[2,3]"
+  if (first) {
+    auto p = producer.find(first->name);
+    if (p != producer.end()) node_index = p->second;
+  }
+  if (node_index) {
+    for (const std::string& name : graph.nodes[*node_index].inputs) {
+      if (name.empty()) continue;
+      std::string type = "?";
+      if (auto r = ref_values.find(name); r != ref_values.end()) type = r->second->Describe();
+      for (const runtime::InputBinding& b : in.bindings) {
+        if (b.name == name) {
+          std::string shape;
+          for (size_t i = 0; i < b.shape.size(); ++i) shape += (i ? "," : "") + std::to_string(b.shape[i]);
+          type = fmt::format("{}[{}]", ir::DataTypeName(b.dtype), shape);
+        }
+      }
+      for (const ir::Tensor& init : graph.initializers) {
+        if (init.name == name && type == "?") {
+          std::string shape;
+          for (size_t i = 0; i < init.dims.size(); ++i) shape += (i ? "," : "") + std::to_string(init.dims[i]);
+          type = fmt::format("{}[{}] (initializer)", ir::DataTypeName(init.dtype), shape);
+        }
+      }
+      node_inputs.emplace_back(name, type);
+    }
+  }
+
+  if (opt.json) {
+    nlohmann::json j = HeaderJson(names, opt, in);
+    j["per_node"] = true;
+    j["compared"] = compared;
+    j["not_compared"] = skipped;
+    j["pass"] = !first.has_value();
+    if (first) {
+      nlohmann::json d = ValueJson(*first);
+      if (node_index) {
+        const ir::Node& node = graph.nodes[*node_index];
+        nlohmann::json ins = nlohmann::json::array();
+        for (const auto& [name, type] : node_inputs) ins.push_back({{"name", name}, {"type", type}});
+        d["node"] = {{"index", *node_index}, {"op_type", node.op_type}, {"name", node.name}, {"inputs", ins}};
+      }
+      j["first_divergence"] = d;
+    } else {
+      j["first_divergence"] = nullptr;
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+    return first ? kExitDiagnosed : kExitOk;
+  }
+  std::string text = Header(names, opt) + InputsText(in);
+  std::string skipped_note =
+      skipped ? fmt::format(" ({} value(s) of the reference that {} did not produce were skipped)", skipped, names[0])
+              : std::string();
+  if (!first) {
+    text += fmt::format("PASS: no value diverges: {} value(s) compared in step order{}\n", compared, skipped_note);
+    Print(text);
+    return kExitOk;
+  }
+  text += fmt::format("FAIL: first diverging value, after {} value(s) that match, in step order{}:\n", compared - 1,
+                      skipped_note);
+  text += fmt::format("  value      '{}' {}\n", first->name, first->ref_type);
+  if (node_index) {
+    const ir::Node& node = graph.nodes[*node_index];
+    text += fmt::format("  node       {} (node #{}), op type {}\n", node.Describe(*node_index), *node_index,
+                        node.op_type);
+    for (const auto& [name, type] : node_inputs) text += fmt::format("  input      '{}' {}\n", name, type);
+  } else {
+    text += "  node       none (a graph input or constant)\n";
+  }
+  const runtime::TensorComparison& c = first->cmp;
+  if (c.same_dtype && c.same_shape) {
+    text += fmt::format("  errors     max abs {:.3g}, max rel {:.3g}, rel L2 {:.3g}, NaN mismatches {}\n",
+                        c.max_abs_error, c.max_rel_error, c.rel_l2_error, c.nan_mismatches);
+  }
+  text += fmt::format("  detail     {}\n", Detail(*first));
+  text += "  every value before it matched, so this node is where the backends part ways\n";
+  Print(text);
+  return kExitDiagnosed;
+}
+
+// ---- The command ------------------------------------------------------------
+
+int RunCompare(const CompareOptions& opt) {
+  auto [names, error] = SplitBackends(opt.backends);
+  if (!error.empty()) {  // already refused by the option's check; kept for safety
+    std::fprintf(stderr, "vigil compare: --backends: %s\n", error.c_str());
+    return kExitUsage;
+  }
+  if (!(opt.rtol >= 0) || !(opt.atol >= 0)) {
+    return ReportFailure(InvalidInputError("--rtol and --atol must be non-negative numbers"), opt.json);
+  }
+  auto got = LoadSession(opt.model_path, ChoiceFor(names[0], opt));
+  if (!got.ok()) return ReportFailure(OnSide(got.status(), names[0], "got"), opt.json);
+  auto ref = LoadSession(opt.model_path, ChoiceFor(names[1], opt));
+  if (!ref.ok()) {
+    return ReportFailure(OnSide(ref.status(), names[1], "reference"), opt.json);
+  }
+  auto inputs = opt.inputs.empty() ? GenerateInputs(**ref) : ReadInputFiles(opt.inputs);
+  if (!inputs.ok()) return ReportFailure(inputs.status(), opt.json);
+  // Resolve positional bindings to names once, so both sides and the report agree.
+  if (auto checked = (*ref)->Check(inputs->bindings); !checked.ok()) return ReportFailure(checked.status(), opt.json);
+  if (opt.per_node) return ComparePerNode(**got, **ref, *inputs, names, opt);
+  return CompareOutputs(**got, **ref, *inputs, names, opt);
+}
+
+}  // namespace
+
+Command AddCompareCommand(CLI::App& parent) {
+  auto opt = std::make_shared<CompareOptions>();
+  CLI::App* sub = parent.add_subcommand(
+      "compare",
+      "Run a model on two backends with the same inputs and compare the results element-wise in float64:\n"
+      "an element passes when |got - ref| <= atol + rtol*|ref| (integers and bool exactly; NaN only where\n"
+      "the reference has NaN). The first backend of --backends is compared against the second.\n"
+      "Inputs come from --input files, or are made up (seeded, so the same every time) for inputs whose\n"
+      "shape is fully fixed: floats uniform in [-1,1], integers in [0,10).\n"
+      "With --per-node every value the graph computes is compared in execution order, and the first one\n"
+      "that diverges is reported with the node that produced it.\n"
+      "Examples:\n"
+      "  vigil compare model.onnx                                (cuda against cpu, random inputs)\n"
+      "  vigil compare model.onnx --input image=cat.npy --per-node\n"
+      "  vigil compare model.onnx --backends cuda,cpu --tf32 --rtol 1e-2 --json\n"
+      "Exit codes: 0 every compared value within tolerance, 1 a value diverges or a diagnosed problem\n"
+      "(model, input or backend), 2 usage error, 3 internal error.");
+  sub->add_option("MODEL", opt->model_path, "ONNX model file (.onnx)")->required();
+  sub->add_option("--backends", opt->backends,
+                  "GOT,REFERENCE: two of cpu and cuda (default cuda,cpu); the first is compared against the second")
+      ->check(CLI::Validator(
+          [](std::string& value) { return SplitBackends(value).second; }, "GOT,REF", "backend pair"));
+  AddInputFilesOption(sub, opt->inputs);
+  sub->add_flag("--per-node", opt->per_node,
+                "compare every intermediate value in execution order and report the first that diverges");
+  sub->add_option("--rtol", opt->rtol, "relative tolerance (default 1e-3)");
+  sub->add_option("--atol", opt->atol, "absolute tolerance (default 1e-5)");
+  sub->add_flag("--tf32", opt->tf32, "for the cuda side: let float32 convolutions and products use TF32");
+  sub->add_flag("--deterministic", opt->deterministic, "for the cuda side: only deterministic algorithms");
+  sub->add_flag("--no-fallback", opt->no_fallback,
+                "for the cuda side: fail at load when a node cannot run on CUDA instead of running it on the CPU");
+  sub->add_option("--gpu-mem-limit", opt->gpu_mem_limit,
+                  "for the cuda side: refuse a run whose planned device memory exceeds this (512M, 2G)");
+  sub->add_option("--device", opt->device, "for the cuda side: the CUDA device ordinal (default 0)");
+  sub->add_flag("--json", opt->json, "print JSON instead of text (errors too, as {\"ok\":false,...})");
+  return {sub, [opt] { return RunCompare(*opt); }};
+}
+
+}  // namespace vigil::cli
