@@ -13,6 +13,8 @@
 #   jit          the real-model set under CUDNN_LIB_CONFIG=GRAPH_JIT_ONLY
 #   diag         the diagnoses for no visible GPU and a too-small memory limit
 #   sanitizer    compute-sanitizer memcheck over the real-model set
+#   peer         bench/peer_bench.py: vigil vs PyTorch eager (and compiled
+#                unless PEER_ARGS has --no-compile), fp16, batch 1 and 64
 set -u
 b=$(cd "${1:?devbuild dir}" && pwd)
 out=${2:?output dir}
@@ -94,6 +96,11 @@ has() { [[ " $steps " == *" $1 "* ]]; }
     echo "-- CUDA_VISIBLE_DEVICES=''"
     CUDA_VISIBLE_DEVICES="" "$b/vigil" run examples/tiny_cnn.onnx --input examples/tiny_cnn_input.npy --backend cuda
     echo "exit $?"
+    echo "-- vigil compare cuda,cpu (default tolerance, then zero tolerance)"
+    "$b/vigil" compare examples/tiny_cnn.onnx --backends cuda,cpu --input examples/tiny_cnn_input.npy --per-node
+    echo "exit $?"
+    "$b/vigil" compare examples/tiny_cnn.onnx --backends cuda,cpu --input examples/tiny_cnn_input.npy --per-node \
+      --rtol 0 --atol 0 | head -12
     echo "-- --gpu-mem-limit 4M, resnet50 batch 1"
     "$b/vigil" run $d/model.onnx --input input_0=$d/input_0.npy --backend cuda --gpu-mem-limit 4M
     echo "exit $?"
@@ -108,5 +115,10 @@ has() { [[ " $steps " == *" $1 "* ]]; }
         > "$out/memcheck_$n.txt" 2>&1
       echo "$n: exit $? $(grep -E 'ERROR SUMMARY' "$out/memcheck_$n.txt")"
     done
+  fi
+  if has peer; then
+    echo "== peer benchmark"
+    python3 bench/peer_bench.py "$b/vigil" /tmp/peer --markdown "$out/peer_bench.md" ${PEER_ARGS:-} 2>&1 \
+      | grep -v Warning
   fi
 } 2>&1 | tee "$out/cuda_check.log"
