@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/float16.h"
 #include "cli/command.h"
 #include "ops/shape_helpers.h"
 
@@ -68,6 +69,12 @@ Result<InputFiles> GenerateInputs(const runtime::Session& session, const std::ma
     switch (vi.type.elem_type) {
       case ir::DataType::kFloat32:
         for (uint64_t i = 0; i < n; ++i) t.data<float>()[i] = uniform(rng);
+        break;
+      case ir::DataType::kFloat16:
+        for (uint64_t i = 0; i < n; ++i) t.data<uint16_t>()[i] = FloatToFloat16(uniform(rng));
+        break;
+      case ir::DataType::kBfloat16:
+        for (uint64_t i = 0; i < n; ++i) t.data<uint16_t>()[i] = FloatToBfloat16(uniform(rng));
         break;
       case ir::DataType::kInt64:  // token ids and indices: small non-negative values
         for (uint64_t i = 0; i < n; ++i) t.data<int64_t>()[i] = static_cast<int64_t>(rng() % 10);
