@@ -135,6 +135,7 @@ std::span<const CudaKernelDef> ConvCudaKernels();          // conv_cudnn.cpp
 std::span<const CudaKernelDef> MatMulCudaKernels();        // matmul_cublaslt.cpp
 std::span<const CudaKernelDef> ViewCudaKernels();          // views.cpp (Reshape, Flatten, ...)
 std::span<const CudaKernelDef> RecurrentCudaKernels();     // recurrent.cu (LSTM, GRU, RNN)
+std::span<const CudaKernelDef> ShapeSourceCudaKernels();   // shape_source.cpp (Shape, Size, ConstantOfShape)
 
 // --- support predicates shared by the families ---------------------------
 

@@ -1,0 +1,119 @@
+// Ops that make a tensor from a shape: Shape and Size (which read only the
+// input's dims, never its data) and ConstantOfShape. With concrete input
+// shapes these are usually folded at plan time and never run; the backend
+// must still claim them, or a model with a symbolic batch dim could not be
+// placed on the GPU as a whole.
+#include <algorithm>
+#include <cstring>
+
+#include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/epilogue.h"
+#include "ops/shape_helpers.h"
+
+namespace vigil::cuda {
+namespace {
+
+// Copies small host values into a device output (pageable memory: the call
+// returns once the bytes are staged, so `values` may go away after it).
+Status WriteValues(CudaKernelContext& ctx, ir::DataType dtype, std::vector<int64_t> shape,
+                   const std::vector<int64_t>& values) {
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * out, ctx.Output(0, dtype, std::move(shape)));
+  if (out->byte_size() != values.size() * sizeof(int64_t)) {
+    return InternalError("{}: {} values for {}", ops::NodeLabel(ctx.node()), values.size(), out->Describe());
+  }
+  if (!values.empty()) {
+    VIGIL_CUDA_CALL(cudaMemcpyAsync(out->raw_data(), values.data(), out->byte_size(), cudaMemcpyHostToDevice,
+                                    ctx.stream()));
+  }
+  return Status::Ok();
+}
+
+Status ShapeOp(CudaKernelContext& ctx) {
+  const std::vector<int64_t>& dims = ctx.input(0)->shape();
+  int64_t rank = static_cast<int64_t>(dims.size());
+  int64_t start = 0, end = rank;
+  if (ctx.opset() >= 15) {
+    VIGIL_ASSIGN_OR_RETURN(start, ops::IntAttr(ctx.node(), "start", 0));
+    VIGIL_ASSIGN_OR_RETURN(end, ops::IntAttr(ctx.node(), "end", rank));
+  }
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  return WriteValues(ctx, ir::DataType::kInt64, {end - start}, {dims.begin() + start, dims.begin() + end});
+}
+
+Status SizeOp(CudaKernelContext& ctx) {
+  return WriteValues(ctx, ir::DataType::kInt64, {}, {static_cast<int64_t>(ctx.input(0)->element_count())});
+}
+
+Status ConstantOfShapeOp(CudaKernelContext& ctx) {
+  const runtime::Tensor& shape_in = *ctx.input(0);
+  std::vector<int64_t> shape(shape_in.element_count());
+  for (size_t i = 0; i < shape.size(); ++i) {
+    shape[i] = shape_in.dtype() == ir::DataType::kInt32 ? shape_in.data<int32_t>()[i] : shape_in.data<int64_t>()[i];
+    if (shape[i] < 0) return ctx.Fail("shape has a negative dim {}", shape[i]);
+  }
+  VIGIL_ASSIGN_OR_RETURN(const ir::Tensor* value, ops::TensorAttr(ctx.node(), "value"));
+  ir::DataType dtype = value ? value->dtype : ir::DataType::kFloat32;
+  size_t eb = static_cast<size_t>(ir::DataTypeBits(dtype) / 8);
+  std::vector<uint8_t> element(eb, 0);
+  if (value) {
+    if (value->ElementCount().value_or(0) != 1 || value->bytes.size() < eb) {
+      return ctx.Fail("attribute 'value' must hold exactly one element");
+    }
+    std::memcpy(element.data(), value->bytes.data(), eb);
+  }
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * out, ctx.Output(0, dtype, shape));
+  if (out->element_count() == 0) return Status::Ok();
+  if (std::all_of(element.begin(), element.end(), [](uint8_t b) { return b == 0; })) {
+    VIGIL_CUDA_CALL(cudaMemsetAsync(out->raw_data(), 0, out->byte_size(), ctx.stream()));
+    return Status::Ok();
+  }
+  // One element on the device, broadcast to the output (stream-ordered, so
+  // freeing it right after the launch is safe).
+  void* one = nullptr;
+  VIGIL_CUDA_CALL(cudaMallocAsync(&one, eb, ctx.stream()));
+  Status s = [&]() -> Status {
+    VIGIL_CUDA_CALL(cudaMemcpyAsync(one, element.data(), eb, cudaMemcpyHostToDevice, ctx.stream()));
+    return LaunchBroadcastCopy(out->raw_data(), one, dtype, {}, out->shape(), ctx.stream());
+  }();
+  cudaFreeAsync(one, ctx.stream());
+  return s;
+}
+
+bool AnyTensor(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
+  if (InputDtype(types, 0) == ir::DataType::kUndefined) {
+    if (why_not) *why_not = "the input's type is not known at load time";
+    return false;
+  }
+  return true;
+}
+
+bool FixedSizeValue(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
+  auto value = ops::TensorAttr(node, "value");
+  if (!value.ok()) {
+    if (why_not) *why_not = "attribute 'value' is malformed";
+    return false;
+  }
+  ir::DataType t = *value ? (*value)->dtype : ir::DataType::kFloat32;
+  int bits = ir::DataTypeBits(t);
+  if (bits != 8 && bits != 16 && bits != 32 && bits != 64) {
+    if (why_not) *why_not = fmt::format("a value of dtype {}", ir::DataTypeName(t));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::span<const CudaKernelDef> ShapeSourceCudaKernels() {
+  static const CudaKernelDef kDefs[] = {
+      {"", "Shape", 1, kLatest, ShapeOp, AnyTensor, 0},
+      {"", "Size", 1, kLatest, SizeOp, AnyTensor, 0},
+      {"", "ConstantOfShape", 9, kLatest, ConstantOfShapeOp, FixedSizeValue, HostInput(0)},
+  };
+  return kDefs;
+}
+
+}  // namespace vigil::cuda

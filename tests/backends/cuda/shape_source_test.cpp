@@ -1,0 +1,68 @@
+// Shape, Size and ConstantOfShape on the GPU, and a model with a symbolic
+// batch dim whose shape arithmetic (Shape -> Gather -> Concat -> Reshape)
+// cannot be folded at load: it must still be placed on the GPU as a whole.
+#include "cuda_test_util.h"
+
+namespace vigil::cuda::testing {
+namespace {
+
+using cpu::testing::I64;
+using cpu::testing::IntAttr;
+
+TEST(CudaShapeSource, ShapeSizeAndConstantOfShape) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  runtime::Tensor x = RandomTensor(ir::DataType::kFloat16, {3, 13, 5}, 1);
+  NodeCase shape{"Shape", 15, {IntAttr("start", 1)}, {x}};
+  ExpectCudaMatchesCpu(shape, 0);
+  NodeCase size{"Size", 13, {}, {x}};
+  ExpectCudaMatchesCpu(size, 0);
+  ir::Attribute value;
+  value.name = "value";
+  value.type = ir::AttributeType::kTensor;
+  runtime::Tensor seven = cpu::testing::F32({1}, {7.5f});
+  value.t = seven.AsConstant("value");
+  NodeCase fill{"ConstantOfShape", 9, {value}, {I64({3}, {2, 127, 3})}, {true}};
+  ExpectCudaMatchesCpu(fill, 0);
+  NodeCase zeros{"ConstantOfShape", 9, {}, {I64({2}, {5, 13})}, {true}};
+  ExpectCudaMatchesCpu(zeros, 0);
+}
+
+TEST(CudaShapeSource, SymbolicBatchRunsWithoutFallback) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  ir::Model m;
+  m.ir_version = 8;
+  m.opset_imports = {{"", 17}};
+  ir::ValueInfo x;
+  x.name = "x";
+  x.has_type = true;
+  x.type = ops::TensorType(ir::DataType::kFloat32, std::vector<ir::Dim>{ir::Dim::Symbolic("N"), ir::Dim::Known(6)});
+  m.graph.inputs = {x};
+  ir::ValueInfo y;
+  y.name = "y";
+  m.graph.outputs = {y};
+  m.graph.initializers.push_back(I64({1}, {0}).AsConstant("zero"));
+  m.graph.initializers.push_back(I64({2}, {3, 2}).AsConstant("tail"));
+  auto node = [](std::string op, std::vector<std::string> in, std::string out, std::vector<ir::Attribute> a = {}) {
+    return cpu::testing::MakeNode(std::move(op), std::move(in), {std::move(out)}, std::move(a));
+  };
+  m.graph.nodes = {node("Shape", {"x"}, "s"), node("Gather", {"s", "zero"}, "n", {IntAttr("axis", 0)}),
+                   node("Concat", {"n", "tail"}, "shape", {IntAttr("axis", 0)}), node("Reshape", {"x", "shape"}, "r"),
+                   node("Relu", {"r"}, "y")};
+  for (size_t i = 0; i < m.graph.nodes.size(); ++i) m.graph.nodes[i].name = "n" + std::to_string(i);
+  runtime::SessionOptions options;
+  options.backends = {CudaBackendForTests(), cpu::MakeCpuBackend()};
+  options.no_fallback = true;
+  auto session = runtime::Session::Create(m, options);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  runtime::Tensor in = RandomTensor(ir::DataType::kFloat32, {5, 6}, 3);
+  auto out = (*session)->Run({{"x", in.dtype(), in.shape(), in.raw_data(), in.byte_size(), ""}});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  const runtime::Tensor& r = (*out)[0].tensor;
+  ASSERT_EQ(r.shape(), (std::vector<int64_t>{5, 3, 2}));
+  for (uint64_t i = 0; i < r.element_count(); ++i) {
+    EXPECT_EQ(r.data<float>()[i], std::max(in.data<float>()[i], 0.0f)) << i;
+  }
+}
+
+}  // namespace
+}  // namespace vigil::cuda::testing
