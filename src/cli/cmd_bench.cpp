@@ -148,7 +148,9 @@ int RunBench(const BenchOptions& opt) {
                         {"warmup", opt.warmup}, {"load_ms", load_ms}, {"first_run_ms", first_ms},
                         {"time_to_first_result_ms", first_result_ms}, {"p50_ms", p50}, {"p90_ms", p90},
                         {"p99_ms", p99}, {"runs_per_s", 1000.0 / p50},
-                        {"arena_bytes", plan->arena_bytes}, {"peak_live_bytes", plan->peak_live_bytes}};
+                        {"arena_bytes", plan->arena_bytes}, {"peak_live_bytes", plan->peak_live_bytes},
+                        {"device_arena_bytes", plan->device_arena_bytes},
+                        {"device_peak_live_bytes", plan->device_peak_live_bytes}};
     std::printf("%s\n", j.dump(2).c_str());
     return kExitOk;
   }
@@ -160,6 +162,10 @@ int RunBench(const BenchOptions& opt) {
   std::printf("throughput:   %.1f runs/s\n", 1000.0 / p50);
   std::printf("memory plan:  arena %.2f MiB (peak live %.2f MiB)\n", plan->arena_bytes / 1048576.0,
               plan->peak_live_bytes / 1048576.0);
+  if (plan->device_arena_bytes > 0) {
+    std::printf("device plan:  arena %.2f MiB (peak live %.2f MiB)\n", plan->device_arena_bytes / 1048576.0,
+                plan->device_peak_live_bytes / 1048576.0);
+  }
   return kExitOk;
 }
 

@@ -8,6 +8,7 @@
 
 #include <fmt/ranges.h>
 
+#include "ops/op_params.h"
 #include "ops/shape_ops_common.h"
 
 namespace vigil::ops {
@@ -148,17 +149,9 @@ Status InferShape(InferenceContext& ctx) {
     return Status::Ok();
   }
   int64_t rank = static_cast<int64_t>(in->size());
-  int64_t start = 0, end = rank;
-  if (ctx.opset() >= 15) {
-    VIGIL_ASSIGN_OR_RETURN(start, IntAttr(ctx.node(), "start", 0));
-    VIGIL_ASSIGN_OR_RETURN(end, IntAttr(ctx.node(), "end", rank));
-  }
-  // Negative positions count from the end; both are clamped to [0, rank].
-  if (start < 0) start += rank;
-  if (end < 0) end += rank;
-  start = std::clamp<int64_t>(start, 0, rank);
-  end = std::clamp<int64_t>(end, 0, rank);
-  SetTensor(ctx, 0, ir::DataType::kInt64, {ir::Dim::Known(std::max<int64_t>(end - start, 0))});
+  // The same range the kernels resolve (ops/op_params.h).
+  VIGIL_ASSIGN_OR_RETURN(ShapeRange range, ResolveShapeRange(ctx.node(), ctx.opset(), rank));
+  SetTensor(ctx, 0, ir::DataType::kInt64, {ir::Dim::Known(range.end - range.start)});
   return Status::Ok();
 }
 

@@ -35,6 +35,10 @@ struct MemoryPlan {
   std::vector<std::string> dynamic;
   // Constant bytes (initializers) the run reads in place.
   uint64_t constant_bytes = 0;
+  // With a device backend: the device arena of the values its nodes produce
+  // (Session::Plan fills these; 0 without one).
+  uint64_t device_arena_bytes = 0;
+  uint64_t device_peak_live_bytes = 0;
 };
 
 // Alignment of every offset in the arena.

@@ -223,7 +223,10 @@ Result<DimBindings> Session::Check(std::vector<InputBinding>& inputs) const {
 Result<MemoryPlan> Session::Plan(std::vector<InputBinding> inputs) const {
   VIGIL_RETURN_IF_ERROR(Check(inputs).status());
   VIGIL_ASSIGN_OR_RETURN(auto plan, state_->GetPlan(inputs));
-  return plan->memory;
+  MemoryPlan memory = plan->memory;
+  memory.device_arena_bytes = plan->device_memory.arena_bytes;
+  memory.device_peak_live_bytes = plan->device_memory.peak_live_bytes;
+  return memory;
 }
 
 Result<std::vector<NamedTensor>> Session::Run(std::vector<InputBinding> inputs) const {

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "backends/cpu/elementwise_kernels.h"
+#include "ops/op_params.h"
 
 namespace vigil::cpu {
 namespace {
@@ -163,9 +164,7 @@ struct ClipOp {
 // Clip 6-10: bounds are float attributes; absent ones mean "unbounded" (the
 // spec's defaults are +-FLT_MAX, which would wrongly clamp large doubles).
 Status Clip6(KernelContext& ctx) {
-  VIGIL_ASSIGN_OR_RETURN(float lo, ops::FloatAttr(ctx.node(), "min", 0.0f));
-  VIGIL_ASSIGN_OR_RETURN(float hi, ops::FloatAttr(ctx.node(), "max", 0.0f));
-  bool has_lo = ops::HasAttr(ctx.node(), "min"), has_hi = ops::HasAttr(ctx.node(), "max");
+  VIGIL_ASSIGN_OR_RETURN(ops::ClipAttrBounds b, ops::ReadClipAttrBounds(ctx.node()));
   const runtime::Tensor* x = ctx.input(0);
   if (!x) return ctx.Fail("input 0 is missing");
   return DispatchDtype<kFloatTypes>(
@@ -173,7 +172,7 @@ Status Clip6(KernelContext& ctx) {
       [&](auto tag) -> Status {
         using E = Elem<decltype(tag)::value>;
         using C = typename E::Compute;
-        return MapTyped<E, E>(ctx, x->dtype(), ClipOp<C>{has_lo, has_hi, C(lo), C(hi)});
+        return MapTyped<E, E>(ctx, x->dtype(), ClipOp<C>{b.has_lo, b.has_hi, C(b.lo), C(b.hi)});
       },
       [&] { return ctx.UnsupportedDtype(0); });
 }

@@ -6,7 +6,6 @@
 // states — so the layout attribute touches only loading and storing.
 // Eigen does the per-step matrix products.
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -15,6 +14,7 @@
 #include <Eigen/Dense>
 
 #include "backends/cpu/kernel.h"
+#include "ops/recurrent_params.h"
 #include "base/float16.h"
 
 namespace vigil::cpu {
@@ -22,37 +22,9 @@ namespace {
 
 using ir::DataType;
 
-enum class ActKind { kRelu, kTanh, kSigmoid, kAffine, kLeakyRelu, kThresholdedRelu, kScaledTanh, kHardSigmoid,
-                     kElu, kSoftsign, kSoftplus };
-
-struct Activation {
-  ActKind kind = ActKind::kTanh;
-  double alpha = 0;
-  double beta = 0;
-};
-
-struct ActivationInfo {
-  const char* name;
-  ActKind kind;
-  bool uses_alpha;
-  bool uses_beta;
-  double default_alpha;  // the defaults of the ONNX ops of the same name
-  double default_beta;
-};
-
-const ActivationInfo kActivations[] = {
-    {"relu", ActKind::kRelu, false, false, 0, 0},
-    {"tanh", ActKind::kTanh, false, false, 0, 0},
-    {"sigmoid", ActKind::kSigmoid, false, false, 0, 0},
-    {"affine", ActKind::kAffine, true, true, 1.0, 0.0},
-    {"leakyrelu", ActKind::kLeakyRelu, true, false, 0.01, 0},
-    {"thresholdedrelu", ActKind::kThresholdedRelu, true, false, 1.0, 0},
-    {"scaledtanh", ActKind::kScaledTanh, true, true, 1.0, 1.0},
-    {"hardsigmoid", ActKind::kHardSigmoid, true, true, 0.2, 0.5},
-    {"elu", ActKind::kElu, true, false, 1.0, 0},
-    {"softsign", ActKind::kSoftsign, false, false, 0, 0},
-    {"softplus", ActKind::kSoftplus, false, false, 0, 0},
-};
+// The attributes are read by ops/recurrent_params.h, shared with the other backends.
+using ActKind = ops::RecurrentActKind;
+using Activation = ops::RecurrentActivation;
 
 template <typename C>
 C Apply(const Activation& a, C x) {
@@ -73,7 +45,7 @@ C Apply(const Activation& a, C x) {
   return x;
 }
 
-enum class Cell { kRnn, kGru, kLstm };
+using Cell = ops::RecurrentCell;
 
 struct Config {
   Cell cell = Cell::kRnn;
@@ -86,41 +58,6 @@ struct Config {
   bool input_forget = false;
   bool linear_before_reset = false;
 };
-
-// Parses activations/activation_alpha/activation_beta. Alphas and betas are
-// consumed in order by the functions that take them (as onnxruntime does);
-// a function whose value is not given takes its op's default.
-Status ParseActivations(const KernelContext& ctx, const std::vector<std::string>& defaults, Config& cfg) {
-  VIGIL_ASSIGN_OR_RETURN(std::vector<std::string> names, ops::StringsAttr(ctx.node(), "activations"));
-  VIGIL_ASSIGN_OR_RETURN(std::vector<float> alphas, ops::FloatsAttr(ctx.node(), "activation_alpha"));
-  VIGIL_ASSIGN_OR_RETURN(std::vector<float> betas, ops::FloatsAttr(ctx.node(), "activation_beta"));
-  const size_t per_dir = defaults.size(), want = per_dir * static_cast<size_t>(cfg.num_dir);
-  if (names.empty()) {
-    for (int64_t d = 0; d < cfg.num_dir; ++d) names.insert(names.end(), defaults.begin(), defaults.end());
-  } else if (names.size() == per_dir && want != per_dir) {
-    std::vector<std::string> once = names;  // one set given for both directions
-    names.insert(names.end(), once.begin(), once.end());
-  } else if (names.size() != want) {
-    return ctx.Fail("activations lists {} functions, {} with {} direction(s) needs {}", names.size(),
-                    ctx.node().op_type, cfg.num_dir, want);
-  }
-  size_t next_alpha = 0, next_beta = 0;
-  for (const std::string& name : names) {
-    std::string lower(name);
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-    const ActivationInfo* info = nullptr;
-    for (const ActivationInfo& a : kActivations) {
-      if (lower == a.name) info = &a;
-    }
-    if (!info) return ctx.Fail("unknown activation function '{}'", name);
-    Activation act{info->kind, info->default_alpha, info->default_beta};
-    if (info->uses_alpha && next_alpha < alphas.size()) act.alpha = alphas[next_alpha++];
-    if (info->uses_beta && next_beta < betas.size()) act.beta = betas[next_beta++];
-    cfg.acts.push_back(act);
-  }
-  cfg.acts_per_dir = static_cast<int64_t>(per_dir);
-  return Status::Ok();
-}
 
 // ---- element conversion -------------------------------------------------
 
@@ -166,31 +103,17 @@ Status CheckShape(const KernelContext& ctx, size_t i, const char* name, const st
 
 Status ReadConfig(const KernelContext& ctx, Cell cell, Config& cfg) {
   cfg.cell = cell;
-  cfg.gates = cell == Cell::kRnn ? 1 : cell == Cell::kGru ? 3 : 4;
   const ir::Node& node = ctx.node();
-  VIGIL_ASSIGN_OR_RETURN(std::string direction, ops::StringAttr(node, "direction", "forward"));
-  if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
-    return ctx.Fail("direction '{}' is not forward, reverse or bidirectional", direction);
-  }
-  cfg.num_dir = direction == "bidirectional" ? 2 : 1;
-  cfg.reverse = direction == "reverse";
-  if (ctx.opset() >= 14) {
-    VIGIL_ASSIGN_OR_RETURN(cfg.layout, ops::IntAttr(node, "layout", 0));
-    if (cfg.layout != 0 && cfg.layout != 1) return ctx.Fail("layout must be 0 or 1, got {}", cfg.layout);
-  }
-  if (ops::HasAttr(node, "clip")) {
-    VIGIL_ASSIGN_OR_RETURN(float clip, ops::FloatAttr(node, "clip", 0));
-    if (!(clip > 0)) return ctx.Fail("clip must be positive, got {}", clip);
-    cfg.clip = clip;
-  }
-  VIGIL_ASSIGN_OR_RETURN(int64_t input_forget, ops::IntAttr(node, "input_forget", 0));
-  VIGIL_ASSIGN_OR_RETURN(int64_t lbr, ops::IntAttr(node, "linear_before_reset", 0));
-  cfg.input_forget = cell == Cell::kLstm && input_forget != 0;
-  cfg.linear_before_reset = cell == Cell::kGru && lbr != 0;
-  std::vector<std::string> defaults = cell == Cell::kRnn   ? std::vector<std::string>{"Tanh"}
-                                      : cell == Cell::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
-                                                           : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
-  VIGIL_RETURN_IF_ERROR(ParseActivations(ctx, defaults, cfg));
+  VIGIL_ASSIGN_OR_RETURN(ops::RecurrentAttrs attrs, ops::ReadRecurrentAttrs(node, cell, ctx.opset() >= 14));
+  cfg.gates = attrs.gates;
+  cfg.num_dir = attrs.num_dir;
+  cfg.reverse = attrs.reverse;
+  cfg.layout = attrs.layout;
+  if (attrs.clip) cfg.clip = *attrs.clip;
+  cfg.input_forget = attrs.input_forget;
+  cfg.linear_before_reset = attrs.linear_before_reset;
+  cfg.acts_per_dir = attrs.acts_per_dir;
+  cfg.acts = std::move(attrs.acts);
 
   // Shapes: X, W, R decide the sizes; every other input is checked against them.
   const runtime::Tensor* x = ctx.input(0);

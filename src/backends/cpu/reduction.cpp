@@ -16,6 +16,7 @@
 #include "backends/cpu/element_types.h"
 #include "backends/cpu/kernel.h"
 #include "backends/cpu/reduction_internal.h"
+#include "ops/op_params.h"
 
 namespace vigil::cpu {
 namespace {
@@ -26,28 +27,16 @@ enum class ReduceKind { kSum, kMean, kProd, kMax, kMin, kL1, kL2, kSumSquare, kL
 // with noop_with_empty_axes deciding what no axes means.
 Result<std::vector<bool>> ReducedDims(const KernelContext& ctx, int64_t rank, bool axes_from_input) {
   std::vector<int64_t> axes;
-  int64_t noop = 0;
-  if (axes_from_input) {
-    VIGIL_ASSIGN_OR_RETURN(noop, ops::IntAttr(ctx.node(), "noop_with_empty_axes", 0));
-    if (const runtime::Tensor* t = ctx.input(1)) {
-      if (t->dtype() != ir::DataType::kInt64 || t->rank() > 1) {
-        return ctx.Fail("input axes is {}; it must be a 1-D int64 tensor", t->Describe());
-      }
-      const int64_t* v = t->data<int64_t>();
-      axes.assign(v, v + t->element_count());
+  const runtime::Tensor* t = axes_from_input ? ctx.input(1) : nullptr;
+  if (t) {
+    if (t->dtype() != ir::DataType::kInt64 || t->rank() > 1) {
+      return ctx.Fail("input axes is {}; it must be a 1-D int64 tensor", t->Describe());
     }
-  } else {
-    VIGIL_ASSIGN_OR_RETURN(axes, ops::IntsAttr(ctx.node(), "axes"));
+    const int64_t* v = t->data<int64_t>();
+    axes.assign(v, v + t->element_count());
   }
-  std::vector<bool> reduced(rank, axes.empty() && noop == 0);
-  for (int64_t a : axes) {
-    if (a < -rank || a >= rank) {
-      return ctx.Fail("axes entry {} is out of range for input {} of rank {}", a,
-                      ctx.input(0)->Describe(), rank);
-    }
-    reduced[a < 0 ? a + rank : a] = true;
-  }
-  return reduced;
+  // The resolution itself is shared with the other backends (ops/op_params.h).
+  return ops::ResolveReducedDims(ctx.node(), rank, axes_from_input, t ? &axes : nullptr, ctx.input(0)->Describe());
 }
 
 // How input elements map to output elements: dims merged where adjacent dims

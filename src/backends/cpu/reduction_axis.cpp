@@ -8,6 +8,7 @@
 
 #include "backends/cpu/element_types.h"
 #include "backends/cpu/reduction_internal.h"
+#include "ops/op_params.h"
 
 namespace vigil::cpu {
 namespace {
@@ -28,12 +29,7 @@ AxisView ViewAround(const std::vector<int64_t>& shape, int64_t axis) {
 }
 
 Result<int64_t> AxisFrom(const KernelContext& ctx, int64_t axis, size_t rank) {
-  const int64_t r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= r) {
-    return ctx.Fail("axis {} is out of range for input {} (allowed: {} to {})", axis, ctx.input(0)->Describe(), -r,
-                    r - 1);
-  }
-  return axis < 0 ? axis + r : axis;
+  return ops::ResolveReductionAxis(ctx.node(), axis, static_cast<int64_t>(rank), ctx.input(0)->Describe());
 }
 
 // --- ArgMax / ArgMin ---------------------------------------------------------

@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "backends/cpu/shape_ops_common.h"
+#include "ops/op_params.h"
 
 namespace vigil::cpu::shape_family {
 namespace {
@@ -193,37 +194,15 @@ Status Concat(KernelContext& ctx) {
   return Status::Ok();
 }
 
-// The sizes of Split's outputs along `dim`.
+// The sizes of Split's outputs along `dim` (ops/op_params.h, shared with
+// the other backends).
 Result<std::vector<int64_t>> SplitSizes(KernelContext& ctx, int64_t dim) {
-  int64_t n = static_cast<int64_t>(ctx.num_outputs());
-  std::vector<int64_t> split;
-  if (ctx.opset() < 13 && ops::HasAttr(ctx.node(), "split")) {
-    VIGIL_ASSIGN_OR_RETURN(split, ops::IntsAttr(ctx.node(), "split"));
-  } else if (ctx.has_input(1)) {
-    VIGIL_ASSIGN_OR_RETURN(split, ReadInts(ctx, 1, "split"));
+  std::vector<int64_t> split_input;
+  if (ctx.has_input(1)) {
+    VIGIL_ASSIGN_OR_RETURN(split_input, ReadInts(ctx, 1, "split"));
   }
-  if (!split.empty()) {
-    if (static_cast<int64_t>(split.size()) != n) {
-      return ctx.Fail("split has {} entries but the node has {} outputs", split.size(), n);
-    }
-    int64_t sum = 0;
-    for (int64_t s : split) {
-      // Each part is checked against dim first, so the sum cannot overflow.
-      if (s < 0 || s > dim) return ctx.Fail("split [{}] has a size outside [0, {}]", fmt::join(split, ","), dim);
-      sum += s;
-    }
-    if (sum != dim) return ctx.Fail("split [{}] adds up to {}, the axis has {}", fmt::join(split, ","), sum, dim);
-    return split;
-  }
-  bool has_num = ctx.opset() >= 18 && ops::HasAttr(ctx.node(), "num_outputs");
-  if (dim % n != 0 && !has_num) return ctx.Fail("an axis of size {} cannot be split into {} equal parts", dim, n);
-  // num_outputs (opset 18): parts of ceil(dim/n), the last one smaller.
-  int64_t part = dim % n == 0 ? dim / n : dim / n + 1;
-  int64_t last = dim - part * (n - 1);
-  if (last < 0) return ctx.Fail("an axis of size {} cannot be split into {} parts", dim, n);
-  split.assign(n, part);
-  split.back() = last;
-  return split;
+  return ops::ResolveSplitSizes(ctx.node(), ctx.opset(), ctx.num_outputs(), dim,
+                                ctx.has_input(1) ? &split_input : nullptr);
 }
 
 Status Split(KernelContext& ctx) {

@@ -8,52 +8,28 @@
 #include <fmt/ranges.h>
 
 #include "backends/cpu/shape_ops_common.h"
+#include "ops/op_params.h"
 
 namespace vigil::cpu::shape_family {
 namespace {
 
 using Shape = std::vector<int64_t>;
 
-enum class PadMode { kConstant, kReflect, kEdge, kWrap };
+using ops::PadMode;
 
-Result<PadMode> ReadPadMode(const KernelContext& ctx) {
-  VIGIL_ASSIGN_OR_RETURN(std::string mode, ops::StringAttr(ctx.node(), "mode", "constant"));
-  if (mode == "constant") return PadMode::kConstant;
-  if (mode == "reflect") return PadMode::kReflect;
-  if (mode == "edge") return PadMode::kEdge;
-  if (mode == "wrap") return PadMode::kWrap;
-  return ctx.Fail("mode '{}' is not one of constant, reflect, edge, wrap", mode);
-}
-
-// Begin pads then end pads, one pair per axis of `rank`.
+// Begin pads then end pads, one pair per axis of `rank` (ops/op_params.h,
+// shared with the other backends).
 Result<Shape> ReadPads(KernelContext& ctx, int64_t rank) {
   Shape pads, axes;
-  if (ctx.opset() < 11) {
-    VIGIL_ASSIGN_OR_RETURN(pads, ops::RequiredIntsAttr(ctx.node(), ctx.opset() < 2 ? "paddings" : "pads"));
-  } else {
+  if (ctx.opset() >= 11) {
     VIGIL_ASSIGN_OR_RETURN(pads, ReadInts(ctx, 1, "pads"));
   }
-  if (ctx.opset() >= 18 && ctx.has_input(3)) {
+  bool has_axes = ctx.opset() >= 18 && ctx.has_input(3);
+  if (has_axes) {
     VIGIL_ASSIGN_OR_RETURN(axes, ReadInts(ctx, 3, "axes"));
-  } else {
-    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
   }
-  if (pads.size() != 2 * axes.size()) {
-    return ctx.Fail("pads [{}] has {} entries, expected {} (begin and end for each of {} axes)", fmt::join(pads, ","),
-                    pads.size(), 2 * axes.size(), axes.size());
-  }
-  Shape full(2 * rank, 0);
-  std::vector<bool> seen(rank, false);
-  for (size_t j = 0; j < axes.size(); ++j) {
-    int64_t a = axes[j];
-    if (a < -rank || a >= rank) return ctx.Fail("axes entry {} is out of range for rank {}", a, rank);
-    if (a < 0) a += rank;
-    if (seen[a]) return ctx.Fail("axes repeats axis {}", a);
-    seen[a] = true;
-    full[a] = pads[j];
-    full[a + rank] = pads[j + axes.size()];
-  }
-  return full;
+  return ops::ResolvePads(ctx.node(), ctx.opset(), rank, ctx.opset() >= 11 ? &pads : nullptr,
+                          has_axes ? &axes : nullptr);
 }
 
 // The constant to pad with, as one element of the data's dtype: the 'value'
@@ -121,7 +97,7 @@ Result<std::vector<int64_t>> PadAxisMap(const KernelContext& ctx, int64_t dim, i
 Status Pad(KernelContext& ctx) {
   const runtime::Tensor& data = *ctx.input(0);
   VIGIL_ASSIGN_OR_RETURN(size_t eb, MovableElementBytes(ctx, 0));
-  VIGIL_ASSIGN_OR_RETURN(PadMode mode, ReadPadMode(ctx));
+  VIGIL_ASSIGN_OR_RETURN(PadMode mode, ops::ReadPadMode(ctx.node()));
   int64_t rank = static_cast<int64_t>(data.rank());
   VIGIL_ASSIGN_OR_RETURN(Shape pads, ReadPads(ctx, rank));
   VIGIL_ASSIGN_OR_RETURN(std::vector<uint8_t> value, ReadPadValue(ctx, data, eb));

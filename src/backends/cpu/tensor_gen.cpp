@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "backends/cpu/shape_ops_common.h"
+#include "ops/op_params.h"
 
 namespace vigil::cpu {
 namespace {
@@ -173,17 +174,9 @@ Status Range(KernelContext& ctx) {
 Status ShapeKernel(KernelContext& ctx) {
   const Shape& dims = ctx.input(0)->shape();
   int64_t rank = static_cast<int64_t>(dims.size());
-  int64_t start = 0, end = rank;
-  if (ctx.opset() >= 15) {
-    VIGIL_ASSIGN_OR_RETURN(start, ops::IntAttr(ctx.node(), "start", 0));
-    VIGIL_ASSIGN_OR_RETURN(end, ops::IntAttr(ctx.node(), "end", rank));
-  }
-  if (start < 0) start += rank;
-  if (end < 0) end += rank;
-  start = std::clamp<int64_t>(start, 0, rank);
-  end = std::clamp<int64_t>(end, start, rank);
-  std::vector<int64_t> values(dims.begin() + start, dims.begin() + end);
-  return OutputValues(ctx, ir::DataType::kInt64, {end - start}, values);
+  VIGIL_ASSIGN_OR_RETURN(ops::ShapeRange range, ops::ResolveShapeRange(ctx.node(), ctx.opset(), rank));
+  std::vector<int64_t> values(dims.begin() + range.start, dims.begin() + range.end);
+  return OutputValues(ctx, ir::DataType::kInt64, {range.end - range.start}, values);
 }
 
 Status Size(KernelContext& ctx) {

@@ -25,6 +25,7 @@
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/device_common.cuh"
 #include "base/float16.h"
+#include "ops/op_params.h"
 #include "ops/shape_ops_common.h"
 
 namespace vigil::cuda {
@@ -121,7 +122,7 @@ struct StridedMap {  // offset = base + sum(coord[d] * strides[d])
   }
 };
 
-enum class PadMode : int { kConstant, kReflect, kEdge, kWrap };
+using ops::PadMode;  // constant, reflect, edge, wrap
 
 template <typename I>
 struct PadMap {  // per axis: the input is cropped to [first, first+len), then padded by `lead` in front
@@ -381,36 +382,15 @@ Status Concat(CudaKernelContext& ctx) {
   return Status::Ok();
 }
 
-// The sizes of Split's outputs along an axis of size `dim` (as the CPU kernel).
+// The sizes of Split's outputs along an axis of size `dim` (ops/op_params.h,
+// shared with the CPU kernel).
 Result<Shape> SplitSizes(CudaKernelContext& ctx, int64_t dim) {
-  int64_t n = static_cast<int64_t>(ctx.num_outputs());
-  if (n == 0) return ctx.Fail("has no outputs");
-  Shape split;
-  if (ctx.opset() < 13 && ops::HasAttr(ctx.node(), "split")) {
-    VIGIL_ASSIGN_OR_RETURN(split, ops::IntsAttr(ctx.node(), "split"));
-  } else if (ctx.has_input(1)) {
-    VIGIL_ASSIGN_OR_RETURN(split, HostInts(ctx, 1, "split"));
+  Shape split_input;
+  if (ctx.has_input(1)) {
+    VIGIL_ASSIGN_OR_RETURN(split_input, HostInts(ctx, 1, "split"));
   }
-  if (!split.empty()) {
-    if (static_cast<int64_t>(split.size()) != n) {
-      return ctx.Fail("split has {} entries but the node has {} outputs", split.size(), n);
-    }
-    int64_t sum = 0;
-    for (int64_t s : split) {
-      if (s < 0 || s > dim) return ctx.Fail("split [{}] has a size outside [0, {}]", fmt::join(split, ","), dim);
-      sum += s;
-    }
-    if (sum != dim) return ctx.Fail("split [{}] adds up to {}, the axis has {}", fmt::join(split, ","), sum, dim);
-    return split;
-  }
-  bool has_num = ctx.opset() >= 18 && ops::HasAttr(ctx.node(), "num_outputs");
-  if (dim % n != 0 && !has_num) return ctx.Fail("an axis of size {} cannot be split into {} equal parts", dim, n);
-  int64_t part = dim % n == 0 ? dim / n : dim / n + 1;
-  int64_t last = dim - part * (n - 1);
-  if (last < 0) return ctx.Fail("an axis of size {} cannot be split into {} parts", dim, n);
-  split.assign(n, part);
-  split.back() = last;
-  return split;
+  return ops::ResolveSplitSizes(ctx.node(), ctx.opset(), ctx.num_outputs(), dim,
+                                ctx.has_input(1) ? &split_input : nullptr);
 }
 
 Status Split(CudaKernelContext& ctx) {
@@ -582,14 +562,6 @@ Status Tile(CudaKernelContext& ctx) {
   });
 }
 
-bool ParsePadMode(const std::string& mode, PadMode* out) {
-  if (mode == "constant") *out = PadMode::kConstant;
-  else if (mode == "reflect") *out = PadMode::kReflect;
-  else if (mode == "edge") *out = PadMode::kEdge;
-  else if (mode == "wrap") *out = PadMode::kWrap;
-  else return false;
-  return true;
-}
 
 // `v` stored as one element of `t` (integers round half to even and
 // saturate, as the CPU kernel does), as the low bytes of a uint64.
@@ -631,37 +603,21 @@ bool ValueBits(ir::DataType t, double v, uint64_t* bits) {
 Status Pad(CudaKernelContext& ctx) {
   const runtime::Tensor& data = *ctx.input(0);
   VIGIL_ASSIGN_OR_RETURN(size_t eb, InputElementBytes(ctx, 0));
-  VIGIL_ASSIGN_OR_RETURN(std::string mode_name, ops::StringAttr(ctx.node(), "mode", "constant"));
-  PadMode mode;
-  if (!ParsePadMode(mode_name, &mode)) return ctx.Fail("mode '{}' is not one of constant, reflect, edge, wrap", mode_name);
+  VIGIL_ASSIGN_OR_RETURN(PadMode mode, ops::ReadPadMode(ctx.node()));
   int64_t rank = static_cast<int64_t>(data.rank());
   if (rank > kMaxRank) return ctx.Unsupported("rank {} (at most {})", rank, kMaxRank);
-  Shape pads, axes;
-  if (ctx.opset() < 11) {
-    VIGIL_ASSIGN_OR_RETURN(pads, ops::RequiredIntsAttr(ctx.node(), ctx.opset() < 2 ? "paddings" : "pads"));
-  } else {
-    VIGIL_ASSIGN_OR_RETURN(pads, HostInts(ctx, 1, "pads"));
+  // Begin pads then end pads for every axis (ops/op_params.h, shared with the CPU kernel).
+  Shape pads_input, axes_input;
+  if (ctx.opset() >= 11) {
+    VIGIL_ASSIGN_OR_RETURN(pads_input, HostInts(ctx, 1, "pads"));
   }
-  if (ctx.opset() >= 18 && ctx.has_input(3)) {
-    VIGIL_ASSIGN_OR_RETURN(axes, HostInts(ctx, 3, "axes"));
-  } else {
-    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+  const bool has_axes = ctx.opset() >= 18 && ctx.has_input(3);
+  if (has_axes) {
+    VIGIL_ASSIGN_OR_RETURN(axes_input, HostInts(ctx, 3, "axes"));
   }
-  if (pads.size() != 2 * axes.size()) {
-    return ctx.Fail("pads [{}] has {} entries, expected {} (begin and end for each of {} axes)", fmt::join(pads, ","),
-                    pads.size(), 2 * axes.size(), axes.size());
-  }
-  Shape full(2 * rank, 0);
-  std::vector<bool> seen(rank, false);
-  for (size_t j = 0; j < axes.size(); ++j) {
-    int64_t a = axes[j];
-    if (a < -rank || a >= rank) return ctx.Fail("axes entry {} is out of range for rank {}", a, rank);
-    if (a < 0) a += rank;
-    if (seen[a]) return ctx.Fail("axes repeats axis {}", a);
-    seen[a] = true;
-    full[a] = pads[j];
-    full[a + rank] = pads[j + axes.size()];
-  }
+  VIGIL_ASSIGN_OR_RETURN(Shape full, ops::ResolvePads(ctx.node(), ctx.opset(), rank,
+                                                      ctx.opset() >= 11 ? &pads_input : nullptr,
+                                                      has_axes ? &axes_input : nullptr));
   uint64_t fill = 0;
   if (ctx.opset() < 11) {
     VIGIL_ASSIGN_OR_RETURN(float v, ops::FloatAttr(ctx.node(), "value", 0.0f));
@@ -678,7 +634,7 @@ Status Pad(CudaKernelContext& ctx) {
   for (int64_t a = 0; a < rank; ++a) {
     int64_t before = full[a], after = full[a + rank];
     if (before > kLimit || before < -kLimit || after > kLimit || after < -kLimit) {
-      return ctx.Fail("pads [{}] are too large", fmt::join(pads, ","));
+      return ctx.Fail("pads [{}] are too large", fmt::join(full, ","));
     }
     first[a] = std::max<int64_t>(-before, 0);
     len[a] = data.dim(a) - first[a] - std::max<int64_t>(-after, 0);

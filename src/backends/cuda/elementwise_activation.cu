@@ -11,6 +11,7 @@
 
 #include "backends/cuda/elementwise_common.cuh"
 #include "base/float16.h"
+#include "ops/op_params.h"
 
 namespace vigil::cuda::elementwise {
 namespace {
@@ -254,9 +255,8 @@ struct ClipOp {
 
 // Clip 6-10: float attributes; an absent one means unbounded.
 Status Clip6(CudaKernelContext& ctx) {
-  VIGIL_ASSIGN_OR_RETURN(float lo, ops::FloatAttr(ctx.node(), "min", 0.0f));
-  VIGIL_ASSIGN_OR_RETURN(float hi, ops::FloatAttr(ctx.node(), "max", 0.0f));
-  const ClipOp<float> op{ops::HasAttr(ctx.node(), "min"), ops::HasAttr(ctx.node(), "max"), lo, hi};
+  VIGIL_ASSIGN_OR_RETURN(ops::ClipAttrBounds b, ops::ReadClipAttrBounds(ctx.node()));
+  const ClipOp<float> op{b.has_lo, b.has_hi, b.lo, b.hi};
   return MapUnary<kFloatTypes>(ctx, op, "Clip");
 }
 

@@ -18,7 +18,6 @@
 // (cudaMallocAsync/cudaFreeAsync), since RowMajorGemm uses the workspace.
 
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,6 +25,7 @@
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/device_common.cuh"
 #include "backends/cuda/matmul_cublaslt.h"
+#include "ops/recurrent_params.h"
 
 namespace vigil::cuda {
 namespace {
@@ -43,27 +43,11 @@ struct Act {
   float beta = 0;
 };
 
-struct ActInfo {
-  const char* name;
-  ActKind kind;
-  bool uses_alpha, uses_beta;
-  float default_alpha, default_beta;
-};
-
-// The CPU's table: names are matched case-insensitively.
-const ActInfo kActInfos[] = {
-    {"relu", kRelu, false, false, 0, 0},
-    {"tanh", kTanh, false, false, 0, 0},
-    {"sigmoid", kSigmoid, false, false, 0, 0},
-    {"affine", kAffine, true, true, 1.0f, 0.0f},
-    {"leakyrelu", kLeakyRelu, true, false, 0.01f, 0},
-    {"thresholdedrelu", kThresholdedRelu, true, false, 1.0f, 0},
-    {"scaledtanh", kScaledTanh, true, true, 1.0f, 1.0f},
-    {"hardsigmoid", kHardSigmoid, true, true, 0.2f, 0.5f},
-    {"elu", kElu, true, false, 1.0f, 0},
-    {"softsign", kSoftsign, false, false, 0, 0},
-    {"softplus", kSoftplus, false, false, 0, 0},
-};
+// The attributes name the same functions as ops::RecurrentActKind, in the same order.
+static_assert(kRelu == static_cast<int>(ops::RecurrentActKind::kRelu) &&
+              kSigmoid == static_cast<int>(ops::RecurrentActKind::kSigmoid) &&
+              kHardSigmoid == static_cast<int>(ops::RecurrentActKind::kHardSigmoid) &&
+              kSoftplus == static_cast<int>(ops::RecurrentActKind::kSoftplus));
 
 __device__ __forceinline__ float ApplyAct(const Act& a, float x) {
   switch (a.kind) {
@@ -89,6 +73,8 @@ __device__ __forceinline__ float ApplyAct(const Act& a, float x) {
 // ---- configuration ------------------------------------------------------------------
 
 enum Cell : int { kRnn = 0, kGru = 1, kLstm = 2 };
+static_assert(kRnn == static_cast<int>(ops::RecurrentCell::kRnn) && kGru == static_cast<int>(ops::RecurrentCell::kGru) &&
+              kLstm == static_cast<int>(ops::RecurrentCell::kLstm));
 
 inline constexpr int kMaxActs = 6;  // 3 functions per direction, 2 directions
 
@@ -106,62 +92,29 @@ struct Spec {
   Act acts[kMaxActs];
 };
 
-// Reads the attributes as the CPU kernel does; an error status says why the
-// node is invalid (the CPU then reports it).
+// Reads the attributes as the CPU kernel does (ops/recurrent_params.h); an
+// error status, naming the node, says why the node is invalid.
 Status ParseSpec(const ir::Node& node, Cell cell, bool read_layout, Spec* spec) {
+  VIGIL_ASSIGN_OR_RETURN(ops::RecurrentAttrs attrs,
+                         ops::ReadRecurrentAttrs(node, static_cast<ops::RecurrentCell>(cell), read_layout));
+  if (attrs.acts.size() > static_cast<size_t>(kMaxActs)) {
+    return InvalidInputError("{}: {} activation functions (at most {})", ops::NodeLabel(node), attrs.acts.size(),
+                             kMaxActs);
+  }
   spec->cell = cell;
-  spec->gates = cell == kRnn ? 1 : cell == kGru ? 3 : 4;
-  VIGIL_ASSIGN_OR_RETURN(std::string direction, ops::StringAttr(node, "direction", "forward"));
-  if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
-    return InvalidInputError("direction '{}' is not forward, reverse or bidirectional", direction);
+  spec->gates = attrs.gates;
+  spec->num_dir = attrs.num_dir;
+  spec->reverse = attrs.reverse;
+  spec->layout = attrs.layout;
+  spec->has_clip = attrs.clip.has_value();
+  spec->clip = attrs.clip.value_or(0.0f);
+  spec->input_forget = attrs.input_forget;
+  spec->linear_before_reset = attrs.linear_before_reset;
+  for (size_t k = 0; k < attrs.acts.size(); ++k) {
+    const ops::RecurrentActivation& a = attrs.acts[k];
+    spec->acts[k] = Act{static_cast<int>(a.kind), static_cast<float>(a.alpha), static_cast<float>(a.beta)};
   }
-  spec->num_dir = direction == "bidirectional" ? 2 : 1;
-  spec->reverse = direction == "reverse";
-  if (read_layout) {
-    VIGIL_ASSIGN_OR_RETURN(spec->layout, ops::IntAttr(node, "layout", 0));
-    if (spec->layout != 0 && spec->layout != 1) return InvalidInputError("layout must be 0 or 1");
-  }
-  if (ops::HasAttr(node, "clip")) {
-    VIGIL_ASSIGN_OR_RETURN(float clip, ops::FloatAttr(node, "clip", 0));
-    if (!(clip > 0)) return InvalidInputError("clip must be positive, got {}", clip);
-    spec->has_clip = true;
-    spec->clip = clip;
-  }
-  VIGIL_ASSIGN_OR_RETURN(int64_t input_forget, ops::IntAttr(node, "input_forget", 0));
-  VIGIL_ASSIGN_OR_RETURN(int64_t lbr, ops::IntAttr(node, "linear_before_reset", 0));
-  spec->input_forget = cell == kLstm && input_forget != 0;
-  spec->linear_before_reset = cell == kGru && lbr != 0;
-
-  const std::vector<std::string> defaults = cell == kRnn   ? std::vector<std::string>{"Tanh"}
-                                            : cell == kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
-                                                           : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
-  VIGIL_ASSIGN_OR_RETURN(std::vector<std::string> names, ops::StringsAttr(node, "activations"));
-  VIGIL_ASSIGN_OR_RETURN(std::vector<float> alphas, ops::FloatsAttr(node, "activation_alpha"));
-  VIGIL_ASSIGN_OR_RETURN(std::vector<float> betas, ops::FloatsAttr(node, "activation_beta"));
-  const size_t per_dir = defaults.size(), want = per_dir * static_cast<size_t>(spec->num_dir);
-  if (names.empty()) {
-    for (int64_t d = 0; d < spec->num_dir; ++d) names.insert(names.end(), defaults.begin(), defaults.end());
-  } else if (names.size() == per_dir && want != per_dir) {
-    std::vector<std::string> once = names;
-    names.insert(names.end(), once.begin(), once.end());
-  } else if (names.size() != want) {
-    return InvalidInputError("activations lists {} functions, {} needed", names.size(), want);
-  }
-  size_t next_alpha = 0, next_beta = 0;
-  for (size_t k = 0; k < names.size(); ++k) {
-    std::string lower(names[k]);
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-    const ActInfo* info = nullptr;
-    for (const ActInfo& a : kActInfos) {
-      if (lower == a.name) info = &a;
-    }
-    if (!info) return InvalidInputError("unknown activation function '{}'", names[k]);
-    Act act{info->kind, info->default_alpha, info->default_beta};
-    if (info->uses_alpha && next_alpha < alphas.size()) act.alpha = alphas[next_alpha++];
-    if (info->uses_beta && next_beta < betas.size()) act.beta = betas[next_beta++];
-    spec->acts[k] = act;
-  }
-  spec->acts_per_dir = static_cast<int>(per_dir);
+  spec->acts_per_dir = static_cast<int>(attrs.acts_per_dir);
   return Status::Ok();
 }
 
@@ -538,7 +491,7 @@ Status CheckShape(const CudaKernelContext& ctx, size_t i, const char* name, cons
 
 Status Recurrent(CudaKernelContext& ctx, Cell cell) {
   Spec spec;
-  if (Status st = ParseSpec(ctx.node(), cell, ctx.opset() >= 14, &spec); !st.ok()) return ctx.Fail("{}", st.summary());
+  VIGIL_RETURN_IF_ERROR(ParseSpec(ctx.node(), cell, ctx.opset() >= 14, &spec));
   const runtime::Tensor* x = ctx.input(0);
   const runtime::Tensor* w = ctx.input(1);
   const runtime::Tensor* r = ctx.input(2);

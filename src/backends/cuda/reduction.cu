@@ -18,6 +18,7 @@
 
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/device_common.cuh"
+#include "ops/op_params.h"
 
 namespace vigil::cuda {
 namespace {
@@ -296,33 +297,21 @@ Status FloatDispatch(ir::DataType t, F&& f, G&& otherwise) {
   }
 }
 
-// Which dims are reduced, as the CPU kernel decides it.
+// Which dims are reduced (ops/op_params.h, shared with the CPU kernel).
 Result<std::vector<bool>> ReducedDims(const CudaKernelContext& ctx, int64_t rank, bool axes_from_input) {
   std::vector<int64_t> axes;
-  int64_t noop = 0;
-  if (axes_from_input) {
-    VIGIL_ASSIGN_OR_RETURN(noop, ops::IntAttr(ctx.node(), "noop_with_empty_axes", 0));
-    if (const runtime::Tensor* t = ctx.input(1)) {
-      if (!t->on_host() || t->rank() > 1 ||
-          (t->dtype() != ir::DataType::kInt64 && t->dtype() != ir::DataType::kInt32)) {
-        return ctx.Fail("input axes is {}; it must be a 1-D int64 tensor on the host", t->Describe());
-      }
-      const int64_t n = static_cast<int64_t>(t->element_count());
-      for (int64_t i = 0; i < n; ++i) {
-        axes.push_back(t->dtype() == ir::DataType::kInt64 ? t->data<int64_t>()[i] : t->data<int32_t>()[i]);
-      }
+  const runtime::Tensor* t = axes_from_input ? ctx.input(1) : nullptr;
+  if (t) {
+    if (!t->on_host() || t->rank() > 1 ||
+        (t->dtype() != ir::DataType::kInt64 && t->dtype() != ir::DataType::kInt32)) {
+      return ctx.Fail("input axes is {}; it must be a 1-D int64 tensor on the host", t->Describe());
     }
-  } else {
-    VIGIL_ASSIGN_OR_RETURN(axes, ops::IntsAttr(ctx.node(), "axes"));
-  }
-  std::vector<bool> reduced(rank, axes.empty() && noop == 0);
-  for (int64_t a : axes) {
-    if (a < -rank || a >= rank) {
-      return ctx.Fail("axes entry {} is out of range for input {} of rank {}", a, ctx.input(0)->Describe(), rank);
+    const int64_t n = static_cast<int64_t>(t->element_count());
+    for (int64_t i = 0; i < n; ++i) {
+      axes.push_back(t->dtype() == ir::DataType::kInt64 ? t->data<int64_t>()[i] : t->data<int32_t>()[i]);
     }
-    reduced[a < 0 ? a + rank : a] = true;
   }
-  return reduced;
+  return ops::ResolveReducedDims(ctx.node(), rank, axes_from_input, t ? &axes : nullptr, ctx.input(0)->Describe());
 }
 
 template <Kind K, int kAxesInputSince>
@@ -486,11 +475,7 @@ Status ArgKernel(CudaKernelContext& ctx) {
   VIGIL_ASSIGN_OR_RETURN(int64_t keepdims, ops::IntAttr(ctx.node(), "keepdims", 1));
   VIGIL_ASSIGN_OR_RETURN(int64_t last, ops::IntAttr(ctx.node(), "select_last_index", 0));
   const int64_t rank = static_cast<int64_t>(x->rank());
-  if (axis_attr < -rank || axis_attr >= rank) {
-    return ctx.Fail("axis {} is out of range for input {} (allowed: {} to {})", axis_attr, x->Describe(), -rank,
-                    rank - 1);
-  }
-  const int64_t axis = axis_attr < 0 ? axis_attr + rank : axis_attr;
+  VIGIL_ASSIGN_OR_RETURN(const int64_t axis, ops::ResolveReductionAxis(ctx.node(), axis_attr, rank, x->Describe()));
   ArgPlan p;
   p.is_max = kIsMax;
   p.last = last != 0;

@@ -8,6 +8,7 @@
 
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/epilogue.h"
+#include "ops/op_params.h"
 #include "ops/shape_helpers.h"
 
 namespace vigil::cuda {
@@ -31,16 +32,9 @@ Status WriteValues(CudaKernelContext& ctx, ir::DataType dtype, std::vector<int64
 Status ShapeOp(CudaKernelContext& ctx) {
   const std::vector<int64_t>& dims = ctx.input(0)->shape();
   int64_t rank = static_cast<int64_t>(dims.size());
-  int64_t start = 0, end = rank;
-  if (ctx.opset() >= 15) {
-    VIGIL_ASSIGN_OR_RETURN(start, ops::IntAttr(ctx.node(), "start", 0));
-    VIGIL_ASSIGN_OR_RETURN(end, ops::IntAttr(ctx.node(), "end", rank));
-  }
-  if (start < 0) start += rank;
-  if (end < 0) end += rank;
-  start = std::clamp<int64_t>(start, 0, rank);
-  end = std::clamp<int64_t>(end, start, rank);
-  return WriteValues(ctx, ir::DataType::kInt64, {end - start}, {dims.begin() + start, dims.begin() + end});
+  VIGIL_ASSIGN_OR_RETURN(ops::ShapeRange range, ops::ResolveShapeRange(ctx.node(), ctx.opset(), rank));
+  return WriteValues(ctx, ir::DataType::kInt64, {range.end - range.start},
+                     {dims.begin() + range.start, dims.begin() + range.end});
 }
 
 Status SizeOp(CudaKernelContext& ctx) {

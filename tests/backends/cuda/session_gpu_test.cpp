@@ -97,6 +97,11 @@ TEST(CudaSession, RunOverTheMemoryLimitIsRefusedWithTheLargestTensors) {
   auto session = CnnSession(false, /*memory_limit=*/1 << 20);
   ASSERT_TRUE(session);
   runtime::Tensor x = RandomTensor(ir::DataType::kFloat32, {64, 3, 32, 32}, 9);
+  // Every node is on the GPU: the plan is all device arena, no host arena.
+  auto plan = session->Plan(Input(x));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->arena_bytes, 0u);
+  EXPECT_GT(plan->device_arena_bytes, uint64_t{1} << 20);
   auto out = session->Run(Input(x));
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), ErrorCode::kOutOfMemory) << out.status().ToString();
