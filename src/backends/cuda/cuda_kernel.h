@@ -126,7 +126,8 @@ const CudaKernelDef* FindCudaKernel(std::string_view domain, std::string_view op
 
 // Per-family lists (one file each).
 std::span<const CudaKernelDef> ElementwiseCudaKernels();   // elementwise.cu
-std::span<const CudaKernelDef> DataMovementCudaKernels();  // data_movement.cu, resize.cu
+std::span<const CudaKernelDef> DataMovementCudaKernels();  // data_movement.cu
+std::span<const CudaKernelDef> DataMovementSpatialCudaKernels();  // data_movement_spatial.cu (Pad, DepthToSpace, ...)
 std::span<const CudaKernelDef> ResizeCudaKernels();        // resize.cu
 std::span<const CudaKernelDef> ReductionCudaKernels();     // reduction.cu
 std::span<const CudaKernelDef> NormalizationCudaKernels(); // normalization.cu (+ softmax)
