@@ -148,4 +148,17 @@ Result<ClipAttrBounds> ReadClipAttrBounds(const ir::Node& node) {
   return b;
 }
 
+Result<int64_t> ResolveConcatAxis(const ir::Node& node, int64_t opset, int64_t rank, std::string_view first_desc) {
+  int64_t axis = 0;
+  if (opset < 4) {
+    VIGIL_ASSIGN_OR_RETURN(axis, IntAttr(node, "axis", 1));
+  } else {
+    VIGIL_ASSIGN_OR_RETURN(axis, RequiredIntAttr(node, "axis"));
+  }
+  if (axis < -rank || axis >= rank) {
+    return InvalidInputError("{}: axis {} is out of range for input 0 {}", NodeLabel(node), axis, first_desc);
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
 }  // namespace vigil::ops

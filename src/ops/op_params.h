@@ -82,4 +82,8 @@ struct ClipAttrBounds {
 };
 Result<ClipAttrBounds> ReadClipAttrBounds(const ir::Node& node);
 
+// Concat's axis, normalised to [0, rank): opset 1-3 default 1, later
+// required. `first_desc` describes input 0 for the out-of-range error.
+Result<int64_t> ResolveConcatAxis(const ir::Node& node, int64_t opset, int64_t rank, std::string_view first_desc);
+
 }  // namespace vigil::ops

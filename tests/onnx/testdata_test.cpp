@@ -6,32 +6,18 @@
 #include <gtest/gtest.h>
 
 #include "onnx/reader.h"
+#include "testdata_models.h"
 
 namespace vigil::onnx {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kTestDataRoot = "/usr/include/onnx/backend/test/data";
-
-std::vector<fs::path> FindModels() {
-  std::vector<fs::path> models;
-  for (const char* suite : {"node", "pytorch-converted", "pytorch-operator", "simple"}) {
-    fs::path dir = fs::path(kTestDataRoot) / suite;
-    if (!fs::is_directory(dir)) continue;
-    for (const auto& entry : fs::directory_iterator(dir)) {
-      fs::path model = entry.path() / "model.onnx";
-      if (fs::is_regular_file(model)) models.push_back(model);
-    }
-  }
-  return models;
-}
-
 TEST(OnnxTestData, EveryModelReads) {
-  if (!fs::is_directory(kTestDataRoot)) {
-    GTEST_SKIP() << kTestDataRoot << " is absent; install the Debian package libonnx-testdata";
+  if (!fs::is_directory(testing::kTestDataRoot)) {
+    GTEST_SKIP() << testing::kTestDataRoot << " is absent; install the Debian package libonnx-testdata";
   }
-  std::vector<fs::path> models = FindModels();
+  std::vector<fs::path> models = testing::FindTestDataModels();
   ASSERT_GT(models.size(), 1000u) << "expected the whole node/pytorch/simple suites";
   size_t failures = 0;
   for (const fs::path& path : models) {

@@ -19,13 +19,12 @@
 #include <gtest/gtest.h>
 
 #include "onnx/reader.h"
+#include "testdata_models.h"
 
 namespace vigil::onnx {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr const char* kTestDataRoot = "/usr/include/onnx/backend/test/data";
 
 std::span<const uint8_t> AsSpan(const std::string& s) {
   return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
@@ -229,24 +228,11 @@ std::string RoundTrip(const ir::Model& model, std::string* bytes) {
   return "";
 }
 
-std::vector<fs::path> FindModels() {
-  std::vector<fs::path> models;
-  for (const char* suite : {"node", "pytorch-converted", "pytorch-operator", "simple"}) {
-    fs::path dir = fs::path(kTestDataRoot) / suite;
-    if (!fs::is_directory(dir)) continue;
-    for (const auto& entry : fs::directory_iterator(dir)) {
-      fs::path model = entry.path() / "model.onnx";
-      if (fs::is_regular_file(model)) models.push_back(model);
-    }
-  }
-  return models;
-}
-
 TEST(OnnxWriter, EveryTestDataModelRoundTrips) {
-  if (!fs::is_directory(kTestDataRoot)) {
-    GTEST_SKIP() << kTestDataRoot << " is absent; install the Debian package libonnx-testdata";
+  if (!fs::is_directory(testing::kTestDataRoot)) {
+    GTEST_SKIP() << testing::kTestDataRoot << " is absent; install the Debian package libonnx-testdata";
   }
-  std::vector<fs::path> models = FindModels();
+  std::vector<fs::path> models = testing::FindTestDataModels();
   size_t round_tripped = 0, nodes = 0, initializers = 0;
   for (const fs::path& path : models) {
     Result<ir::Model> model = ReadModel(path.string());
@@ -565,7 +551,7 @@ TEST(OnnxWriter, OnnxPythonPackageLoadsWrittenModels) {
                                           "node/test_loop11", "pytorch-converted/test_ConvTranspose2d",
                                           "simple/test_expand_shape_model1", "node/test_cast_FLOAT_to_STRING"};
   for (const std::string& pick : picks) {
-    const fs::path original = fs::path(kTestDataRoot) / pick / "model.onnx";
+    const fs::path original = fs::path(testing::kTestDataRoot) / pick / "model.onnx";
     if (!fs::exists(original)) continue;
     Result<ir::Model> model = ReadModel(original.string());
     ASSERT_TRUE(model.ok()) << model.status().ToString();

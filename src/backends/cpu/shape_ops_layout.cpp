@@ -150,15 +150,8 @@ Status Transpose(KernelContext& ctx) {
 Status Concat(KernelContext& ctx) {
   const runtime::Tensor& first = *ctx.input(0);
   VIGIL_ASSIGN_OR_RETURN(size_t eb, MovableElementBytes(ctx, 0));
-  int64_t axis = 0;
-  if (ctx.opset() < 4) {
-    VIGIL_ASSIGN_OR_RETURN(axis, ops::IntAttr(ctx.node(), "axis", 1));
-  } else {
-    VIGIL_ASSIGN_OR_RETURN(axis, ops::RequiredIntAttr(ctx.node(), "axis"));
-  }
   int64_t rank = static_cast<int64_t>(first.rank());
-  if (axis < -rank || axis >= rank) return ctx.Fail("axis {} is out of range for input 0 {}", axis, first.Describe());
-  if (axis < 0) axis += rank;
+  VIGIL_ASSIGN_OR_RETURN(int64_t axis, ops::ResolveConcatAxis(ctx.node(), ctx.opset(), rank, first.Describe()));
   Shape out_shape = first.shape();
   out_shape[axis] = 0;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
