@@ -33,6 +33,35 @@ nlohmann::json ToJson(const Diagnosis& d) {
           {"fixes", d.fixes}};
 }
 
+namespace {
+std::string StringField(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+}  // namespace
+
+Diagnosis DiagnosisFromJson(const nlohmann::json& j) {
+  Diagnosis d;
+  if (!j.is_object()) return d;
+  const std::string code = StringField(j, "code");
+  for (int c = static_cast<int>(ErrorCode::kInvalidModel); c <= static_cast<int>(ErrorCode::kInternal); ++c) {
+    if (ErrorCodeName(static_cast<ErrorCode>(c)) == code) d.code = static_cast<ErrorCode>(c);
+  }
+  d.summary = StringField(j, "summary");
+  if (auto f = j.find("facts"); f != j.end() && f->is_array()) {
+    for (const auto& e : *f) d.facts.push_back({StringField(e, "name"), StringField(e, "value")});
+  }
+  if (auto c = j.find("causes"); c != j.end() && c->is_array()) {
+    for (const auto& e : *c) d.causes.push_back({StringField(e, "what"), StringField(e, "evidence")});
+  }
+  if (auto x = j.find("fixes"); x != j.end() && x->is_array()) {
+    for (const auto& e : *x) {
+      if (e.is_string()) d.fixes.push_back(e.get<std::string>());
+    }
+  }
+  return d;
+}
+
 nlohmann::json ToJson(const Status& status) {
   if (status.ok()) return {{"ok", true}};
   return {{"ok", false}, {"error", ToJson(status.diagnosis())}};

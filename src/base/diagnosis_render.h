@@ -22,6 +22,11 @@ std::string RenderText(const Diagnosis& diagnosis);
 //  "causes":[{"what":..,"evidence":..}],"fixes":[..]}
 nlohmann::json ToJson(const Diagnosis& diagnosis);
 
+// The inverse of ToJson(Diagnosis), for a Diagnosis that crossed a process
+// boundary (the isolated run). Unknown codes become kInternal; missing or
+// mistyped fields are left empty rather than failing.
+Diagnosis DiagnosisFromJson(const nlohmann::json& j);
+
 // {"ok":true} or {"ok":false,"error":ToJson(diagnosis)}
 nlohmann::json ToJson(const Status& status);
 

@@ -11,6 +11,7 @@ std::string_view ErrorCodeName(ErrorCode code) {
     case ErrorCode::kOutOfMemory: return "OutOfMemory";
     case ErrorCode::kEnvironment: return "Environment";
     case ErrorCode::kDeviceFault: return "DeviceFault";
+    case ErrorCode::kCrashed: return "Crashed";
     case ErrorCode::kInternal: return "Internal";
   }
   return "Unknown";

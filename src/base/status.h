@@ -24,6 +24,7 @@ enum class ErrorCode : uint8_t {
   kOutOfMemory,    // a predicted or actual allocation does not fit
   kEnvironment,    // drivers, libraries, variables, files outside the model
   kDeviceFault,    // the device failed while running
+  kCrashed,        // the isolated process running the model died (--isolate)
   kInternal,       // a bug in vigil
 };
 

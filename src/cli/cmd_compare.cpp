@@ -1,19 +1,17 @@
 // `vigil compare MODEL [--backends cuda,cpu] [--input NAME=FILE ...]
-// [--per-node] [--rtol R --atol A] [--json]`: runs one model on two backends
+// [--per-node | --repeat N] [--rtol R --atol A] [--json]`: runs one model on two backends
 // with the same inputs and compares the results element-wise
 // (|got - ref| <= atol + rtol*|ref|, see runtime/tensor_compare.h).
 #include <cstdio>
-#include <functional>
 #include <optional>
-#include <random>
-#include <set>
 #include <string>
-#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
-#include "base/float16.h"
 #include "cli/command.h"
+#include "cli/compare_repeat.h"
+#include "cli/per_node_compare.h"
+#include "cli/random_inputs.h"
 #include "runtime/tensor_compare.h"
 
 namespace vigil::cli {
@@ -27,6 +25,7 @@ struct CompareOptions {
   std::string backends = "cuda,cpu";
   std::vector<std::string> inputs;
   bool per_node = false;
+  int repeat = 0;  // 0: one run of each side
   double rtol = kDefaultRtol;
   double atol = kDefaultAtol;
   bool json = false;
@@ -74,105 +73,7 @@ BackendChoice ChoiceFor(const std::string& backend, const CompareOptions& opt) {
   return c;
 }
 
-// ---- Inputs -------------------------------------------------------------------
-
-// Deterministic random values for every required input whose shape is fully
-// static: floats uniform in [-1,1], integers in [0,10), bools 0/1.
-Result<InputFiles> GenerateInputs(const runtime::Session& session) {
-  InputFiles files;
-  std::mt19937 rng(1234);
-  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  files.tensors.reserve(session.inputs().required.size());
-  for (const ir::ValueInfo& vi : session.inputs().required) {
-    if (vi.type.kind != ir::TypeInfo::Kind::kTensor || !vi.type.shape.rank_known) {
-      return InvalidInputError("input '{}' has no fixed rank, so compare cannot make up its values", vi.name)
-          .WithFix(fmt::format("give it with --input {}=FILE (.npy or .pb)", vi.name));
-    }
-    std::vector<int64_t> shape;
-    for (const ir::Dim& d : vi.type.shape.dims) {
-      if (!d.value) {
-        return InvalidInputError("input '{}' has the shape {}, with a dim that is not fixed, so compare cannot "
-                                 "make up its values",
-                                 vi.name, ir::TypeToString(vi.type))
-            .WithFix(fmt::format("give every input with --input NAME=FILE (e.g. --input {}=x.npy)", vi.name));
-      }
-      shape.push_back(*d.value);
-    }
-    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor t, runtime::Tensor::Allocate(vi.type.elem_type, shape));
-    const uint64_t n = t.element_count();
-    auto fill = [&](auto* data, auto make) {
-      for (uint64_t i = 0; i < n; ++i) data[i] = make();
-    };
-    auto small_int = [&] { return static_cast<int>(rng() % 10); };
-    switch (vi.type.elem_type) {
-      case ir::DataType::kFloat32: fill(t.data<float>(), [&] { return static_cast<float>(uniform(rng)); }); break;
-      case ir::DataType::kFloat64: fill(t.data<double>(), [&] { return uniform(rng); }); break;
-      case ir::DataType::kFloat16:
-        fill(t.data<uint16_t>(), [&] { return FloatToFloat16(static_cast<float>(uniform(rng))); });
-        break;
-      case ir::DataType::kBfloat16:
-        fill(t.data<uint16_t>(), [&] { return FloatToBfloat16(static_cast<float>(uniform(rng))); });
-        break;
-      case ir::DataType::kInt8: fill(t.data<int8_t>(), [&] { return static_cast<int8_t>(small_int()); }); break;
-      case ir::DataType::kInt16: fill(t.data<int16_t>(), [&] { return static_cast<int16_t>(small_int()); }); break;
-      case ir::DataType::kInt32: fill(t.data<int32_t>(), [&] { return static_cast<int32_t>(small_int()); }); break;
-      case ir::DataType::kInt64: fill(t.data<int64_t>(), [&] { return static_cast<int64_t>(small_int()); }); break;
-      case ir::DataType::kUint8: fill(t.data<uint8_t>(), [&] { return static_cast<uint8_t>(small_int()); }); break;
-      case ir::DataType::kUint16: fill(t.data<uint16_t>(), [&] { return static_cast<uint16_t>(small_int()); }); break;
-      case ir::DataType::kUint32: fill(t.data<uint32_t>(), [&] { return static_cast<uint32_t>(small_int()); }); break;
-      case ir::DataType::kUint64: fill(t.data<uint64_t>(), [&] { return static_cast<uint64_t>(small_int()); }); break;
-      case ir::DataType::kBool: fill(t.data<uint8_t>(), [&] { return static_cast<uint8_t>(rng() % 2); }); break;
-      default:
-        return UnsupportedError("cannot make up values for input '{}' of dtype {}", vi.name,
-                                ir::DataTypeName(vi.type.elem_type))
-            .WithFix(fmt::format("give it with --input {}=FILE", vi.name));
-    }
-    runtime::Tensor& kept = files.tensors.emplace_back(std::move(t));
-    files.bindings.push_back({vi.name, kept.dtype(), kept.shape(), kept.raw_data(), kept.byte_size(), "random"});
-  }
-  return files;
-}
-
 // ---- Comparing ----------------------------------------------------------------
-
-struct ValueComparison {
-  std::string name;
-  std::string got_type;  // "float32[2,10]"
-  std::string ref_type;
-  runtime::TensorComparison cmp;
-};
-
-ValueComparison CompareValue(const std::string& name, const runtime::Tensor& got, const runtime::Tensor& ref,
-                             const CompareOptions& opt) {
-  return {name, got.Describe(), ref.Describe(), runtime::CompareTensors(ref, got, opt.rtol, opt.atol)};
-}
-
-std::string Detail(const ValueComparison& v) {
-  if (!v.cmp.same_dtype || !v.cmp.same_shape) {
-    return fmt::format("{}: got {}, reference {}", v.cmp.Describe(), v.got_type, v.ref_type);
-  }
-  return v.cmp.Describe();
-}
-
-nlohmann::json ValueJson(const ValueComparison& v) {
-  const runtime::TensorComparison& c = v.cmp;
-  nlohmann::json j = {{"name", v.name},          {"got", v.got_type},
-                      {"reference", v.ref_type}, {"pass", c.ok()},
-                      {"same_dtype", c.same_dtype}, {"same_shape", c.same_shape}};
-  if (c.same_dtype && c.same_shape) {
-    j["elements"] = c.elements;
-    j["mismatches"] = c.mismatches;
-    j["nan_mismatches"] = c.nan_mismatches;
-    j["max_abs_error"] = c.max_abs_error;
-    j["max_rel_error"] = c.max_rel_error;
-    j["rel_l2_error"] = c.rel_l2_error;
-    if (c.mismatches > 0) {
-      j["first_mismatch"] = {{"index", c.first_mismatch}, {"reference", c.expected_at_first}, {"got", c.got_at_first}};
-    }
-  }
-  j["detail"] = Detail(v);
-  return j;
-}
 
 std::string Header(const std::vector<std::string>& names, const CompareOptions& opt) {
   return fmt::format("compare: {} (got) against {} (reference); pass when |got-ref| <= {:g} + {:g}*|ref|\n",
@@ -199,12 +100,6 @@ std::string InputsText(const InputFiles& in) {
   return text;
 }
 
-// Which side a failure happened on, as a fact of its diagnosis.
-Status OnSide(Status s, const std::string& backend, const char* role) {
-  s.WithFact("compare side", fmt::format("{} ({})", backend, role));
-  return s;
-}
-
 void Print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
 
 // Default mode: the graph outputs only.
@@ -224,7 +119,7 @@ int CompareOutputs(const runtime::Session& got, const runtime::Session& ref, con
   std::vector<ValueComparison> results;
   std::vector<std::string> failed;
   for (size_t i = 0; i < ref_outs->size(); ++i) {
-    results.push_back(CompareValue((*ref_outs)[i].name, (*got_outs)[i].tensor, (*ref_outs)[i].tensor, opt));
+    results.push_back(CompareValue((*ref_outs)[i].name, (*got_outs)[i].tensor, (*ref_outs)[i].tensor, opt.rtol, opt.atol));
     if (!results.back().cmp.ok()) failed.push_back(results.back().name);
   }
   const bool pass = failed.empty();
@@ -263,102 +158,15 @@ int CompareOutputs(const runtime::Session& got, const runtime::Session& ref, con
 
 // ---- Per node -------------------------------------------------------------------
 
-// Every value the reference produced, in an order where each value comes after
-// the values its node reads: RunKeepingAll lists the graph outputs first and
-// then the other values in step order, so each graph output is moved to just
-// before the first value whose node reads it (or to the end).
-std::vector<const runtime::NamedTensor*> StepOrder(const std::vector<runtime::NamedTensor>& all, size_t n_outputs,
-                                                   const std::unordered_map<std::string, size_t>& producer,
-                                                   const ir::Graph& graph) {
-  std::unordered_map<std::string, const runtime::NamedTensor*> outputs;
-  for (size_t i = 0; i < n_outputs && i < all.size(); ++i) outputs[all[i].name] = &all[i];
-  std::vector<const runtime::NamedTensor*> order;
-  std::set<std::string> placed;
-  // Places graph output `name` after the graph outputs its node reads.
-  std::function<void(const std::string&)> place_output = [&](const std::string& name) {
-    auto it = outputs.find(name);
-    if (it == outputs.end() || !placed.insert(name).second) return;
-    auto p = producer.find(name);
-    if (p != producer.end()) {
-      for (const std::string& in : graph.nodes[p->second].inputs) place_output(in);
-    }
-    order.push_back(it->second);
-  };
-  for (size_t i = n_outputs; i < all.size(); ++i) {
-    auto p = producer.find(all[i].name);
-    if (p != producer.end()) {
-      for (const std::string& in : graph.nodes[p->second].inputs) place_output(in);
-    }
-    order.push_back(&all[i]);
-  }
-  for (size_t i = 0; i < n_outputs && i < all.size(); ++i) place_output(all[i].name);
-  return order;
-}
-
 int ComparePerNode(const runtime::Session& got, const runtime::Session& ref, const InputFiles& in,
                    const std::vector<std::string>& names, const CompareOptions& opt) {
-  auto got_all = got.RunKeepingAll(in.bindings);
-  if (!got_all.ok()) return ReportFailure(OnSide(got_all.status(), names[0], "got"), opt.json);
-  auto ref_all = ref.RunKeepingAll(in.bindings);
-  if (!ref_all.ok()) {
-    return ReportFailure(OnSide(ref_all.status(), names[1], "reference"), opt.json);
-  }
+  auto found = FindFirstDivergence(got, ref, in.bindings, names, opt.rtol, opt.atol);
+  if (!found.ok()) return ReportFailure(found.status(), opt.json);
   const ir::Graph& graph = ref.model().graph;
-  std::unordered_map<std::string, size_t> producer;
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    for (const std::string& out : graph.nodes[i].outputs) {
-      if (!out.empty()) producer.emplace(out, i);
-    }
-  }
-  std::unordered_map<std::string, const runtime::Tensor*> got_values, ref_values;
-  for (const runtime::NamedTensor& v : *got_all) got_values.emplace(v.name, &v.tensor);
-  for (const runtime::NamedTensor& v : *ref_all) ref_values.emplace(v.name, &v.tensor);
-
-  size_t compared = 0, skipped = 0;
-  std::optional<ValueComparison> first;
-  for (const runtime::NamedTensor* v : StepOrder(*ref_all, ref.outputs().size(), producer, graph)) {
-    auto g = got_values.find(v->name);
-    if (g == got_values.end()) {  // e.g. folded or fused away on the other side
-      ++skipped;
-      continue;
-    }
-    ++compared;
-    ValueComparison c = CompareValue(v->name, *g->second, v->tensor, opt);
-    if (!c.cmp.ok()) {
-      first = std::move(c);
-      break;
-    }
-  }
-
-  // The node that produced the first diverging value, and its inputs' shapes.
-  std::optional<size_t> node_index;
-  std::vector<std::pair<std::string, std::string>> node_inputs;  // name, "float32[2,3]"
-  if (first) {
-    auto p = producer.find(first->name);
-    if (p != producer.end()) node_index = p->second;
-  }
-  if (node_index) {
-    for (const std::string& name : graph.nodes[*node_index].inputs) {
-      if (name.empty()) continue;
-      std::string type = "?";
-      if (auto r = ref_values.find(name); r != ref_values.end()) type = r->second->Describe();
-      for (const runtime::InputBinding& b : in.bindings) {
-        if (b.name == name) {
-          std::string shape;
-          for (size_t i = 0; i < b.shape.size(); ++i) shape += (i ? "," : "") + std::to_string(b.shape[i]);
-          type = fmt::format("{}[{}]", ir::DataTypeName(b.dtype), shape);
-        }
-      }
-      for (const ir::Tensor& init : graph.initializers) {
-        if (init.name == name && type == "?") {
-          std::string shape;
-          for (size_t i = 0; i < init.dims.size(); ++i) shape += (i ? "," : "") + std::to_string(init.dims[i]);
-          type = fmt::format("{}[{}] (initializer)", ir::DataTypeName(init.dtype), shape);
-        }
-      }
-      node_inputs.emplace_back(name, type);
-    }
-  }
+  const size_t compared = found->compared, skipped = found->skipped;
+  const std::optional<ValueComparison>& first = found->value;
+  const std::optional<size_t>& node_index = found->node_index;
+  const auto& node_inputs = found->node_inputs;
 
   if (opt.json) {
     nlohmann::json j = HeaderJson(names, opt, in);
@@ -420,6 +228,10 @@ int RunCompare(const CompareOptions& opt) {
     std::fprintf(stderr, "vigil compare: --backends: %s\n", error.c_str());
     return kExitUsage;
   }
+  if (opt.repeat > 0 && opt.per_node) {
+    std::fprintf(stderr, "vigil compare: --repeat and --per-node cannot be combined; use one at a time\n");
+    return kExitUsage;
+  }
   if (!(opt.rtol >= 0) || !(opt.atol >= 0)) {
     return ReportFailure(InvalidInputError("--rtol and --atol must be non-negative numbers"), opt.json);
   }
@@ -429,11 +241,16 @@ int RunCompare(const CompareOptions& opt) {
   if (!ref.ok()) {
     return ReportFailure(OnSide(ref.status(), names[1], "reference"), opt.json);
   }
-  auto inputs = opt.inputs.empty() ? GenerateInputs(**ref) : ReadInputFiles(opt.inputs);
+  auto inputs = opt.inputs.empty() ? GenerateRandomInputs((*ref)->inputs()) : ReadInputFiles(opt.inputs);
   if (!inputs.ok()) return ReportFailure(inputs.status(), opt.json);
   // Resolve positional bindings to names once, so both sides and the report agree.
   if (auto checked = (*ref)->Check(inputs->bindings); !checked.ok()) return ReportFailure(checked.status(), opt.json);
   if (opt.per_node) return ComparePerNode(**got, **ref, *inputs, names, opt);
+  if (opt.repeat > 0) {
+    RepeatRequest request{opt.repeat, opt.rtol, opt.atol, opt.json, names, Header(names, opt) + InputsText(*inputs),
+                          HeaderJson(names, opt, *inputs)};
+    return CompareRepeated(**got, **ref, inputs->bindings, request);
+  }
   return CompareOutputs(**got, **ref, *inputs, names, opt);
 }
 
@@ -450,11 +267,16 @@ Command AddCompareCommand(CLI::App& parent) {
       "shape is fully fixed: floats uniform in [-1,1], integers in [0,10).\n"
       "With --per-node every value the graph computes is compared in execution order, and the first one\n"
       "that diverges is reported with the node that produced it.\n"
+      "With --repeat N the first backend runs N times on the same inputs: outputs that are not bitwise\n"
+      "identical across repeats are reported as nondeterminism, and each repeat is compared with the\n"
+      "reference. Disagreement that changes between repeats is how a faulty GPU shows itself.\n"
       "Examples:\n"
       "  vigil compare model.onnx                                (cuda against cpu, random inputs)\n"
       "  vigil compare model.onnx --input image=cat.npy --per-node\n"
       "  vigil compare model.onnx --backends cuda,cpu --tf32 --rtol 1e-2 --json\n"
-      "Exit codes: 0 every compared value within tolerance, 1 a value diverges or a diagnosed problem\n"
+      "  vigil compare model.onnx --repeat 20 --deterministic    (nondeterminism and hardware check)\n"
+      "Exit codes: 0 every compared value within tolerance (and, with --repeat, every repeat identical),\n"
+      "1 a value diverges, a repeat differs, or a diagnosed problem\n"
       "(model, input or backend), 2 usage error, 3 internal error.");
   sub->add_option("MODEL", opt->model_path, "ONNX model file (.onnx)")->required();
   sub->add_option("--backends", opt->backends,
@@ -464,6 +286,10 @@ Command AddCompareCommand(CLI::App& parent) {
   AddInputFilesOption(sub, opt->inputs);
   sub->add_flag("--per-node", opt->per_node,
                 "compare every intermediate value in execution order and report the first that diverges");
+  sub->add_option("--repeat", opt->repeat,
+                  "run the first backend N times on the same inputs; report nondeterminism (outputs not bitwise "
+                  "identical) and disagreement with the reference per repeat")
+      ->check(CLI::Range(1, 100000));
   sub->add_option("--rtol", opt->rtol, "relative tolerance (default 1e-3)");
   sub->add_option("--atol", opt->atol, "absolute tolerance (default 1e-5)");
   sub->add_flag("--tf32", opt->tf32, "for the cuda side: let float32 convolutions and products use TF32");

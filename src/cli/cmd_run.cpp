@@ -10,6 +10,7 @@
 #include "base/diagnosis_render.h"
 #include "base/float16.h"
 #include "cli/command.h"
+#include "doctor/crash_guard.h"
 #include "runtime/session.h"
 #include "runtime/tensor_file.h"
 
@@ -24,6 +25,9 @@ struct RunOptions {
   BackendChoice backend;
   std::string output_dir;
   bool json = false;
+  bool isolate = false;
+  double isolate_timeout = 0;  // seconds; 0: none
+  std::string isolated_fds;    // set only in the isolated worker
 };
 
 // ---- Output summaries ------------------------------------------------------
@@ -167,12 +171,34 @@ void PrintJson(const std::vector<runtime::NamedTensor>& outs, const std::vector<
 
 // ---- The command ------------------------------------------------------------
 
+// --isolate: the same run in a child process (doctor/crash_guard.h); this
+// process reads the input files and writes the outputs.
+Result<std::vector<runtime::NamedTensor>> RunIsolatedModel(const RunOptions& opt, const InputFiles& inputs) {
+  doctor::IsolatedRunRequest req;
+  req.worker_argv = {"/proc/self/exe", "run", opt.model_path};
+  for (std::string& a : BackendArguments(opt.backend)) req.worker_argv.push_back(std::move(a));
+  for (size_t i = 0; i < inputs.bindings.size(); ++i) req.inputs.push_back({inputs.bindings[i].name, inputs.tensors[i]});
+  req.timeout_ms = static_cast<int>(opt.isolate_timeout * 1000);
+  req.note = [](std::string_view text) { std::fprintf(stderr, "vigil: %.*s\n", static_cast<int>(text.size()), text.data()); };
+  return doctor::RunIsolated(req);
+}
+
 int RunModel(const RunOptions& opt) {
-  auto session = LoadSession(opt.model_path, opt.backend);
-  if (!session.ok()) return ReportFailure(session.status(), opt.json);
+  if (!opt.isolated_fds.empty()) {
+    auto fds = doctor::ParseIsolatedChildFds(opt.isolated_fds);
+    if (!fds) return ReportFailure(InvalidInputError("--isolated-fds '{}' is not C,I,O", opt.isolated_fds), false);
+    return doctor::ServeIsolatedRun(*fds, [&opt] { return LoadSession(opt.model_path, opt.backend); });
+  }
   auto inputs = ReadInputFiles(opt.inputs);
   if (!inputs.ok()) return ReportFailure(inputs.status(), opt.json);
-  auto outs = (*session)->Run(inputs->bindings);
+  Result<std::vector<runtime::NamedTensor>> outs = InternalError("not run");
+  if (opt.isolate) {
+    outs = RunIsolatedModel(opt, *inputs);
+  } else {
+    auto session = LoadSession(opt.model_path, opt.backend);
+    if (!session.ok()) return ReportFailure(session.status(), opt.json);
+    outs = (*session)->Run(inputs->bindings);
+  }
   if (!outs.ok()) return ReportFailure(outs.status(), opt.json);
   auto paths = WriteOutputs(opt.output_dir, *outs);
   if (!paths.ok()) return ReportFailure(paths.status(), opt.json);
@@ -227,7 +253,9 @@ Command AddRunCommand(CLI::App& parent) {
       "  vigil run model.onnx --input image=cat.npy --output-dir out/\n"
       "  vigil run model.onnx --input a.npy --input b.pb      (bound in the model's input order)\n"
       "  vigil run model.onnx --input x=x.npy --json\n"
-      "Exit codes: 0 ran, 1 diagnosed problem (model, input, unsupported op or backend), 2 usage error, "
+      "  vigil run model.onnx --input x=x.npy --backend cuda --isolate   (a crash becomes a report)\n"
+      "Exit codes: 0 ran, 1 diagnosed problem (model, input, unsupported op or backend, a crash under --isolate), "
+      "2 usage error, "
       "3 internal error.");
   sub->add_option("MODEL", opt->model_path, "ONNX model file (.onnx)")->required();
   AddInputFilesOption(sub, opt->inputs);
@@ -236,6 +264,14 @@ Command AddRunCommand(CLI::App& parent) {
                   "write each output as DIR/<output name>.npy (characters outside [A-Za-z0-9._-] become '_'); "
                   "without it, outputs are only summarised");
   sub->add_flag("--json", opt->json, "print JSON instead of text (errors too, as {\"ok\":false,...})");
+  sub->add_flag("--isolate", opt->isolate,
+                "run the model in a child process: if it crashes (in cuDNN, the driver or a kernel), vigil reports "
+                "the signal, the faulting library, offset and build-id, and the node that was running, and exits 1");
+  sub->add_option("--isolate-timeout", opt->isolate_timeout,
+                  "with --isolate: kill the child after SECONDS and report the node it hung in (default: no limit)")
+      ->check(CLI::NonNegativeNumber);
+  // The worker side of --isolate; not for people.
+  sub->add_option("--isolated-fds", opt->isolated_fds)->group("");
   return {sub, [opt] { return RunModel(*opt); }};
 }
 

@@ -35,6 +35,7 @@ Command AddRunCommand(CLI::App& parent);
 Command AddCheckCommand(CLI::App& parent);
 Command AddBenchCommand(CLI::App& parent);
 Command AddCompareCommand(CLI::App& parent);
+Command AddReduceCommand(CLI::App& parent);
 
 // Where and how a command runs the model: --backend, --no-fallback, --tf32,
 // --deterministic, --gpu-mem-limit, --device.
@@ -45,8 +46,11 @@ struct BackendChoice {
   bool deterministic = false;
   std::string gpu_mem_limit;  // "512M", "2G", bytes; empty = free memory
   int device = 0;
+  std::string cudnn_log;  // file for cuDNN's API log (CUDNN_LOGLEVEL_DBG=3), set before the module loads
 };
 void AddBackendOptions(CLI::App* sub, BackendChoice& choice);
+// The same choice as command-line arguments (for the isolated worker).
+std::vector<std::string> BackendArguments(const BackendChoice& choice);
 
 // Reads and validates MODEL and creates a session on the chosen backend
 // (cuda: the module is loaded, the CPU backend is the fallback unless

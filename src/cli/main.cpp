@@ -25,6 +25,7 @@ int Main(int argc, char** argv) {
       AddCheckCommand(app),
       AddBenchCommand(app),
       AddCompareCommand(app),
+      AddReduceCommand(app),
   };
 
   try {

@@ -40,6 +40,19 @@ void AddBackendOptions(CLI::App* sub, BackendChoice& c) {
   sub->add_option("--gpu-mem-limit", c.gpu_mem_limit,
                   "with --backend cuda: refuse a run whose planned device memory exceeds this (512M, 2G)");
   sub->add_option("--device", c.device, "with --backend cuda: the CUDA device ordinal (default 0)");
+  sub->add_option("--cudnn-log", c.cudnn_log,
+                  "with --backend cuda: write cuDNN's API log (every call, CUDNN_LOGLEVEL_DBG=3) to FILE; on a cuDNN "
+                  "failure its tail is attached to the diagnosis");
+}
+
+std::vector<std::string> BackendArguments(const BackendChoice& c) {
+  std::vector<std::string> args = {"--backend", c.backend, "--device", std::to_string(c.device)};
+  if (c.no_fallback) args.push_back("--no-fallback");
+  if (c.tf32) args.push_back("--tf32");
+  if (c.deterministic) args.push_back("--deterministic");
+  if (!c.gpu_mem_limit.empty()) args.insert(args.end(), {"--gpu-mem-limit", c.gpu_mem_limit});
+  if (!c.cudnn_log.empty()) args.insert(args.end(), {"--cudnn-log", c.cudnn_log});
+  return args;
 }
 
 Result<std::unique_ptr<runtime::Session>> LoadSession(const std::string& model_path, const BackendChoice& choice) {
@@ -51,6 +64,12 @@ Result<std::unique_ptr<runtime::Session>> LoadSession(const std::string& model_p
     cuda.deterministic = choice.deterministic;
     if (!choice.gpu_mem_limit.empty()) {
       VIGIL_ASSIGN_OR_RETURN(cuda.memory_limit, ParseBytes(choice.gpu_mem_limit));
+    }
+    if (!choice.cudnn_log.empty()) {
+      // cuDNN reads its logging variables when it starts, so they must be set
+      // before the module (which links libcudnn) is loaded.
+      setenv("CUDNN_LOGLEVEL_DBG", "3", 1);
+      setenv("CUDNN_LOGDEST_DBG", choice.cudnn_log.c_str(), 1);
     }
     VIGIL_ASSIGN_OR_RETURN(backends::LoadedBackend loaded, backends::LoadCudaBackend(cuda));
     if (std::getenv("VIGIL_VERBOSE")) {

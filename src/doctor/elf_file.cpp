@@ -368,7 +368,17 @@ Result<ElfInfo> ParseElf(std::span<const uint8_t> bytes, const std::string& path
   VIGIL_RETURN_IF_ERROR(ReadSegments(b, path, h, segs));
   VIGIL_RETURN_IF_ERROR(ReadDynamic(b, path, segs, secs, info));
   info.build_id = FindBuildId(b, segs, secs);
+  for (const Segment& s : segs) {
+    if (s.type == kPtLoad) info.loads.push_back({s.offset, s.vaddr, s.filesz});
+  }
   return info;
+}
+
+uint64_t FileOffsetToVaddr(const ElfInfo& elf, uint64_t file_offset) {
+  for (const ElfInfo::LoadSegment& s : elf.loads) {
+    if (file_offset >= s.offset && file_offset - s.offset < s.filesz) return s.vaddr + (file_offset - s.offset);
+  }
+  return file_offset;
 }
 
 Result<ElfInfo> ReadElf(const std::string& path) {

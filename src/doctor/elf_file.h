@@ -20,7 +20,17 @@ struct ElfInfo {
   std::vector<std::string> rpath;    // DT_RPATH, split on ':' ($ORIGIN not expanded)
   std::vector<std::string> runpath;  // DT_RUNPATH, split on ':'
   std::string build_id;          // lowercase hex of NT_GNU_BUILD_ID, empty if none
+  // PT_LOAD segments: where file bytes land in the link-time address space
+  // (to turn an offset inside a mapped file into an address for addr2line).
+  struct LoadSegment {
+    uint64_t offset = 0, vaddr = 0, filesz = 0;
+  };
+  std::vector<LoadSegment> loads;
 };
+
+// The link-time virtual address of byte `file_offset` of the file, through
+// its PT_LOAD segments; the offset itself when no segment holds it.
+uint64_t FileOffsetToVaddr(const ElfInfo& elf, uint64_t file_offset);
 
 Result<ElfInfo> ReadElf(const std::string& path);
 

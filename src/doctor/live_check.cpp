@@ -12,6 +12,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "doctor/cuda_errors.h"
 #include "doctor/elf_file.h"
 #include "doctor/forked_child.h"
 #include "doctor/rules_common.h"
@@ -82,20 +83,36 @@ void AddFaultLocation(const ChildLines& c, std::vector<Fact>& evidence) {
   }
 }
 
-std::string Cause(int status) {
-  // onnxruntime#17337 / #26322 (FACTS.md): NOT_INITIALIZED at cudnnCreate is
-  // a driver that is too old or a cuDNN for another CUDA.
-  if (status == 1001 || status == 1) return "a driver too old for this cuDNN, a cuDNN for another CUDA major, or no usable GPU";
-  if (status == 1002) return "sub-libraries from different cuDNN releases";
-  if (status == 1008 || status == kSubLibraryUnavailable) return "a cuDNN sub-library is missing or cannot be loaded";
-  if (status == 4003 || status == 4004) return "out of memory (another process may hold the GPU)";
-  if (status == 3007) return "this cuDNN has no kernels for the GPU's architecture";
-  return "see the cuDNN status name and last error";
+// The translated diagnosis as a finding's evidence: the phase, then the
+// ranked causes with their evidence.
+void AddTranslation(const Diagnosis& d, std::vector<Fact>& evidence) {
+  for (const Fact& f : d.facts) {
+    if (f.name == "phase") evidence.push_back(f);
+  }
+  for (size_t i = 0; i < d.causes.size(); ++i) {
+    const Cause& c = d.causes[i];
+    evidence.push_back(
+        {fmt::format("likely cause {}", i + 1), c.evidence.empty() ? c.what : c.what + " (" + c.evidence + ")"});
+  }
+}
+
+std::string JoinFixes(const std::vector<std::string>& fixes) {
+  std::string out;
+  for (const std::string& f : fixes) out += (out.empty() ? "" : "; ") + f;
+  return out;
+}
+
+// The table's name for the status number; the library's own where the table
+// has none (the fake libraries name few statuses).
+std::string StatusName(const ChildLines& c) {
+  const GpuStatusInfo* known = FindGpuStatus(GpuLibrary::kCudnn, c.status);
+  return known ? std::string(known->name) : c.status_name;
 }
 
 Finding FailedCall(const ChildLines& c, const StackSnapshot& s) {
   const Component* cudnn = s.Find(kCudnn);
-  std::vector<Fact> evidence = {{"call", c.failed_call}, {"status", c.status_name + " (" + std::to_string(c.status) + ")"}};
+  std::string name = StatusName(c);
+  std::vector<Fact> evidence = {{"call", c.failed_call}, {"status", name + " (" + std::to_string(c.status) + ")"}};
   if (!c.last_error.empty()) evidence.push_back({"cudnnGetLastErrorString", c.last_error});
   if (cudnn) evidence.push_back({"cuDNN", Describe(*cudnn)});
   bool jit_only = s.Env("CUDNN_LIB_CONFIG") == "GRAPH_JIT_ONLY";
@@ -103,18 +120,19 @@ Finding FailedCall(const ChildLines& c, const StackSnapshot& s) {
     // FACTS.md, observed on H200: under GRAPH_JIT_ONLY every legacy call
     // returns this, even with all sub-libraries present. Not a broken install.
     return MakeFinding("live.graph_jit_only_legacy_unavailable", Severity::kInfo,
-                       "cudnnCreate works; the legacy call " + c.failed_call + " returns " + c.status_name +
+                       "cudnnCreate works; the legacy call " + c.failed_call + " returns " + name +
                            ", which is expected under CUDNN_LIB_CONFIG=GRAPH_JIT_ONLY (graph API only)",
                        std::move(evidence),
                        "nothing to fix for vigil, which uses the graph API; programs that use cuDNN's legacy API "
                        "need CUDNN_LIB_CONFIG unset (FULL)");
   }
+  // cudnnCreate is handle creation, the descriptor calls descriptor set-up,
+  // cudnnConvolutionForward execution (PhaseOfCall knows each name).
+  Diagnosis d = TranslateGpuError(GpuLibrary::kCudnn, c.status, PhaseOfCall(c.failed_call), c.failed_call);
+  AddTranslation(d, evidence);
   std::string id = c.failed_call == "cudnnCreate" ? "live.cudnn_create_failed" : "live.convolution_failed";
-  return MakeFinding(id, Severity::kError,
-                     c.failed_call + " failed with " + c.status_name + ": likely " + Cause(c.status),
-                     std::move(evidence),
-                     "fix the findings above first; then rerun with CUDNN_LOGLEVEL_DBG=3 CUDNN_LOGDEST_DBG=stderr "
-                     "to see cuDNN's own explanation");
+  std::string fixes = "fix the findings above first; then " + JoinFixes(d.fixes);
+  return MakeFinding(id, Severity::kError, d.summary, std::move(evidence), std::move(fixes));
 }
 
 }  // namespace
@@ -149,7 +167,7 @@ LiveCheckResult InterpretLiveCheck(const std::string& output, const StackSnapsho
   } else if (!c.failed_call.empty()) {
     Finding f = FailedCall(c, s);
     r.summary = f.severity == Severity::kInfo ? "cudnnCreate ok; legacy API unavailable under GRAPH_JIT_ONLY (expected)"
-                                              : c.failed_call + " failed: " + c.status_name;
+                                              : c.failed_call + " failed: " + StatusName(c);
     r.findings.push_back(std::move(f));
   } else if (!c.ok) {
     r.summary = "wrong result " + c.result;

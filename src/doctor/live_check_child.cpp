@@ -2,9 +2,6 @@
 // enum values are from cudnn_graph.h / cudnn_ops.h / cudnn_cnn.h and
 // cuda_runtime_api.h / driver_types.h.
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -12,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "doctor/crash_handler.h"
 #include "doctor/forked_child.h"
 #include "doctor/live_check.h"
 
@@ -19,100 +17,6 @@ namespace vigil::doctor {
 namespace {
 
 int g_fd = -1;
-
-// --- async-signal-safe crash report -------------------------------------
-// Only write/open/read/close and hand-made formatting: no malloc, no stdio.
-
-size_t FormatHex(uintptr_t value, char* out) {
-  char tmp[2 * sizeof(uintptr_t)];
-  size_t n = 0;
-  do {
-    tmp[n++] = "0123456789abcdef"[value & 0xf];
-    value >>= 4;
-  } while (value != 0);
-  for (size_t i = 0; i < n; ++i) out[i] = tmp[n - 1 - i];
-  return n;
-}
-
-void SafeWrite(const char* text, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(g_fd, text, n);
-    if (w <= 0) return;
-    text += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
-uintptr_t ParseHex(const char* p, const char* end, const char** next) {
-  uintptr_t v = 0;
-  while (p < end) {
-    char c = *p;
-    int d = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
-    if (d < 0) break;
-    v = v * 16 + static_cast<uintptr_t>(d);
-    ++p;
-  }
-  *next = p;
-  return v;
-}
-
-// Writes "maps <line of /proc/self/maps containing addr>\n".
-void WriteMapsLine(uintptr_t addr) {
-  static char buffer[8192];
-  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  size_t used = 0;
-  for (;;) {
-    ssize_t n = read(fd, buffer + used, sizeof buffer - used);
-    if (n <= 0) break;
-    used += static_cast<size_t>(n);
-    char* line = buffer;
-    char* end = buffer + used;
-    for (char* nl; (nl = static_cast<char*>(memchr(line, '\n', end - line))) != nullptr; line = nl + 1) {
-      const char* p = nullptr;
-      uintptr_t lo = ParseHex(line, nl, &p);
-      uintptr_t hi = (p < nl && *p == '-') ? ParseHex(p + 1, nl, &p) : 0;
-      if (addr >= lo && addr < hi) {
-        SafeWrite("maps ", 5);
-        SafeWrite(line, static_cast<size_t>(nl - line + 1));
-        close(fd);
-        return;
-      }
-    }
-    used = static_cast<size_t>(end - line);
-    memmove(buffer, line, used);
-    if (used == sizeof buffer) used = 0;  // an absurdly long line: drop it
-  }
-  close(fd);
-}
-
-void OnCrash(int sig, siginfo_t* info, void* context) {
-  uintptr_t pc = reinterpret_cast<uintptr_t>(info->si_addr);
-#if defined(__x86_64__)
-  pc = static_cast<uintptr_t>(static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_RIP]);
-#elif defined(__aarch64__)
-  pc = static_cast<uintptr_t>(static_cast<ucontext_t*>(context)->uc_mcontext.pc);
-#endif
-  char line[64] = "signal ";
-  size_t n = 7;
-  if (sig >= 10) line[n++] = static_cast<char>('0' + sig / 10);
-  line[n++] = static_cast<char>('0' + sig % 10);
-  line[n++] = ' ';
-  n += FormatHex(pc, line + n);
-  line[n++] = '\n';
-  SafeWrite(line, n);
-  WriteMapsLine(pc);
-  signal(sig, SIG_DFL);  // die of the same signal, so the parent sees it
-  raise(sig);
-}
-
-void InstallCrashHandler() {
-  struct sigaction action {};
-  action.sa_sigaction = OnCrash;
-  action.sa_flags = SA_SIGINFO | SA_RESETHAND;
-  sigemptyset(&action.sa_mask);
-  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigaction(sig, &action, nullptr);
-}
 
 // --- the check ----------------------------------------------------------
 
@@ -210,7 +114,7 @@ int RunConvolution(const Cudnn& dnn, void* cudart) {
 
 int RunLiveCheckChild(const LiveCheckChildArgs& args) {
   g_fd = args.result_fd;
-  InstallCrashHandler();
+  InstallCrashHandler(nullptr, g_fd);
   Emit("stage loading " + args.cudart_path);
   void* cudart = dlopen(args.cudart_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (cudart == nullptr) return Emit(std::string("loadfail ") + dlerror()), 1;

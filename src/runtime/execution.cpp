@@ -282,7 +282,8 @@ uint64_t OutputBytes(const ir::Model& model, const ExecutionPlan& plan) {
 Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const ExecutionPlan& plan,
                                              const std::unordered_map<std::string, Tensor>& constants,
                                              const std::unordered_map<std::string, Tensor>& device_constants,
-                                             const std::vector<InputBinding>& inputs, bool keep_all) {
+                                             const std::vector<InputBinding>& inputs, bool keep_all,
+                                             const NodeObserver* observer) {
   const Backend* dev = plan.device_backend;
   std::optional<Tensor> host_arena_storage, device_arena_storage;
   if (!keep_all && plan.memory.arena_bytes > 0) {
@@ -318,11 +319,20 @@ Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const Execu
                              step.node_index, node.inputs[i]);
       }
     }
+    if (observer) {
+      std::string shapes = InputShapes(node, in);
+      (*observer)({step.node_index, &node, step.backend->name(), &shapes});
+    }
     std::vector<Tensor> out;
     PlannedAllocator allocator(plan, node, *step.backend, keep_all ? nullptr : arena);
     Status s = step.backend->Run(node, step.opset, in, out, allocator);
     if (!s.ok()) {
-      return s.WithContext(fmt::format("running node #{} on the {} backend", step.node_index, step.backend->name()))
+      // Kernels' own messages usually name the node; a library failure
+      // (cuDNN, CUDA) does not, so the context then does.
+      const std::string label = ops::NodeLabel(node);
+      const bool named = s.summary().find(label) != std::string::npos;
+      return s.WithContext(fmt::format("running {}#{} on the {} backend", named ? "node " : label + " ",
+                                       step.node_index, step.backend->name()))
           .WithFact("inputs", InputShapes(node, in));
     }
     VIGIL_RETURN_IF_ERROR(CheckOutputs(node, step.node_index, plan, out));

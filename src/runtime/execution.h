@@ -59,6 +59,7 @@ Result<std::shared_ptr<const ExecutionPlan>> BuildExecutionPlan(const ir::Model&
 Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const ExecutionPlan& plan,
                                              const std::unordered_map<std::string, Tensor>& constants,
                                              const std::unordered_map<std::string, Tensor>& device_constants,
-                                             const std::vector<InputBinding>& inputs, bool keep_all);
+                                             const std::vector<InputBinding>& inputs, bool keep_all,
+                                             const NodeObserver* observer = nullptr);
 
 }  // namespace vigil::runtime

@@ -235,6 +235,13 @@ Result<std::vector<NamedTensor>> Session::Run(std::vector<InputBinding> inputs) 
   return ExecutePlan(state_->model, *plan, state_->constants, state_->device_constants, inputs, /*keep_all=*/false);
 }
 
+Result<std::vector<NamedTensor>> Session::Run(std::vector<InputBinding> inputs, const NodeObserver& observer) const {
+  VIGIL_RETURN_IF_ERROR(Check(inputs).status());
+  VIGIL_ASSIGN_OR_RETURN(auto plan, state_->GetPlan(inputs));
+  return ExecutePlan(state_->model, *plan, state_->constants, state_->device_constants, inputs, /*keep_all=*/false,
+                     observer ? &observer : nullptr);
+}
+
 Result<std::vector<NamedTensor>> Session::RunKeepingAll(std::vector<InputBinding> inputs) const {
   VIGIL_RETURN_IF_ERROR(Check(inputs).status());
   VIGIL_ASSIGN_OR_RETURN(auto plan, state_->GetPlan(inputs));

@@ -4,8 +4,10 @@
 // Run() is const and thread-safe: every run has its own values and arena.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -41,6 +43,17 @@ struct NodePlacement {
   std::string fallback_reason;  // why the preferred backend did not take it ("" if it did)
 };
 
+// What a NodeObserver is told just before a node runs.
+struct NodeStart {
+  size_t node_index;                // in model().graph.nodes (after load-time folding)
+  const ir::Node* node;
+  std::string_view backend;         // "cpu", "cuda"
+  const std::string* input_shapes;  // "x: float32[1,3,224,224], W: float32[8,3,3,3]"
+};
+// Called on the running thread before each node; the crash guard
+// (doctor/crash_guard.h) uses it to know which node a crash happened in.
+using NodeObserver = std::function<void(const NodeStart&)>;
+
 class Session {
  public:
   static Result<std::unique_ptr<Session>> Create(ir::Model model, SessionOptions options);
@@ -60,6 +73,8 @@ class Session {
 
   // Validates and runs; returns the graph outputs in model order.
   Result<std::vector<NamedTensor>> Run(std::vector<InputBinding> inputs) const;
+  // The same, telling `observer` about each node before it runs.
+  Result<std::vector<NamedTensor>> Run(std::vector<InputBinding> inputs, const NodeObserver& observer) const;
 
   // Runs and also returns every intermediate value (for compare --per-node).
   Result<std::vector<NamedTensor>> RunKeepingAll(std::vector<InputBinding> inputs) const;

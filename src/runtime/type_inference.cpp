@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "ops/attributes.h"
+#include "ops/fault_injection.h"
 #include "ops/schema.h"
 #include "ops/shape_helpers.h"
 
@@ -77,7 +78,9 @@ class GraphInference {
       return UnsupportedError("{} (node #{}): op {}{} at opset {} is not in vigil's op catalogue",
                               ops::NodeLabel(node), index, IsDefaultDomain(node.domain) ? "" : node.domain + "::",
                               node.op_type, opset)
-          .WithFix("re-export the model with operators from the default ONNX domain, or report the op as missing");
+          .WithFix(node.domain == ops::kTestOpDomain
+                       ? "this is a test-only fault-injection op: it exists only with VIGIL_ENABLE_TEST_OPS=1"
+                       : "re-export the model with operators from the default ONNX domain, or report the op as missing");
     }
     VIGIL_RETURN_IF_ERROR(ops::CheckArity(*schema, node));
     std::vector<const ir::TypeInfo*> types;
@@ -125,6 +128,8 @@ class GraphInference {
 
  private:
   Status Fold(size_t index, const ir::Node& node, int64_t opset, const std::vector<const Tensor*>& inputs) {
+    // Fault-injection ops must fail where they are placed, not at load.
+    if (node.domain == ops::kTestOpDomain) return Status::Ok();
     if (!folding_.evaluator || !folding_.evaluator->Supports(node, opset)) return Status::Ok();
     if (folding_.max_output_elements) {
       uint64_t total = 0;

@@ -36,5 +36,22 @@ TEST(DiagnosisRender, Json) {
   EXPECT_EQ(ToJson(Status::Ok())["ok"], true);
 }
 
+TEST(DiagnosisRender, JsonRoundTrip) {
+  Status original = Example();
+  original.diagnosis().code = ErrorCode::kCrashed;
+  Diagnosis back = DiagnosisFromJson(ToJson(original.diagnosis()));
+  EXPECT_EQ(RenderText(back), RenderText(original.diagnosis()));
+  EXPECT_EQ(back.code, ErrorCode::kCrashed);
+}
+
+TEST(DiagnosisRender, FromJsonToleratesGarbage) {
+  Diagnosis d = DiagnosisFromJson(nlohmann::json::parse(R"({"code":"Nonsense","facts":[1,{"name":2}],"fixes":[3]})"));
+  EXPECT_EQ(d.code, ErrorCode::kInternal);
+  ASSERT_EQ(d.facts.size(), 2u);
+  EXPECT_EQ(d.facts[1].name, "");
+  EXPECT_TRUE(d.fixes.empty());
+  EXPECT_EQ(DiagnosisFromJson(nlohmann::json(42)).summary, "");
+}
+
 }  // namespace
 }  // namespace vigil

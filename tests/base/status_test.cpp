@@ -86,6 +86,7 @@ TEST(Status, CodeNames) {
   EXPECT_EQ(ErrorCodeName(ErrorCode::kInvalidModel), "InvalidModel");
   EXPECT_EQ(ErrorCodeName(ErrorCode::kOutOfMemory), "OutOfMemory");
   EXPECT_EQ(ErrorCodeName(ErrorCode::kDeviceFault), "DeviceFault");
+  EXPECT_EQ(ErrorCodeName(ErrorCode::kCrashed), "Crashed");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // sessions compute bitwise-identical results, so these tests check the
 // plumbing (inputs, step order, counts, exit codes, JSON, diagnoses); a
 // diverging pair needs the CUDA backend (see docs/compare.md).
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -192,10 +193,40 @@ TEST(CompareCli, CudaWithoutAGpuGivesTheBackendsDiagnosis) {
   }
 }
 
+TEST(CompareCli, RepeatOnCpuIsDeterministicAndWithinTolerance) {
+  CommandResult r = RunVigil({"compare", kModel, "--backends", "cpu,cpu", "--input", Image(), "--repeat", "3"});
+  ExpectExit(r, 0, "PASS: deterministic and within tolerance: 3 repeat(s) bitwise identical");
+  EXPECT_NE(r.out.find("probs                identical in all 3 repeats"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("repeat 3   PASS"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("compare: repeat 3/3 on cpu"), std::string::npos) << r.err;
+}
+
+TEST(CompareCli, RepeatJsonListsEveryRepeatAndTheVerdict) {
+  CommandResult r = RunVigil({"compare", StaticModel(), "--backends", "cpu,cpu", "--repeat", "2", "--json"});
+  ExpectExit(r, 0);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["repeat"], 2);
+  EXPECT_EQ(j["deterministic"], true);
+  EXPECT_EQ(j["within_tolerance"], true);
+  EXPECT_EQ(j["pass"], true);
+  ASSERT_EQ(j["repeats"].size(), 2u);
+  EXPECT_EQ(j["repeats"][1]["outputs"].size(), 3u);
+  ASSERT_EQ(j["outputs"].size(), 3u);
+  EXPECT_EQ(j["outputs"][0]["differing_repeats"].size(), 0u);
+  EXPECT_NE(j["verdict"].get<std::string>().find("deterministic and within tolerance"), std::string::npos);
+}
+
+TEST(CompareCli, RepeatUsageErrors) {
+  ExpectExit(RunVigil({"compare", kModel, "--backends", "cpu,cpu", "--repeat", "0"}), 2);
+  ExpectExit(RunVigil({"compare", kModel, "--backends", "cpu,cpu", "--input", Image(), "--repeat", "2", "--per-node"}),
+             2, "--repeat and --per-node cannot be combined");
+}
+
 TEST(CompareCli, HelpShowsExamplesToleranceAndExitCodes) {
   CommandResult r = RunVigil({"compare", "--help"});
   ExpectExit(r, 0, "Exit codes");
-  for (const char* want : {"Examples", "--backends", "--per-node", "--rtol", "--atol", "1e-3", "1e-5", "--input"}) {
+  for (const char* want :
+       {"Examples", "--backends", "--per-node", "--repeat", "--rtol", "--atol", "1e-3", "1e-5", "--input"}) {
     EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
   }
 }
@@ -223,3 +254,36 @@ TEST(CompareCli, CudaAgainstCpuAtZeroToleranceNamesTheFirstDivergingNode) {
 
 }  // namespace
 }  // namespace vigil::cli
+
+namespace vigil::testing {
+namespace {
+
+// Where a GPU is usable: the Diverge test op adds 0.5 to element 0 on CUDA
+// only, the same in every repeat, so --repeat reports a steady disagreement
+// (not a flaky one) and exit 1.
+TEST(CompareCli, RepeatOnTheGpuReportsSteadyDisagreementOfDiverge) {
+  setenv("VIGIL_ENABLE_TEST_OPS", "1", 1);
+  NodeOptions diverge;
+  diverge.name = "d";
+  diverge.domain = "ai.vigil.testing";
+  const std::string graph = MakeGraph(
+      "g", {MakeNode("Diverge", {"x"}, {"y"}, {}, diverge)},
+      {MakeValueInfo("x", 1, {2, 3})}, {MakeValueInfo("y", 1, {2, 3})});
+  const fs::path model = Scratch("diverge.onnx");
+  WriteFile(model, MakeModel(graph, {{"", 17}, {"ai.vigil.testing", 1}}));
+  CommandResult probe = RunVigil({"run", model.string(), "--backend", "cuda"});
+  if (probe.exit_code != 0) {
+    unsetenv("VIGIL_ENABLE_TEST_OPS");
+    GTEST_SKIP() << "no usable CUDA backend here";
+  }
+  CommandResult r = RunVigil({"compare", model.string(), "--backends", "cuda,cpu", "--repeat", "3"});
+  unsetenv("VIGIL_ENABLE_TEST_OPS");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("disagrees with the cpu reference beyond tolerance in every repeat, the same way"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("identical in all 3 repeats"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace vigil::testing

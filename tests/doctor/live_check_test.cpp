@@ -92,5 +92,116 @@ TEST(LiveCheck, SameRefusalWithoutGraphJitOnlyIsAnError) {
   EXPECT_EQ(f->severity, Severity::kError);
 }
 
+// --- forced statuses (FAKE_CUDNN_FAIL) in each phase of the live check ---
+
+std::string Evidence(const Finding& f, const std::string& name) {
+  for (const Fact& e : f.evidence) {
+    if (e.name == name) return e.value;
+  }
+  return {};
+}
+
+// All "likely cause N" evidence, joined.
+std::string Causes(const Finding& f) {
+  std::string out;
+  for (const Fact& e : f.evidence) {
+    if (e.name.starts_with("likely cause")) out += e.value + "\n";
+  }
+  return out;
+}
+
+std::string Dump(const Finding& f) {
+  std::string out = f.id + ": " + f.summary + "\n";
+  for (const Fact& e : f.evidence) out += "  " + e.name + ": " + e.value + "\n";
+  return out + "  fix: " + f.fix;
+}
+
+// Runs the live check with `spec` forced and returns the failed-call finding.
+Finding Forced(const char* spec, const char* id) {
+  ScopedEnv env("FAKE_CUDNN_FAIL", spec);
+  FakeStack stack(HealthyStack());
+  LiveCheckResult r = Live(stack);
+  const Finding* f = FindById(r.findings, id);
+  if (!f) {
+    ADD_FAILURE() << spec << ": no " << id << " in " << Ids(r.findings) << " (" << r.summary << ")";
+    return {};
+  }
+  return *f;
+}
+
+TEST(LiveCheckForced, NotInitializedAtHandleCreation) {
+  Finding f = Forced("cudnnCreate=1001", "live.cudnn_create_failed");
+  SCOPED_TRACE(Dump(f));
+  EXPECT_EQ(f.severity, Severity::kError);
+  EXPECT_EQ(Evidence(f, "phase"), "handle creation");
+  EXPECT_NE(f.summary.find("CUDNN_STATUS_NOT_INITIALIZED (1001) during handle creation"), std::string::npos);
+  EXPECT_NE(Causes(f).find("CUDA_VISIBLE_DEVICES"), std::string::npos);
+  EXPECT_NE(Causes(f).find("driver"), std::string::npos);
+  EXPECT_NE(f.fix.find("vigil doctor"), std::string::npos);
+}
+
+TEST(LiveCheckForced, DeviceAllocationFailureAtHandleCreation) {
+  Finding f = Forced("cudnnCreate=4004", "live.cudnn_create_failed");
+  SCOPED_TRACE(Dump(f));
+  EXPECT_NE(f.summary.find("CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED"), std::string::npos);
+  EXPECT_NE(Causes(f).find("preallocated"), std::string::npos);
+  EXPECT_NE(f.fix.find("--gpu-mem-limit"), std::string::npos);
+}
+
+TEST(LiveCheckForced, ShapeMismatchAtDescriptorSetUp) {
+  Finding f = Forced("cudnnSetTensor4dDescriptor=2008", "live.convolution_failed");
+  SCOPED_TRACE(Dump(f));
+  EXPECT_EQ(Evidence(f, "call"), "cudnnSetTensor4dDescriptor");
+  EXPECT_EQ(Evidence(f, "phase"), "descriptor set-up");
+  EXPECT_NE(f.summary.find("CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH"), std::string::npos);
+  EXPECT_NE(Causes(f).find("tensor dimensions"), std::string::npos);
+}
+
+TEST(LiveCheckForced, SublibraryLoadingFailureAtDescriptorSetUp) {
+  Finding f = Forced("cudnnCreateTensorDescriptor=1008", "live.convolution_failed");
+  SCOPED_TRACE(Dump(f));
+  EXPECT_EQ(Evidence(f, "phase"), "descriptor set-up");
+  EXPECT_NE(Causes(f).find("sub-library"), std::string::npos);
+  EXPECT_NE(f.fix.find("LD_LIBRARY_PATH"), std::string::npos);
+}
+
+TEST(LiveCheckForced, ExecutionFailedAtExecution) {
+  Finding f = Forced("cudnnConvolutionForward=5000", "live.convolution_failed");
+  SCOPED_TRACE(Dump(f));
+  EXPECT_EQ(Evidence(f, "call"), "cudnnConvolutionForward");
+  EXPECT_EQ(Evidence(f, "phase"), "execution");
+  EXPECT_NE(f.summary.find("CUDNN_STATUS_EXECUTION_FAILED (5000) during execution"), std::string::npos);
+  EXPECT_NE(Causes(f).find("hardware"), std::string::npos);
+  EXPECT_NE(f.fix.find("dcgmi diag"), std::string::npos);
+}
+
+TEST(LiveCheckForced, NotSupportedAtExecution) {
+  Finding f = Forced("cudnnConvolutionForward=3000", "live.convolution_failed");
+  SCOPED_TRACE(Dump(f));
+  EXPECT_EQ(Evidence(f, "phase"), "execution");
+  EXPECT_NE(Causes(f).find("chosen engine"), std::string::npos);
+}
+
+TEST(LiveCheckForced, UnknownStatusStillNamesNumberAndPhase) {
+  Finding f = Forced("cudnnSetFilter4dDescriptor=6123", "live.convolution_failed");
+  SCOPED_TRACE(Dump(f));
+  EXPECT_NE(f.summary.find("6123"), std::string::npos);
+  EXPECT_NE(f.summary.find("descriptor set-up"), std::string::npos);
+  EXPECT_FALSE(Causes(f).empty());
+}
+
+TEST(LiveCheckForced, PlanChoiceLineIsTranslatedAsPlanChoice) {
+  // The legacy convolution has no plan-choice call; a child that reports one
+  // (an algorithm query) still gets the plan-choice translation.
+  LiveCheckResult r = InterpretLiveCheck(
+      "stage cudnnCreate\ncreated\nstatus cudnnGetConvolutionForwardAlgorithm_v7 3001 "
+      "CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN\n",
+      StackSnapshot{}, false, 0);
+  const Finding* f = FindById(r.findings, "live.convolution_failed");
+  ASSERT_NE(f, nullptr) << Ids(r.findings);
+  EXPECT_EQ(Evidence(*f, "phase"), "plan choice");
+  EXPECT_NE(Causes(*f).find("libcudnn_engines_precompiled"), std::string::npos) << Dump(*f);
+}
+
 }  // namespace
 }  // namespace vigil::doctor

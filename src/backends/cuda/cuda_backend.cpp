@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "backends/cuda/cudnn_log.h"
+
 namespace vigil::cuda {
 namespace {
 
@@ -19,7 +21,9 @@ bool SyncEachNode() {
 
 class CudaBackend final : public runtime::Backend {
  public:
-  explicit CudaBackend(const CudaOptions& options) : options_(options), sync_each_node_(SyncEachNode()) {}
+  explicit CudaBackend(const CudaOptions& options) : options_(options), sync_each_node_(SyncEachNode()) {
+    AcquireCudnnLogCapture();  // before the first cuDNN call, so that its messages are kept
+  }
 
   ~CudaBackend() override {
     // Handles and streams belong to the backend and go before the module is
@@ -33,6 +37,7 @@ class CudaBackend final : public runtime::Backend {
       cudaStreamSynchronize(c->stream);
       cudaStreamDestroy(c->stream);
     }
+    ReleaseCudnnLogCapture();
   }
 
   Status Init() {

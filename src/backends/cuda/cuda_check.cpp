@@ -5,8 +5,12 @@
 
 #include <fmt/format.h>
 
+#include "backends/cuda/cudnn_log.h"
+
 namespace vigil::cuda {
 namespace {
+
+using doctor::GpuLibrary;
 
 std::mutex sticky_mutex;
 Status* sticky = nullptr;  // owned; never freed (the context is dead anyway)
@@ -23,16 +27,32 @@ std::string CurrentDevice() {
   return std::to_string(device);
 }
 
-Status Common(Status s, const char* library, const std::string& name, int number, const CallSite& site) {
-  s.WithFact("library", library)
-      .WithFact("status", fmt::format("{} ({})", name, number))
-      .WithFact("call", site.expression)
-      .WithFact("at", Where(site))
-      .WithFact("device", CurrentDevice());
+// "NVIDIA H200 (compute capability 9.0)", for diagnoses about the GPU's
+// architecture; empty when the device cannot be queried.
+std::string DeviceArchitecture() {
+  int device = -1;
+  cudaDeviceProp prop{};
+  if (cudaGetDevice(&device) != cudaSuccess || cudaGetDeviceProperties(&prop, device) != cudaSuccess) return {};
+  return fmt::format("{} (compute capability {}.{}, sm_{}{})", prop.name, prop.major, prop.minor, prop.major,
+                     prop.minor);
+}
+
+// The translated Diagnosis for the status, plus the facts of the call.
+Status Translate(GpuLibrary library, int number, const CallSite& site) {
+  Status s(doctor::TranslateGpuError(library, number, PhaseOf(site), site.expression));
+  s.WithFact("call", site.expression).WithFact("at", Where(site)).WithFact("device", CurrentDevice());
+  if (s.code() == ErrorCode::kEnvironment || s.code() == ErrorCode::kUnsupported) {
+    std::string gpu = DeviceArchitecture();
+    if (!gpu.empty()) s.WithFact("GPU", gpu);
+  }
   return s;
 }
 
 }  // namespace
+
+CallPhase PhaseOf(const CallSite& site) {
+  return site.phase != CallPhase::kUnknown ? site.phase : doctor::PhaseOfCall(site.expression);
+}
 
 bool IsStickyCudaError(cudaError_t e) {
   switch (e) {
@@ -66,134 +86,37 @@ Status StickyError() {
 }
 
 Status CudaCallFailed(cudaError_t e, const CallSite& site) {
-  std::string name = cudaGetErrorName(e);
-  std::string text = cudaGetErrorString(e);
-  Status s;
-  switch (e) {
-    case cudaErrorMemoryAllocation:
-      s = OutOfMemoryError("CUDA ran out of device memory: {}", text);
-      s.WithCause("the run needs more device memory than is free", "cudaMalloc failed")
-          .WithFix("lower the batch size, or free the GPU from other processes (see nvidia-smi)");
-      break;
-    case cudaErrorNoDevice:
-    case cudaErrorInsufficientDriver:
-    case cudaErrorInitializationError:
-    case cudaErrorNoKernelImageForDevice:
-    case cudaErrorUnsupportedPtxVersion:
-    case cudaErrorSystemDriverMismatch:
-    case cudaErrorCompatNotSupportedOnDevice:
-    case cudaErrorDevicesUnavailable:
-      s = EnvironmentError("CUDA cannot use the GPU: {} ({})", text, name);
-      if (e == cudaErrorInsufficientDriver) {
-        s.WithCause("the NVIDIA driver is older than the CUDA runtime vigil was built with");
-        s.WithFix("update the NVIDIA driver");
-      } else if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorUnsupportedPtxVersion) {
-        s.WithCause("vigil's CUDA module has no code for this GPU's architecture, or the driver is too old for its PTX");
-        s.WithFix("rebuild with CMAKE_CUDA_ARCHITECTURES including this GPU, or update the driver");
-      } else if (e == cudaErrorDevicesUnavailable) {
-        s.WithCause("the GPU is in exclusive-process mode and in use by another process");
-      }
-      s.WithFix("run `vigil doctor` for the full GPU stack report");
-      break;
-    default:
-      if (IsStickyCudaError(e)) {
-        s = DeviceFaultError("a CUDA kernel faulted: {} ({})", text, name);
-        s.WithCause("a kernel read or wrote outside its buffers (a vigil bug, or a wrongly sized buffer)")
-            .WithCause("faulty GPU hardware", "if it recurs at random places; check `nvidia-smi -q -d ECC`")
-            .WithFix("the CUDA context cannot recover: restart the process; run with --isolate and report the model");
-      } else {
-        s = InternalError("CUDA call failed: {} ({})", text, name);
-      }
-  }
-  s = Common(std::move(s), "CUDA runtime", name, static_cast<int>(e), site);
+  Status s = Translate(GpuLibrary::kCudaRuntime, static_cast<int>(e), site);
+  // The runtime's own name and text, also for numbers the table lacks.
+  s.WithFact("cudaGetErrorString", fmt::format("{}: {}", cudaGetErrorName(e), cudaGetErrorString(e)));
   if (IsStickyCudaError(e)) RecordStickyError(s);
   return s;
 }
 
 Status CudnnCallFailed(cudnnStatus_t st, const CallSite& site) {
-  std::string name = cudnnGetErrorString(st);
+  // Read first: cudnnGetLastErrorString is per thread and cleared once read,
+  // and the calls below must not replace it.
   char last[1024] = {};
   cudnnGetLastErrorString(last, sizeof last);
-  int family = static_cast<int>(st) / 1000;
-  Status s;
-  if (st == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED ||
-      st == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED) {
-    s = OutOfMemoryError("cuDNN could not allocate memory ({})", name);
-  } else if (family == 3) {  // CUDNN_STATUS_NOT_SUPPORTED*
-    s = UnsupportedError("cuDNN does not support this operation here ({})", name);
-    if (st == CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE) {
-      s.WithCause("a cuDNN sub-library this call needs is not loaded",
-                  "CUDNN_LIB_CONFIG or a partial install leaves it out");
-      s.WithFix("run `vigil doctor` to see which cuDNN sub-libraries are present");
-    }
-  } else if (family == 2) {  // CUDNN_STATUS_BAD_PARAM*
-    s = InternalError("cuDNN rejected a parameter ({})", name);
-    s.WithCause("vigil built a descriptor cuDNN does not accept: a vigil bug");
-  } else if (family == 4) {  // CUDNN_STATUS_INTERNAL_ERROR*
-    s = InternalError("cuDNN failed internally ({})", name);
-    s.WithCause("out of device memory inside cuDNN", "cuDNN reports allocation failures as internal errors")
-        .WithCause("a cuDNN and driver version mismatch", "see `vigil doctor`");
-  } else if (family == 5) {  // CUDNN_STATUS_EXECUTION_FAILED*
-    s = DeviceFaultError("a cuDNN kernel failed to execute ({})", name);
-    s.WithCause("a sticky CUDA error from an earlier kernel, or an out-of-bounds buffer");
-  } else if (st == CUDNN_STATUS_NOT_INITIALIZED ||
-             st == CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH || st == CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED) {
-    s = EnvironmentError("cuDNN cannot start ({})", name);
-    s.WithCause("no usable GPU or driver, or cuDNN libraries of different versions")
-        .WithFix("run `vigil doctor`");
-  } else {
-    s = InternalError("cuDNN call failed ({})", name);
-  }
+  Status s = Translate(GpuLibrary::kCudnn, static_cast<int>(st), site);
   if (last[0]) s.WithFact("cudnnGetLastErrorString", last);
-  return Common(std::move(s), "cuDNN", name, static_cast<int>(st), site);
+  AttachCudnnLog(s);
+  return s;
 }
 
-// cuBLASLt has no status-name function of its own (cublasGetStatusName is in
-// libcublas, which the module does not load).
-const char* CublasStatusName(cublasStatus_t st) {
-  switch (st) {
-    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
-    case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
-    default: return "CUBLAS_STATUS_UNKNOWN";
-  }
+Status CudnnStatus(cudnnStatus_t st, const CallSite& site) {
+  return st == CUDNN_STATUS_SUCCESS ? Status::Ok() : CudnnCallFailed(st, site);
 }
 
 Status CublasCallFailed(cublasStatus_t st, const CallSite& site) {
-  std::string name = CublasStatusName(st);
-  Status s;
-  switch (st) {
-    case CUBLAS_STATUS_ALLOC_FAILED:
-      s = OutOfMemoryError("cuBLASLt could not allocate memory ({})", name);
-      break;
-    case CUBLAS_STATUS_NOT_SUPPORTED:
-    case CUBLAS_STATUS_ARCH_MISMATCH:
-      s = UnsupportedError("cuBLASLt does not support this matrix product here ({})", name);
-      break;
-    case CUBLAS_STATUS_NOT_INITIALIZED:
-      s = EnvironmentError("cuBLASLt cannot start ({})", name);
-      s.WithFix("run `vigil doctor`");
-      break;
-    case CUBLAS_STATUS_EXECUTION_FAILED:
-      s = DeviceFaultError("a cuBLASLt kernel failed to execute ({})", name);
-      break;
-    default:
-      s = InternalError("cuBLASLt call failed ({})", name);
-  }
-  return Common(std::move(s), "cuBLASLt", name, static_cast<int>(st), site);
+  return Translate(GpuLibrary::kCublas, static_cast<int>(st), site);
 }
 
 Status CheckLaunch(const char* kernel, const char* file, int line) {
   cudaError_t e = cudaGetLastError();
   if (e == cudaSuccess) return Status::Ok();
-  return CudaCallFailed(e, {kernel, file, line}).WithContext(fmt::format("launching {}", kernel));
+  std::string what = fmt::format("{}<<<...>>> (kernel launch)", kernel);
+  return CudaCallFailed(e, {what.c_str(), file, line, CallPhase::kExecution});
 }
 
 }  // namespace vigil::cuda

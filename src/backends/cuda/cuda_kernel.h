@@ -137,6 +137,7 @@ std::span<const CudaKernelDef> MatMulCudaKernels();        // matmul_cublaslt.cp
 std::span<const CudaKernelDef> ViewCudaKernels();          // views.cpp (Reshape, Flatten, ...)
 std::span<const CudaKernelDef> RecurrentCudaKernels();     // recurrent.cu (LSTM, GRU, RNN)
 std::span<const CudaKernelDef> ShapeSourceCudaKernels();   // shape_source.cpp (Shape, Size, ConstantOfShape)
+std::span<const CudaKernelDef> FaultInjectionCudaKernels(); // fault_injection.cu (test-only ops)
 
 // --- support predicates shared by the families ---------------------------
 

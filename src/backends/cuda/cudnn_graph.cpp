@@ -98,10 +98,10 @@ Result<std::vector<CudnnDescriptor>> EngineConfigs(const CudnnDescriptor& graph,
   VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor heur, CudnnDescriptor::Create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR));
   VIGIL_RETURN_IF_ERROR(heur.SetDescriptor(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph));
   VIGIL_RETURN_IF_ERROR(heur.Set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode));
-  VIGIL_RETURN_IF_ERROR(heur.Finalize());
+  VIGIL_CUDNN_CALL_IN(kPlanChoice, cudnnBackendFinalize(heur.get()));
   int64_t count = 0;
-  VIGIL_CUDNN_CALL(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                            0, &count, nullptr));
+  VIGIL_CUDNN_CALL_IN(kPlanChoice, cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
   std::vector<CudnnDescriptor> configs;
   std::vector<cudnnBackendDescriptor_t> raw;
   for (int64_t i = 0; i < count; ++i) {
@@ -111,8 +111,8 @@ Result<std::vector<CudnnDescriptor>> EngineConfigs(const CudnnDescriptor& graph,
   }
   if (count == 0) return configs;
   int64_t got = 0;
-  VIGIL_CUDNN_CALL(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                            count, &got, raw.data()));
+  VIGIL_CUDNN_CALL_IN(kPlanChoice, cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raw.data()));
   configs.resize(static_cast<size_t>(std::min(got, count)));
   return configs;
 }
@@ -166,7 +166,7 @@ Result<CudnnPlan> BuildCudnnPlan(cudnnHandle_t handle, std::vector<CudnnDescript
   VIGIL_RETURN_IF_ERROR(graph.Set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
                                   static_cast<int64_t>(raw_ops.size()), raw_ops.data()));
   VIGIL_RETURN_IF_ERROR(SetHandle(graph, /*plan=*/false, handle));
-  Status finalized = graph.Finalize();
+  Status finalized = VIGIL_CUDNN_STATUS_IN(kPlanChoice, cudnnBackendFinalize(graph.get()));
   if (!finalized.ok()) return finalized.WithContext(fmt::format("cuDNN operation graph for {}", what));
 
   std::vector<std::string> rejected;
@@ -188,8 +188,8 @@ Result<CudnnPlan> BuildCudnnPlan(cudnnHandle_t handle, std::vector<CudnnDescript
         continue;
       }
       int64_t n = 0;
-      VIGIL_CUDNN_CALL(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64,
-                                                1, &n, &result.workspace_bytes));
+      VIGIL_CUDNN_CALL_IN(kPlanChoice, cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                                                CUDNN_TYPE_INT64, 1, &n, &result.workspace_bytes));
       result.plan = std::move(plan);
       result.engine = fmt::format("config {} of {} ({} heuristics)", i + 1, configs.size(),
                                   mode == CUDNN_HEUR_MODE_A ? "mode A" : "fallback");

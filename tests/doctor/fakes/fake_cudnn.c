@@ -1,7 +1,9 @@
 /* A fake libcudnn: the version API with chosen values, and a legacy API
    small enough for the live check's 3x3 convolution (host memory).
    FAKE_MODE: 0 works, 1 crashes in cudnnCreate, 2 hangs in cudnnCreate,
-   3 cudnnCreate returns CUDNN_STATUS_NOT_INITIALIZED, 4 crashes when loaded. */
+   3 cudnnCreate returns CUDNN_STATUS_NOT_INITIALIZED, 4 crashes when loaded.
+   At run time, FAKE_CUDNN_FAIL="fn=status[,fn=status...]" makes each named
+   function return that status, e.g. "cudnnConvolutionForward=5000". */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +34,26 @@ const char* cudnnGetErrorString(int s) {
 }
 void cudnnGetLastErrorString(char* m, size_t n) { strncpy(m, "fake: last error", n); }
 
+/* The status FAKE_CUDNN_FAIL forces on `fn`, or 0. */
+static int Forced(const char* fn) {
+  const char* p = getenv("FAKE_CUDNN_FAIL");
+  size_t n = strlen(fn);
+  while (p != NULL && *p != '\0') {
+    const char* end = strchr(p, ',');
+    if (end == NULL) end = p + strlen(p);
+    if ((size_t)(end - p) > n && strncmp(p, fn, n) == 0 && p[n] == '=') return atoi(p + n + 1);
+    p = *end == ',' ? end + 1 : end;
+  }
+  return 0;
+}
+#define FORCED(fn) \
+  do { \
+    int forced_ = Forced(fn); \
+    if (forced_ != 0) return forced_; \
+  } while (0)
+
 int cudnnCreate(void** h) {
+  FORCED("cudnnCreate");
   if (FAKE_MODE == 1) *(volatile int*)0 = 1;
   if (FAKE_MODE == 2) for (;;) pause();
   if (FAKE_MODE == 3) return 1001;
@@ -45,16 +66,20 @@ static int JitOnly(void) {
   const char* c = getenv("CUDNN_LIB_CONFIG");
   return c != NULL && strcmp(c, "GRAPH_JIT_ONLY") == 0;
 }
-int cudnnCreateTensorDescriptor(void** d) { if (JitOnly()) return 3009; *d = malloc(1); return 0; }
-int cudnnSetTensor4dDescriptor(void* d, int f, int t, int n, int c, int h, int w) { return 0; }
-int cudnnCreateFilterDescriptor(void** d) { *d = malloc(1); return 0; }
-int cudnnSetFilter4dDescriptor(void* d, int t, int f, int k, int c, int h, int w) { return 0; }
-int cudnnCreateConvolutionDescriptor(void** d) { *d = malloc(1); return 0; }
-int cudnnSetConvolution2dDescriptor(void* d, int ph, int pw, int u, int v, int dh, int dw, int m, int t) { return 0; }
+int cudnnCreateTensorDescriptor(void** d) { FORCED("cudnnCreateTensorDescriptor"); if (JitOnly()) return 3009; *d = malloc(1); return 0; }
+int cudnnSetTensor4dDescriptor(void* d, int f, int t, int n, int c, int h, int w) { FORCED("cudnnSetTensor4dDescriptor"); return 0; }
+int cudnnCreateFilterDescriptor(void** d) { FORCED("cudnnCreateFilterDescriptor"); *d = malloc(1); return 0; }
+int cudnnSetFilter4dDescriptor(void* d, int t, int f, int k, int c, int h, int w) { FORCED("cudnnSetFilter4dDescriptor"); return 0; }
+int cudnnCreateConvolutionDescriptor(void** d) { FORCED("cudnnCreateConvolutionDescriptor"); *d = malloc(1); return 0; }
+int cudnnSetConvolution2dDescriptor(void* d, int ph, int pw, int u, int v, int dh, int dw, int m, int t) {
+  FORCED("cudnnSetConvolution2dDescriptor");
+  return 0;
+}
 
 /* 3x3 input, 3x3 filter, padding 1, stride 1: cross-correlation. */
 int cudnnConvolutionForward(void* h, const void* alpha, void* xd, const void* x, void* wd, const void* w, void* cd,
                             int algo, void* ws, size_t wss, const void* beta, void* yd, void* y) {
+  FORCED("cudnnConvolutionForward");
   const float* in = x;
   const float* k = w;
   float* out = y;

@@ -1,0 +1,77 @@
+// CUDA kernels of the test-only fault-injection ops (ops/fault_injection.h),
+// which exist only when VIGIL_ENABLE_TEST_OPS=1. OutOfBoundsWrite is how the
+// crash-guard tests produce a real device fault (an illegal address), and
+// Diverge a real GPU/CPU disagreement.
+#include <cstdint>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/device_common.cuh"
+#include "ops/fault_injection.h"
+
+namespace vigil::cuda {
+namespace {
+
+// One terabyte past the output: far beyond any allocation of this process,
+// so the store faults instead of silently corrupting a neighbour.
+constexpr uint64_t kOutOfBoundsBytes = uint64_t{1} << 40;
+
+__global__ void WriteFarOutside(unsigned char* base) {
+  volatile float* target = reinterpret_cast<volatile float*>(base + kOutOfBoundsBytes);
+  *target = 1.0f;
+}
+
+__global__ void AddHalfToFirst(float* y) { y[0] += 0.5f; }
+
+bool FloatOnly(const ir::Node&, const runtime::NodeTypes& types, std::string* why_not) {
+  const ir::TypeInfo* x = types.inputs.empty() ? nullptr : types.inputs[0];
+  if (x && x->elem_type == ir::DataType::kFloat32) return true;
+  *why_not = "the test kernel takes float32 only";
+  return false;
+}
+
+Status CopyInput(CudaKernelContext& ctx, runtime::Tensor** out) {
+  const runtime::Tensor* x = ctx.input(0);
+  VIGIL_ASSIGN_OR_RETURN(*out, ctx.Output(0));
+  if (x->byte_size() > 0) {
+    VIGIL_CUDA_CALL(cudaMemcpyAsync((*out)->raw_data(), x->raw_data(), x->byte_size(), cudaMemcpyDeviceToDevice,
+                                    ctx.stream()));
+  }
+  return Status::Ok();
+}
+
+Status Fail(CudaKernelContext& ctx) {
+  return InternalError("{}: injected failure (test-only op)", ops::NodeLabel(ctx.node()));
+}
+
+Status Diverge(CudaKernelContext& ctx) {
+  runtime::Tensor* y = nullptr;
+  VIGIL_RETURN_IF_ERROR(CopyInput(ctx, &y));
+  if (y->element_count() == 0) return Status::Ok();
+  AddHalfToFirst<<<1, 1, 0, ctx.stream()>>>(static_cast<float*>(y->raw_data()));
+  VIGIL_CHECK_LAUNCH("AddHalfToFirst");
+  return Status::Ok();
+}
+
+Status OutOfBoundsWrite(CudaKernelContext& ctx) {
+  runtime::Tensor* y = nullptr;
+  VIGIL_RETURN_IF_ERROR(CopyInput(ctx, &y));
+  WriteFarOutside<<<1, 1, 0, ctx.stream()>>>(static_cast<unsigned char*>(y->raw_data()));
+  VIGIL_CHECK_LAUNCH("WriteFarOutside");
+  return Status::Ok();
+}
+
+const CudaKernelDef kFaultInjectionKernels[] = {
+    {"ai.vigil.testing", "Fail", 1, kLatest, Fail, nullptr},
+    {"ai.vigil.testing", "Diverge", 1, kLatest, Diverge, FloatOnly},
+    {"ai.vigil.testing", "OutOfBoundsWrite", 1, kLatest, OutOfBoundsWrite, FloatOnly},
+};
+
+}  // namespace
+
+std::span<const CudaKernelDef> FaultInjectionCudaKernels() {
+  if (!ops::TestOpsEnabled()) return {};
+  return kFaultInjectionKernels;
+}
+
+}  // namespace vigil::cuda
