@@ -9,10 +9,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 
 #include "doctor/cuda_errors.h"
+#include "doctor/crash_report.h"
 #include "doctor/elf_file.h"
 #include "doctor/forked_child.h"
 #include "doctor/rules_common.h"
@@ -65,21 +68,14 @@ void AddFaultLocation(const ChildLines& c, std::vector<Fact>& evidence) {
   std::string pc_hex;
   sig >> number >> pc_hex;
   evidence.push_back({"fault address", "0x" + pc_hex});
-  if (c.maps_line.empty()) return;
-  std::istringstream maps(c.maps_line);
-  std::string range, perms, offset_hex, dev, inode, path;
-  maps >> range >> perms >> offset_hex >> dev >> inode;
-  std::getline(maps >> std::ws, path);
-  if (path.empty()) return;
-  uintptr_t start = std::stoull(range.substr(0, range.find('-')), nullptr, 16);
-  uintptr_t pc = std::stoull(pc_hex, nullptr, 16);
-  uintptr_t file_offset = pc - start + std::stoull(offset_hex, nullptr, 16);
-  evidence.push_back({"faulting library", path + fmt::format(" + 0x{:x}", file_offset)});
-  Result<ElfInfo> elf = ReadElf(path);
-  if (elf.ok() && !elf->build_id.empty()) {
-    evidence.push_back({"build-id", elf->build_id});
-    std::string base = path.substr(path.rfind('/') + 1);
-    evidence.push_back({"symbols", "https://cudatoolkit-symbols.nvidia.com/" + base + "/" + elf->build_id + "/"});
+  uint64_t pc = 0;
+  if (std::sscanf(pc_hex.c_str(), "%" SCNx64, &pc) != 1) return;
+  std::optional<FaultLocation> f = LocateInMapsLine(c.maps_line, pc);
+  if (!f) return;
+  evidence.push_back({"faulting library", f->library + fmt::format(" + 0x{:x}", f->file_offset)});
+  if (!f->build_id.empty()) evidence.push_back({"build-id", f->build_id});
+  for (size_t i = 0; i < f->symbolise.size(); ++i) {
+    evidence.push_back({fmt::format("symbolise, step {}", i + 1), f->symbolise[i]});
   }
 }
 

@@ -2,6 +2,7 @@
 // --child-probe), against fake libraries.
 #include <gtest/gtest.h>
 
+#include "doctor/cuda_errors.h"
 #include "doctor/live_check.h"
 #include "fake_stack.h"
 
@@ -201,6 +202,34 @@ TEST(LiveCheckForced, PlanChoiceLineIsTranslatedAsPlanChoice) {
   ASSERT_NE(f, nullptr) << Ids(r.findings);
   EXPECT_EQ(Evidence(*f, "phase"), "plan choice");
   EXPECT_NE(Causes(*f).find("libcudnn_engines_precompiled"), std::string::npos) << Dump(*f);
+}
+
+// Every cuDNN 9 status, forced through the fake library at handle creation
+// and at execution, comes back as a finding that names the status and the
+// phase, with the table's first cause among its evidence.
+TEST(LiveCheckForced, EveryCudnnStatusAtHandleCreationAndExecution) {
+  const std::pair<const char*, const char*> sites[] = {{"cudnnCreate", "live.cudnn_create_failed"},
+                                                       {"cudnnConvolutionForward", "live.convolution_failed"}};
+  size_t checked = 0;
+  for (const GpuStatusInfo& st : KnownGpuStatuses(GpuLibrary::kCudnn)) {
+    for (const auto& [call, id] : sites) {
+      const std::string spec = std::string(call) + "=" + std::to_string(st.number);
+      SCOPED_TRACE(spec);
+      Finding f = Forced(spec.c_str(), id);
+      if (f.id.empty()) continue;
+      const std::string phase = std::string(call) == "cudnnCreate" ? "handle creation" : "execution";
+      EXPECT_NE(f.summary.find(std::string(st.name)), std::string::npos) << Dump(f);
+      EXPECT_NE(f.summary.find("during " + phase), std::string::npos) << Dump(f);
+      EXPECT_EQ(Evidence(f, "phase"), phase);
+      Diagnosis expected = TranslateGpuError(GpuLibrary::kCudnn, st.number,
+                                             phase == "execution" ? CallPhase::kExecution : CallPhase::kHandleCreation);
+      ASSERT_FALSE(expected.causes.empty());
+      EXPECT_NE(Causes(f).find(expected.causes[0].what), std::string::npos) << Dump(f);
+      EXPECT_FALSE(f.fix.empty());
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 2 * 45u);
 }
 
 }  // namespace
