@@ -1,5 +1,5 @@
 // `vigil bench MODEL [--input NAME=FILE ...] [--dim N=8 ...] [--warmup N]
-// [--iters N] [--json]`: latency percentiles and throughput of Session::Run,
+// [--iters N] [--json] [--profile TRACE.json]`: latency percentiles and throughput of Session::Run,
 // with the time to first result (load + plan + first run).
 #include <unistd.h>
 
@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/float16.h"
+#include "cli/bench_profile.h"
 #include "cli/command.h"
 #include "ops/shape_helpers.h"
 
@@ -29,6 +30,8 @@ struct BenchOptions {
   int warmup = 3;
   int iters = 20;
   bool json = false;
+  std::string profile;  // Chrome trace file; enables per-node timing
+  size_t profile_top = 25;
 };
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -104,9 +107,27 @@ void Progress(const char* phase, int done, int total) {
   if (done == total) std::fprintf(stderr, "\n");
 }
 
+int RunProfile(const BenchOptions& opt, const runtime::Session& session,
+               const std::vector<runtime::InputBinding>& inputs) {
+  std::fprintf(stderr, "profiling %d run(s), synchronising after every node...\n", opt.iters);
+  auto profile = ProfileRuns(session, inputs, opt.iters);
+  if (!profile.ok()) return ReportFailure(profile.status(), opt.json);
+  Status written = WriteChromeTrace(*profile, opt.profile);
+  if (!written.ok()) return ReportFailure(written, opt.json);
+  std::string text = ProfileText(*profile, opt.profile_top);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::printf("trace:        %s (open in chrome://tracing or https://ui.perfetto.dev)\n", opt.profile.c_str());
+  return kExitOk;
+}
+
 int RunBench(const BenchOptions& opt) {
   if (opt.iters < 1 || opt.warmup < 0) {
     return ReportFailure(InvalidInputError("--iters must be at least 1 and --warmup at least 0"), opt.json);
+  }
+  if (!opt.profile.empty() && opt.backend.backend == "cuda") {
+    // Read when the backend is created: a synchronisation after every node,
+    // so that host time per node is device time per node.
+    setenv("VIGIL_CUDA_SYNC", "1", 1);
   }
   auto start = Clock::now();
   auto session = LoadSession(opt.model_path, opt.backend);
@@ -131,6 +152,7 @@ int RunBench(const BenchOptions& opt) {
     Progress("warm-up", i + 1, opt.warmup);
     if (auto r = (*session)->Run(inputs->bindings); !r.ok()) return ReportFailure(r.status(), opt.json);
   }
+  if (!opt.profile.empty()) return RunProfile(opt, **session, inputs->bindings);
   std::vector<double> times;
   for (int i = 0; i < opt.iters; ++i) {
     Progress("timing", i + 1, opt.iters);
@@ -185,6 +207,10 @@ Command AddBenchCommand(CLI::App& parent) {
   sub->add_option("--warmup", opt->warmup, "untimed runs first (default 3)");
   sub->add_option("--iters", opt->iters, "timed runs (default 20)");
   sub->add_flag("--json", opt->json, "print JSON");
+  sub->add_option("--profile", opt->profile,
+                  "time every node instead (with --backend cuda, a synchronisation after each node), print the "
+                  "slowest nodes and the time per op type, and write one run as a Chrome trace to FILE");
+  sub->add_option("--profile-top", opt->profile_top, "with --profile: how many of the slowest nodes to list (25)");
   return {sub, [opt] { return RunBench(*opt); }};
 }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -40,6 +41,31 @@ TEST(BenchCli, GeneratesFloat16AndBfloat16Inputs) {
     EXPECT_EQ(r.exit_code, 0) << "dtype " << dtype << ": " << r.out << r.err;
   }
   fs::remove_all(dir);
+}
+
+TEST(BenchCli, ProfileTimesEveryNodeAndWritesATrace) {
+  fs::path trace = fs::temp_directory_path() / ("vigil_bench_trace_" + std::to_string(::getpid()) + ".json");
+  CommandResult r = RunVigil({"bench", kModel, "--dim", "N=2", "--warmup", "1", "--iters", "4", "--profile",
+                              trace.string(), "--profile-top", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("profile: 4 run(s)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("slowest nodes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("by op type"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Conv"), std::string::npos) << r.out;
+  std::ifstream in(trace);
+  nlohmann::json j = nlohmann::json::parse(in);
+  // One event per node of the tiny CNN, in execution order, back to back.
+  CommandResult inspect = RunVigil({"inspect", kModel, "--json"});
+  size_t nodes = nlohmann::json::parse(inspect.out)["nodes"].get<size_t>();
+  ASSERT_EQ(j["traceEvents"].size(), nodes);
+  double t = 0;
+  for (const auto& e : j["traceEvents"]) {
+    EXPECT_EQ(e["ph"], "X");
+    EXPECT_DOUBLE_EQ(e["ts"].get<double>(), t);
+    EXPECT_GT(e["dur"].get<double>(), 0.0);
+    t += e["dur"].get<double>();
+  }
+  fs::remove(trace);
 }
 
 TEST(BenchCli, BadDimIsDiagnosed) {
