@@ -32,6 +32,7 @@ struct CompareOptions {
   // Passed to whichever side runs on cuda.
   bool tf32 = false;
   bool deterministic = false;
+  std::string layout = "auto";
   bool no_fallback = false;
   std::string gpu_mem_limit;
   int device = 0;
@@ -69,6 +70,7 @@ BackendChoice ChoiceFor(const std::string& backend, const CompareOptions& opt) {
     c.no_fallback = opt.no_fallback;
     c.gpu_mem_limit = opt.gpu_mem_limit;
     c.device = opt.device;
+    c.layout = opt.layout;
   }
   return c;
 }
@@ -294,6 +296,10 @@ Command AddCompareCommand(CLI::App& parent) {
   sub->add_option("--atol", opt->atol, "absolute tolerance (default 1e-5)");
   sub->add_flag("--tf32", opt->tf32, "for the cuda side: let float32 convolutions and products use TF32");
   sub->add_flag("--deterministic", opt->deterministic, "for the cuda side: only deterministic algorithms");
+  sub->add_option("--layout", opt->layout,
+                  "for the cuda side: auto (float16/bfloat16 convolutions run channels-last) or nchw (as the model "
+                  "says)")
+      ->check(CLI::IsMember({"auto", "nchw"}));
   sub->add_flag("--no-fallback", opt->no_fallback,
                 "for the cuda side: fail at load when a node cannot run on CUDA instead of running it on the CPU");
   sub->add_option("--gpu-mem-limit", opt->gpu_mem_limit,

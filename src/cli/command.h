@@ -47,6 +47,7 @@ struct BackendChoice {
   std::string gpu_mem_limit;  // "512M", "2G", bytes; empty = free memory
   int device = 0;
   std::string cudnn_log;  // file for cuDNN's API log (CUDNN_LOGLEVEL_DBG=3), set before the module loads
+  std::string layout = "auto";  // auto: fp16/bf16 convolutions run NHWC on cuda; nchw: as the model says
 };
 void AddBackendOptions(CLI::App* sub, BackendChoice& choice);
 // The same choice as command-line arguments (for the isolated worker).

@@ -7,6 +7,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/module/backend_module.h"
 #include "cli/command.h"
+#include "ir/layout_nhwc.h"
 #include "ir/validate.h"
 #include "onnx/reader.h"
 
@@ -43,6 +44,10 @@ void AddBackendOptions(CLI::App* sub, BackendChoice& c) {
   sub->add_option("--cudnn-log", c.cudnn_log,
                   "with --backend cuda: write cuDNN's API log (every call, CUDNN_LOGLEVEL_DBG=3) to FILE; on a cuDNN "
                   "failure its tail is attached to the diagnosis");
+  sub->add_option("--layout", c.layout,
+                  "with --backend cuda: auto (default) runs float16/bfloat16 2D convolutions channels-last (NHWC, "
+                  "for tensor cores), with the fewest transposes; nchw keeps every convolution as the model says")
+      ->check(CLI::IsMember({"auto", "nchw"}));
 }
 
 std::vector<std::string> BackendArguments(const BackendChoice& c) {
@@ -52,6 +57,7 @@ std::vector<std::string> BackendArguments(const BackendChoice& c) {
   if (c.deterministic) args.push_back("--deterministic");
   if (!c.gpu_mem_limit.empty()) args.insert(args.end(), {"--gpu-mem-limit", c.gpu_mem_limit});
   if (!c.cudnn_log.empty()) args.insert(args.end(), {"--cudnn-log", c.cudnn_log});
+  args.insert(args.end(), {"--layout", c.layout});
   return args;
 }
 
@@ -77,6 +83,7 @@ Result<std::unique_ptr<runtime::Session>> LoadSession(const std::string& model_p
     }
     options.backends.push_back(loaded.backend);
     options.no_fallback = choice.no_fallback;
+    options.conv_layout = choice.layout == "nchw" ? runtime::ConvLayout::kAsModel : runtime::ConvLayout::kNhwcOnDevice;
   } else if (choice.backend != "cpu") {
     return InvalidInputError("unknown backend '{}'", choice.backend).WithFix("use --backend cpu or --backend cuda");
   }
@@ -87,6 +94,15 @@ Result<std::unique_ptr<runtime::Session>> LoadSession(const std::string& model_p
   auto session = runtime::Session::Create(std::move(model), std::move(options));
   if (!session.ok()) return std::move(session).TakeStatus().WithFact("model", model_path);
   if (std::getenv("VIGIL_VERBOSE")) {
+    size_t nhwc = 0, transposes = 0;
+    for (const ir::Node& n : (*session)->model().graph.nodes) {
+      nhwc += n.op_type == ir::kConvNhwcOp && n.domain == ir::kVigilDomain;
+      transposes += n.op_type == "Transpose";
+    }
+    if (nhwc > 0) {
+      std::fprintf(stderr, "vigil: layout: %zu convolutions run NHWC; the graph has %zu Transpose nodes\n", nhwc,
+                   transposes);
+    }
     for (const runtime::NodePlacement& p : (*session)->placement()) {
       if (!p.fallback_reason.empty()) {
         std::fprintf(stderr, "vigil: %s runs on %s: %s\n", p.node.c_str(), p.backend.c_str(), p.fallback_reason.c_str());

@@ -30,7 +30,7 @@ std::span<const OpSchema> AllSchemas() {
     std::vector<OpSchema> all;
     for (auto family : {ElementwiseSchemas(), ConvPoolSchemas(), NormalizationSchemas(), LinalgSchemas(),
                         ReductionSchemas(), ShapeOpSchemas(), TensorGenSchemas(), RecurrentSchemas(),
-                        QuantizationSchemas(), DropoutSchemas(), FaultInjectionSchemas()}) {
+                        QuantizationSchemas(), DropoutSchemas(), LayoutSchemas(), FaultInjectionSchemas()}) {
       all.insert(all.end(), family.begin(), family.end());
     }
     return all;

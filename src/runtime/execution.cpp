@@ -302,7 +302,18 @@ Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const Execu
   const Tensor* host_arena = host_arena_storage ? &*host_arena_storage : nullptr;
   const Tensor* device_arena = device_arena_storage ? &*device_arena_storage : nullptr;
   RunValues values(plan, constants, device_constants);
-  for (const InputBinding& b : inputs) values.Set(b.name, Tensor::View(b.dtype, b.shape, const_cast<void*>(b.data)));
+  for (const InputBinding& b : inputs) {
+    void* data = const_cast<void*>(b.data);
+    if (b.device == Device::kHost) {
+      values.Set(b.name, Tensor::View(b.dtype, b.shape, data));
+    } else if (dev && dev->device() == b.device) {
+      values.Set(b.name, Tensor::OnDevice(b.device, b.dtype, b.shape, data, nullptr));
+    } else {
+      return InvalidInputError("input '{}' is in device memory, but no node of this session runs on that device",
+                               b.name)
+          .WithFix("bind host memory, or let the session run on the device (--backend cuda)");
+    }
+  }
   std::vector<std::string> produced;
   for (size_t pos = 0; pos < plan.steps.size(); ++pos) {
     const ExecutionStep& step = plan.steps[pos];

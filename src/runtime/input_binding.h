@@ -11,6 +11,7 @@
 
 #include "base/status.h"
 #include "ir/graph.h"
+#include "runtime/tensor.h"
 
 namespace vigil::runtime {
 
@@ -18,9 +19,12 @@ struct InputBinding {
   std::string name;  // empty: bind by position (the model's input order)
   ir::DataType dtype = ir::DataType::kUndefined;
   std::vector<int64_t> shape;
-  const void* data = nullptr;  // host memory
+  const void* data = nullptr;  // host memory, or device memory when `device` says so
   size_t byte_size = 0;        // size of the caller's buffer in bytes
   std::string source;          // where it came from ("x.npy"), for messages
+  // Where `data` lives. Device memory must be the session's device backend's
+  // (see Session::UploadInput); it is then read in place, without a copy.
+  Device device = Device::kHost;
 };
 
 // The model's inputs as Run sees them: graph inputs minus those an

@@ -160,6 +160,16 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
   VIGIL_ASSIGN_OR_RETURN(InferredGraph inferred, InferGraph(model, order, {}, folding));
   state->model = ApplyFolding(model, inferred);
   AlignInitializers(state->model.graph);  // folded values may be views of attribute bytes
+  VIGIL_ASSIGN_OR_RETURN(bool relaid, ApplyConvLayout(state->model, inferred.types, state->options.conv_layout,
+                                                      *state->options.backends[0]));
+  if (relaid) {
+    // Again, for the new values' types and to fold the weight transposes
+    // into KRSC initializers.
+    VIGIL_ASSIGN_OR_RETURN(std::vector<size_t> relaid_order, ir::TopologicalOrder(state->model.graph));
+    VIGIL_ASSIGN_OR_RETURN(inferred, InferGraph(state->model, relaid_order, {}, folding));
+    state->model = ApplyFolding(state->model, inferred);
+    AlignInitializers(state->model.graph);
+  }
   VIGIL_ASSIGN_OR_RETURN(state->order, ir::TopologicalOrder(state->model.graph));
 
   const ir::Graph& g = state->model.graph;
@@ -240,6 +250,17 @@ Result<std::vector<NamedTensor>> Session::Run(std::vector<InputBinding> inputs, 
   VIGIL_ASSIGN_OR_RETURN(auto plan, state_->GetPlan(inputs));
   return ExecutePlan(state_->model, *plan, state_->constants, state_->device_constants, inputs, /*keep_all=*/false,
                      observer ? &observer : nullptr);
+}
+
+Result<Tensor> Session::UploadInput(const Tensor& host) const {
+  for (const Backend* b : state_->node_backend) {
+    if (b && b->device() != Device::kHost) {
+      VIGIL_ASSIGN_OR_RETURN(Tensor up, b->ToDevice(host));
+      VIGIL_RETURN_IF_ERROR(b->Synchronize());
+      return up;
+    }
+  }
+  return InvalidInputError("no node of this session runs on a device, so an input cannot be placed on one");
 }
 
 Result<std::vector<NamedTensor>> Session::RunKeepingAll(std::vector<InputBinding> inputs) const {

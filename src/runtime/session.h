@@ -13,6 +13,7 @@
 #include "base/status.h"
 #include "ir/graph.h"
 #include "runtime/backend.h"
+#include "runtime/conv_layout.h"
 #include "runtime/input_binding.h"
 #include "runtime/memory_plan.h"
 #include "runtime/tensor.h"
@@ -28,6 +29,9 @@ struct SessionOptions {
   // Fail at load, naming the node, when the first backend cannot run a node
   // (instead of falling back to a later one).
   bool no_fallback = false;
+  // kNhwcOnDevice: float16/bfloat16 convolutions the device backend can run
+  // channels-last are rewritten to NHWC at load (runtime/conv_layout.h).
+  ConvLayout conv_layout = ConvLayout::kAsModel;
 };
 
 struct NamedTensor {
@@ -75,6 +79,11 @@ class Session {
   Result<std::vector<NamedTensor>> Run(std::vector<InputBinding> inputs) const;
   // The same, telling `observer` about each node before it runs.
   Result<std::vector<NamedTensor>> Run(std::vector<InputBinding> inputs, const NodeObserver& observer) const;
+
+  // A copy of a host tensor in the memory of the session's device backend,
+  // to bind as an input with InputBinding::device (no copy per run).
+  // InvalidInput when no node runs on a device.
+  Result<Tensor> UploadInput(const Tensor& host) const;
 
   // Runs and also returns every intermediate value (for compare --per-node).
   Result<std::vector<NamedTensor>> RunKeepingAll(std::vector<InputBinding> inputs) const;

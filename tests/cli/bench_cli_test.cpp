@@ -68,6 +68,12 @@ TEST(BenchCli, ProfileTimesEveryNodeAndWritesATrace) {
   fs::remove(trace);
 }
 
+TEST(BenchCli, InputsOnDeviceNeedADevice) {
+  CommandResult r = RunVigil({"bench", kModel, "--iters", "1", "--inputs-on-device"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("no node of this session runs on a device"), std::string::npos) << r.err;
+}
+
 TEST(BenchCli, BadDimIsDiagnosed) {
   CommandResult r = RunVigil({"bench", kModel, "--dim", "N=lots"});
   EXPECT_EQ(r.exit_code, 1) << r.err;

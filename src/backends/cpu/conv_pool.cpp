@@ -14,6 +14,7 @@ std::span<const KernelDef> ConvPoolKernels() {
       {"", "GlobalAveragePool", 1, kLatest, GlobalAveragePoolKernel},
       {"", "GlobalMaxPool", 1, kLatest, GlobalMaxPoolKernel},
       {"", "GlobalLpPool", 1, kLatest, GlobalLpPoolKernel},
+      {"ai.vigil", "ConvNhwc", 1, kLatest, ConvNhwcKernel},  // conv_nhwc.cpp
   };
   return kKernels;
 }

@@ -36,6 +36,8 @@ Result<SpatialGeometry> ForwardGeometry(const ir::Node& node, const ops::WindowA
 
 Status ConvKernel(KernelContext& ctx);
 Status ConvTransposeKernel(KernelContext& ctx);
+// ai.vigil.ConvNhwc (conv_nhwc.cpp): Conv on channels-last tensors.
+Status ConvNhwcKernel(KernelContext& ctx);
 Status MaxPoolKernel(KernelContext& ctx);
 Status AveragePoolKernel(KernelContext& ctx);
 Status LpPoolKernel(KernelContext& ctx);

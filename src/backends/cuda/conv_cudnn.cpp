@@ -1,24 +1,47 @@
 // Conv and ConvTranspose through cuDNN's graph API: a forward-convolution
 // (or backward-data, for ConvTranspose) operation graph per shape, built
-// once per thread and cached; the bias is added by our own kernel. 1D
-// convolutions run as 2D with a unit height. Tensors are NCHW as in ONNX.
+// once per thread and cached; the bias is added by our own kernel (ConvNhwc
+// fuses bias and Relu into the cuDNN graph where cuDNN can). 1D
+// convolutions run as 2D with a unit height. Tensors are NCHW as in ONNX,
+// except for ai.vigil.ConvNhwc (the layout pass's channels-last Conv,
+// ir/layout_nhwc.h): cuDNN gets the same logical NCHW dims with NHWC
+// strides, which is what its tensor-core engines want.
+#include <cstdlib>
+#include <string_view>
+
 #include <fmt/format.h>
 
 #include "backends/cuda/epilogue.h"
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/cudnn_graph.h"
+#include "ir/layout_nhwc.h"
 #include "ops/conv_geometry.h"
 #include "ops/shape_helpers.h"
 
 namespace vigil::cuda {
 namespace {
 
-constexpr int64_t kX = 1, kW = 2, kY = 3;
+constexpr int64_t kX = 1, kW = 2, kY = 3, kB = 4, kConvOut = 5, kBiasOut = 6;
+
+// Pointwise ops fused after a forward convolution in one cuDNN graph
+// (ConvNhwc): they run on the float32 accumulators before Y is stored.
+struct Epilogue {
+  bool bias = false;
+  bool relu = false;
+  bool any() const { return bias || relu; }
+  const char* name() const { return bias && relu ? "+bias+relu" : bias ? "+bias" : relu ? "+relu" : ""; }
+};
 
 struct ConvShape {
-  std::vector<int64_t> x, w, y;  // as given to cuDNN (1D lifted to 2D)
+  std::vector<int64_t> x, w, y;  // logical N,C,spatial dims as given to cuDNN (1D lifted to 2D)
   std::vector<int64_t> pre, post, strides, dilations;
+  bool nhwc = false;  // X, W and Y are stored channels-last
 };
+
+// ConvNhwc's [N, H, W, C] (or W's [M, kH, kW, C/group]) as logical [N, C, H, W].
+std::vector<int64_t> LogicalNchw(const std::vector<int64_t>& nhwc) {
+  return {nhwc[0], nhwc[3], nhwc[1], nhwc[2]};
+}
 
 // Lifts 1D geometry to 2D: cuDNN convolutions need at least two spatial dims.
 void LiftTo2D(ConvShape& s) {
@@ -32,16 +55,17 @@ void LiftTo2D(ConvShape& s) {
   s.dilations.insert(s.dilations.begin(), 1);
 }
 
-Result<ConvShape> Geometry(CudaKernelContext& ctx, const runtime::Tensor& x, const runtime::Tensor& w,
-                           const std::vector<int64_t>& y, bool transpose) {
-  size_t spatial = x.rank() - 2;
-  std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
+// `x`, `w`, `y` are logical N,C,spatial shapes.
+Result<ConvShape> Geometry(CudaKernelContext& ctx, const std::vector<int64_t>& x, const std::vector<int64_t>& w,
+                           const std::vector<int64_t>& y, bool transpose, bool nhwc) {
+  size_t spatial = x.size() - 2;
+  std::vector<int64_t> kernel(w.begin() + 2, w.end());
   VIGIL_ASSIGN_OR_RETURN(ops::WindowAttrs a,
                          ops::ReadWindowAttrs(ctx.node(), spatial, kernel, {.pooling = false, .transpose = transpose}));
-  ConvShape s{x.shape(), w.shape(), y, {}, {}, a.strides, a.dilations};
+  ConvShape s{x, w, y, {}, {}, a.strides, a.dilations, nhwc};
   for (size_t i = 0; i < spatial; ++i) {
-    VIGIL_ASSIGN_OR_RETURN(ops::WindowExtent e, transpose ? ops::TransposeExtent(ctx.node(), a, i, x.dim(2 + i))
-                                                          : ops::ForwardExtent(ctx.node(), a, i, x.dim(2 + i)));
+    VIGIL_ASSIGN_OR_RETURN(ops::WindowExtent e, transpose ? ops::TransposeExtent(ctx.node(), a, i, x[2 + i])
+                                                          : ops::ForwardExtent(ctx.node(), a, i, x[2 + i]));
     if (e.pad_begin < 0 || e.pad_end < 0) {
       return ctx.Unsupported("negative padding (output_shape larger than the full transposed result)");
     }
@@ -54,13 +78,65 @@ Result<ConvShape> Geometry(CudaKernelContext& ctx, const runtime::Tensor& x, con
 
 std::string Key(const char* op, const ConvShape& s, ir::DataType t) {
   auto j = [](const std::vector<int64_t>& v) { return fmt::format("{}", fmt::join(v, ",")); };
-  return fmt::format("{}|{}|x{}|w{}|y{}|p{}/{}|s{}|d{}", op, static_cast<int>(t), j(s.x), j(s.w), j(s.y), j(s.pre),
-                     j(s.post), j(s.strides), j(s.dilations));
+  return fmt::format("{}|{}|{}|x{}|w{}|y{}|p{}/{}|s{}|d{}", op, s.nhwc ? "nhwc" : "nchw", static_cast<int>(t), j(s.x),
+                     j(s.w), j(s.y), j(s.pre), j(s.post), j(s.strides), j(s.dilations));
 }
 
-// The cuDNN plan for one convolution shape, built on first use per thread.
-Result<const CudnnPlan*> ConvPlan(CudaKernelContext& ctx, const ConvShape& s, ir::DataType dtype, bool transpose) {
-  std::string key = Key(transpose ? "dgrad" : "fprop", s, dtype);
+Result<CudnnDescriptor> PointwiseOp(cudnnPointwiseMode_t mode, const CudnnDescriptor& x, const CudnnDescriptor* b,
+                                    const CudnnDescriptor& y, std::vector<CudnnDescriptor>& keep) {
+  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor pw, CudnnDescriptor::Create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR));
+  cudnnDataType_t precision = CUDNN_DATA_FLOAT;
+  VIGIL_RETURN_IF_ERROR(pw.Set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode));
+  VIGIL_RETURN_IF_ERROR(pw.Set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision));
+  VIGIL_RETURN_IF_ERROR(pw.Finalize());
+  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor op, CudnnDescriptor::Create(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR));
+  VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw));
+  VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x));
+  if (b) VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b));
+  VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y));
+  VIGIL_RETURN_IF_ERROR(op.Finalize());
+  keep.push_back(std::move(pw));
+  return op;
+}
+
+// Appends the epilogue's pointwise ops, which read the convolution's virtual
+// float32 output `conv_out` and write `y`; the bias is tensor kB [1, M, 1, 1].
+Status AddEpilogue(const Epilogue& e, const ConvShape& s, cudnnDataType_t type, CudnnDescriptor conv_out,
+                   CudnnDescriptor y, std::vector<CudnnDescriptor>& ops, std::vector<CudnnDescriptor>& keep) {
+  auto strided = [&](int64_t uid, cudnnDataType_t t, const std::vector<int64_t>& dims, bool is_virtual) {
+    return s.nhwc ? MakeCudnnTensor(uid, t, dims, ChannelsLastStrides(dims), is_virtual)
+                  : MakeCudnnTensor(uid, t, dims, is_virtual);
+  };
+  if (e.bias) {
+    std::vector<int64_t> bias_dims(s.y.size(), 1);
+    bias_dims[1] = s.y[1];
+    VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor b, strided(kB, type, bias_dims, false));
+    CudnnDescriptor out;
+    if (e.relu) {
+      VIGIL_ASSIGN_OR_RETURN(out, strided(kBiasOut, CUDNN_DATA_FLOAT, s.y, true));
+    }
+    VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor add, PointwiseOp(CUDNN_POINTWISE_ADD, conv_out, &b, e.relu ? out : y, keep));
+    ops.push_back(std::move(add));
+    keep.push_back(std::move(b));
+    keep.push_back(std::move(conv_out));
+    if (!e.relu) {
+      keep.push_back(std::move(y));
+      return Status::Ok();
+    }
+    conv_out = std::move(out);
+  }
+  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor relu, PointwiseOp(CUDNN_POINTWISE_RELU_FWD, conv_out, nullptr, y, keep));
+  ops.push_back(std::move(relu));
+  keep.push_back(std::move(conv_out));
+  keep.push_back(std::move(y));
+  return Status::Ok();
+}
+
+// The cuDNN plan for one convolution shape (with `epilogue` fused, forward
+// only), built on first use per thread.
+Result<const CudnnPlan*> ConvPlan(CudaKernelContext& ctx, const ConvShape& s, ir::DataType dtype, bool transpose,
+                                  Epilogue epilogue = {}) {
+  std::string key = Key(transpose ? "dgrad" : "fprop", s, dtype) + epilogue.name();
   auto& cache = ctx.stream_context().plans;
   if (auto it = cache.find(key); it != cache.end()) return static_cast<const CudnnPlan*>(it->second.get());
 
@@ -69,9 +145,16 @@ Result<const CudnnPlan*> ConvPlan(CudaKernelContext& ctx, const ConvShape& s, ir
   // node's input is dy and its output dx of the same forward convolution.
   const std::vector<int64_t>& fwd_x = transpose ? s.y : s.x;
   const std::vector<int64_t>& fwd_y = transpose ? s.x : s.y;
-  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor x, MakeCudnnTensor(kX, type, fwd_x));
-  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor w, MakeCudnnTensor(kW, type, s.w));
-  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor y, MakeCudnnTensor(kY, type, fwd_y));
+  auto tensor = [&](int64_t uid, const std::vector<int64_t>& dims, cudnnDataType_t t, bool is_virtual) {
+    return s.nhwc ? MakeCudnnTensor(uid, t, dims, ChannelsLastStrides(dims), is_virtual)
+                  : MakeCudnnTensor(uid, t, dims, is_virtual);
+  };
+  const bool fused = epilogue.any() && !transpose;
+  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor x, tensor(kX, fwd_x, type, false));
+  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor w, tensor(kW, s.w, type, false));
+  // With an epilogue the convolution writes a virtual float32 tensor.
+  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor y, fused ? tensor(kConvOut, fwd_y, CUDNN_DATA_FLOAT, true)
+                                                  : tensor(kY, fwd_y, type, false));
 
   VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor conv, CudnnDescriptor::Create(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR));
   cudnnDataType_t compute = CUDNN_DATA_FLOAT;
@@ -106,16 +189,22 @@ Result<const CudnnPlan*> ConvPlan(CudaKernelContext& ctx, const ConvShape& s, ir
   }
   VIGIL_RETURN_IF_ERROR(op.Finalize());
 
-  std::string what = fmt::format("{} {} NCHW {}D x[{}] w[{}]", transpose ? "ConvTranspose" : "Conv",
-                                 ir::DataTypeName(dtype), s.strides.size(), fmt::join(s.x, ","), fmt::join(s.w, ","));
+  std::string what = fmt::format("{}{} {} {} {}D x[{}] w[{}]", transpose ? "ConvTranspose" : "Conv", epilogue.name(),
+                                 ir::DataTypeName(dtype), s.nhwc ? "NHWC" : "NCHW", s.strides.size(),
+                                 fmt::join(s.x, ","), fmt::join(s.w, ","));
   PlanFilter filter{ctx.options().allow_tf32, ctx.options().deterministic, dtype == ir::DataType::kFloat32};
   std::vector<CudnnDescriptor> ops;
   ops.push_back(std::move(op));
   std::vector<CudnnDescriptor> keep;
   keep.push_back(std::move(x));
   keep.push_back(std::move(w));
-  keep.push_back(std::move(y));
   keep.push_back(std::move(conv));
+  if (fused) {
+    VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor out, tensor(kY, fwd_y, type, false));
+    VIGIL_RETURN_IF_ERROR(AddEpilogue(epilogue, s, type, std::move(y), std::move(out), ops, keep));
+  } else {
+    keep.push_back(std::move(y));
+  }
   Result<CudnnPlan> plan = BuildCudnnPlan(ctx.stream_context().cudnn, std::move(ops), std::move(keep), filter, what);
   if (!plan.ok()) return std::move(plan).TakeStatus().WithContext(ops::NodeLabel(ctx.node()));
   auto shared = std::make_shared<CudnnPlan>(std::move(plan).value());
@@ -129,7 +218,7 @@ Status RunConv(CudaKernelContext& ctx, bool transpose) {
   const runtime::Tensor& w = *ctx.input(1);
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0));
   if (y->element_count() == 0) return Status::Ok();
-  VIGIL_ASSIGN_OR_RETURN(ConvShape s, Geometry(ctx, x, w, y->shape(), transpose));
+  VIGIL_ASSIGN_OR_RETURN(ConvShape s, Geometry(ctx, x.shape(), w.shape(), y->shape(), transpose, false));
   VIGIL_ASSIGN_OR_RETURN(const CudnnPlan* plan, ConvPlan(ctx, s, x.dtype(), transpose));
   VIGIL_ASSIGN_OR_RETURN(void* workspace, ctx.stream_context().Workspace(static_cast<size_t>(plan->workspace_bytes)));
   // For ConvTranspose the node's output is the convolution's input (dx).
@@ -146,6 +235,87 @@ Status RunConv(CudaKernelContext& ctx, bool transpose) {
   return Status::Ok();
 }
 
+// The NHWC plan (with `epilogue` fused), or null when cuDNN cannot build it
+// for this shape here; remembered per thread (a null entry), so the engine
+// search is not repeated every run. Any failure counts: the caller's
+// fallback meets a real error (a device fault) again and reports it.
+const CudnnPlan* NhwcPlanOrNull(CudaKernelContext& ctx, const ConvShape& s, ir::DataType dtype, Epilogue epilogue) {
+  Result<const CudnnPlan*> plan = ConvPlan(ctx, s, dtype, false, epilogue);
+  if (plan.ok()) return *plan;
+  ctx.stream_context().plans.emplace(Key("fprop", s, dtype) + epilogue.name(), nullptr);
+  return nullptr;
+}
+
+// VIGIL_CONV_FUSION=0 turns off the cuDNN epilogue fusion (bias, Relu) of
+// ConvNhwc, to measure what it brings; the bias/Relu kernel then runs after.
+bool FusionEnabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("VIGIL_CONV_FUSION");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  return enabled;
+}
+
+size_t AlignUp(size_t n) { return (n + 255) / 256 * 256; }
+
+// ConvNhwc through NCHW engines: X and W are transposed into the workspace,
+// the NCHW plan writes Y there, and Y is transposed into the output. For
+// shapes cuDNN has no channels-last engine for (some grouped convolutions).
+Status RunNhwcThroughNchw(CudaKernelContext& ctx, ConvShape s, const runtime::Tensor& x, const runtime::Tensor& w,
+                          runtime::Tensor& y) {
+  s.nhwc = false;
+  VIGIL_ASSIGN_OR_RETURN(const CudnnPlan* plan, ConvPlan(ctx, s, x.dtype(), false));
+  const size_t xb = AlignUp(x.byte_size()), wb = AlignUp(w.byte_size()), yb = AlignUp(y.byte_size());
+  VIGIL_ASSIGN_OR_RETURN(void* space, ctx.stream_context().Workspace(xb + wb + yb +
+                                                                     static_cast<size_t>(plan->workspace_bytes)));
+  auto* base = static_cast<uint8_t*>(space);
+  void *xn = base, *wn = base + xb, *yn = base + xb + wb, *work = base + xb + wb + yb;
+  const ir::DataType t = x.dtype();
+  VIGIL_RETURN_IF_ERROR(LaunchLayoutTranspose(xn, x.raw_data(), t, s.x[0], s.x[1], s.x[2] * s.x[3], true, ctx.stream()));
+  VIGIL_RETURN_IF_ERROR(LaunchLayoutTranspose(wn, w.raw_data(), t, s.w[0], s.w[1], s.w[2] * s.w[3], true, ctx.stream()));
+  VIGIL_RETURN_IF_ERROR(ExecuteCudnnPlan(ctx.stream_context().cudnn, *plan, {kX, kW, kY}, {xn, wn, yn}, work));
+  return LaunchLayoutTranspose(y.raw_data(), yn, t, s.y[0], s.y[1], s.y[2] * s.y[3], false, ctx.stream());
+}
+
+Status ConvNhwc(CudaKernelContext& ctx) {
+  const runtime::Tensor& x = *ctx.input(0);
+  const runtime::Tensor& w = *ctx.input(1);
+  VIGIL_ASSIGN_OR_RETURN(std::string activation, ops::StringAttr(ctx.node(), "activation", ""));
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0));
+  if (y->element_count() == 0) return Status::Ok();
+  if (x.rank() != 4 || w.rank() != 4 || y->rank() != 4) {
+    return ctx.Fail("ConvNhwc takes 4-D X, W and Y, got {}, {} and {}", x.Describe(), w.Describe(), y->Describe());
+  }
+  VIGIL_ASSIGN_OR_RETURN(ConvShape s, Geometry(ctx, LogicalNchw(x.shape()), LogicalNchw(w.shape()),
+                                               LogicalNchw(y->shape()), false, true));
+  const runtime::Tensor* b = ctx.input(2);
+  const Epilogue epilogue{b != nullptr, activation == ir::kConvNhwcRelu};
+  void* xp = const_cast<void*>(x.raw_data());
+  void* wp = const_cast<void*>(w.raw_data());
+  if (epilogue.any() && FusionEnabled()) {
+    if (const CudnnPlan* fused = NhwcPlanOrNull(ctx, s, x.dtype(), epilogue)) {
+      VIGIL_ASSIGN_OR_RETURN(void* workspace,
+                             ctx.stream_context().Workspace(static_cast<size_t>(fused->workspace_bytes)));
+      if (b) {
+        return ExecuteCudnnPlan(ctx.stream_context().cudnn, *fused, {kX, kW, kB, kY},
+                                {xp, wp, const_cast<void*>(b->raw_data()), y->raw_data()}, workspace);
+      }
+      return ExecuteCudnnPlan(ctx.stream_context().cudnn, *fused, {kX, kW, kY}, {xp, wp, y->raw_data()}, workspace);
+    }
+  }
+  const CudnnPlan* plan = NhwcPlanOrNull(ctx, s, x.dtype(), {});
+  if (plan) {
+    VIGIL_ASSIGN_OR_RETURN(void* workspace, ctx.stream_context().Workspace(static_cast<size_t>(plan->workspace_bytes)));
+    VIGIL_RETURN_IF_ERROR(
+        ExecuteCudnnPlan(ctx.stream_context().cudnn, *plan, {kX, kW, kY}, {xp, wp, y->raw_data()}, workspace));
+  } else {
+    VIGIL_RETURN_IF_ERROR(RunNhwcThroughNchw(ctx, s, x, w, *y));
+  }
+  return LaunchNhwcBiasActivation(y->raw_data(), b ? b->raw_data() : nullptr, y->dtype(),
+                                  y->dim(0) * y->dim(1) * y->dim(2), y->dim(3), activation == ir::kConvNhwcRelu,
+                                  ctx.stream());
+}
+
 Status Conv(CudaKernelContext& ctx) { return RunConv(ctx, false); }
 Status ConvTranspose(CudaKernelContext& ctx) { return RunConv(ctx, true); }
 
@@ -154,6 +324,21 @@ bool ConvSupported(const ir::Node& node, const runtime::NodeTypes& types, std::s
   const ir::TypeInfo* x = types.inputs.empty() ? nullptr : types.inputs[0];
   if (x && x->shape.rank_known && (x->shape.dims.size() < 3 || x->shape.dims.size() > 5)) {
     if (why_not) *why_not = fmt::format("rank {} (1D, 2D and 3D convolutions only)", x->shape.dims.size());
+    return false;
+  }
+  return true;
+}
+
+bool ConvNhwcSupported(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
+  if (!AllInputsFloat(node, types, why_not)) return false;
+  const ir::TypeInfo* x = types.inputs.empty() ? nullptr : types.inputs[0];
+  if (x && x->shape.rank_known && x->shape.dims.size() != 4) {
+    if (why_not) *why_not = fmt::format("rank {} (ConvNhwc is 2D only)", x->shape.dims.size());
+    return false;
+  }
+  auto activation = ops::StringAttr(node, "activation", "");
+  if (!activation.ok() || (!activation->empty() && *activation != ir::kConvNhwcRelu)) {
+    if (why_not) *why_not = "activation other than Relu";
     return false;
   }
   return true;
@@ -174,6 +359,7 @@ std::span<const CudaKernelDef> ConvCudaKernels() {
   static const CudaKernelDef kDefs[] = {
       {"", "Conv", 1, kLatest, Conv, ConvSupported, 0},
       {"", "ConvTranspose", 1, kLatest, ConvTranspose, ConvTransposeSupported, 0},
+      {ir::kVigilDomain, ir::kConvNhwcOp, 1, kLatest, ConvNhwc, ConvNhwcSupported, 0},
   };
   return kDefs;
 }

@@ -64,6 +64,24 @@ Result<CudnnDescriptor> MakeCudnnTensor(int64_t uid, cudnnDataType_t type, const
                                         bool is_virtual) {
   std::vector<int64_t> strides(dims.size(), 1);
   for (size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
+  return MakeCudnnTensor(uid, type, dims, strides, is_virtual);
+}
+
+std::vector<int64_t> ChannelsLastStrides(const std::vector<int64_t>& dims) {
+  // Memory order: dim 0, the spatial dims, then dim 1 (channels) innermost.
+  std::vector<int64_t> strides(dims.size(), 1);
+  if (dims.size() < 3) return strides;
+  int64_t s = dims[1];
+  for (size_t i = dims.size(); i-- > 2;) {
+    strides[i] = s;
+    s *= dims[i];
+  }
+  strides[0] = s;
+  return strides;
+}
+
+Result<CudnnDescriptor> MakeCudnnTensor(int64_t uid, cudnnDataType_t type, const std::vector<int64_t>& dims,
+                                        const std::vector<int64_t>& strides, bool is_virtual) {
   VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor t, CudnnDescriptor::Create(CUDNN_BACKEND_TENSOR_DESCRIPTOR));
   VIGIL_RETURN_IF_ERROR(t.Set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type));
   VIGIL_RETURN_IF_ERROR(t.SetInts(CUDNN_ATTR_TENSOR_DIMENSIONS, dims));

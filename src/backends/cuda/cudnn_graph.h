@@ -46,6 +46,12 @@ Result<cudnnDataType_t> CudnnDataType(int onnx_dtype);
 // A tensor descriptor: packed strides of `dims` (row-major), given uid.
 Result<CudnnDescriptor> MakeCudnnTensor(int64_t uid, cudnnDataType_t type, const std::vector<int64_t>& dims,
                                         bool is_virtual = false);
+// The same with explicit strides (in elements), e.g. NCHW dims laid out
+// channels-last: strides [H*W*C, 1, W*C, C].
+Result<CudnnDescriptor> MakeCudnnTensor(int64_t uid, cudnnDataType_t type, const std::vector<int64_t>& dims,
+                                        const std::vector<int64_t>& strides, bool is_virtual = false);
+// Strides of logical NCHW (or OIHW) `dims` stored channels-last (NHWC/OHWI).
+std::vector<int64_t> ChannelsLastStrides(const std::vector<int64_t>& dims);
 
 struct PlanFilter {
   bool allow_tf32 = false;     // float32 graphs only

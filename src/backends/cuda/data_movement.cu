@@ -228,10 +228,15 @@ Status Gather(CudaKernelContext& ctx) {
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * out, ctx.Output(0, data.dtype(), out_shape));
   int64_t dim = data.dim(axis), count = static_cast<int64_t>(idx.element_count());
   int64_t block = Product(data.shape(), axis + 1, rank);
+  // Blocks (the rows gathered) move as words of up to 16 bytes where their
+  // size and the pointers allow: a gathered row is then one load per word.
+  const size_t w = WordBytes(eb, data.raw_data(), out->raw_data(), {block});
+  const auto scale = static_cast<int64_t>(w / eb);
+  block /= scale;
   return ByIndexType(ctx, idx, [&](auto idx_tag) {
     using Idx = decltype(idx_tag);
-    return LaunchMapCopy(ctx, "Gather", eb, data.raw_data(), data.element_count(), out->raw_data(), Count(out_shape),
-                         0, [&](auto tag) {
+    return LaunchMapCopy(ctx, "Gather", w, data.raw_data(), data.element_count() / scale, out->raw_data(),
+                         Count(out_shape) / scale, 0, [&](auto tag) {
                            using I = decltype(tag);
                            return GatherMap<I, Idx>{static_cast<const Idx*>(idx.raw_data()), I(count), I(dim), I(block)};
                          });

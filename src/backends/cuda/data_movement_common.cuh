@@ -179,6 +179,30 @@ __global__ void RowCopyKernel(const W* __restrict__ src, I src_pitch, W* __restr
 
 // ---------------------------------------------------------------- launchers
 
+// Calls f(W{}) with W an unsigned word of `bytes` bytes (1, 2, 4, 8 or 16:
+// rows whose size and start allow it move as 16-byte words).
+template <typename F>
+inline bool DispatchWord(size_t bytes, F&& f) {
+  if (bytes == 16) {
+    f(uint4{});
+    return true;
+  }
+  return DispatchBySize(bytes, f);
+}
+
+inline bool AlignedTo(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+// The widest word (up to 16 bytes) that divides `eb` * every count in
+// `counts` and aligns both pointers: rows of those sizes move in such words.
+inline size_t WordBytes(size_t eb, const void* src, const void* dst, std::initializer_list<int64_t> counts) {
+  for (size_t w = 16; w > eb; w /= 2) {
+    bool ok = AlignedTo(src, w) && AlignedTo(dst, w);
+    for (int64_t c : counts) ok = ok && (static_cast<uint64_t>(c) * eb) % w == 0;
+    if (ok) return w;
+  }
+  return eb;
+}
+
 // dst[i] = src[map(i)] (or `fill` where the map gives -1) for i < total.
 // `build(I{})` makes the map for index type I; src_count bounds its offsets.
 template <typename Build>
@@ -187,10 +211,10 @@ inline Status LaunchMapCopy(CudaKernelContext& ctx, const char* name, size_t eb,
   if (total == 0) return Status::Ok();
   bool narrow = total < kNarrowLimit && src_count < kNarrowLimit;
   unsigned blocks = BlocksFor(static_cast<int64_t>(total), kThreads);
-  bool ok = DispatchBySize(eb, [&](auto w) {
+  bool ok = DispatchWord(eb, [&](auto w) {
     using W = decltype(w);
-    W fill;
-    std::memcpy(&fill, &fill_bits, sizeof(W));
+    W fill{};  // 16-byte words (wide Gather rows) only ever fill zeros
+    std::memcpy(&fill, &fill_bits, std::min(sizeof(W), sizeof(fill_bits)));
     const W* s = static_cast<const W*>(src);
     W* d = static_cast<W*>(dst);
     if (narrow) {
@@ -203,6 +227,14 @@ inline Status LaunchMapCopy(CudaKernelContext& ctx, const char* name, size_t eb,
   VIGIL_CHECK_LAUNCH(name);
   return Status::Ok();
 }
+
+// The fast paths of LaunchStrided (strided_copy.cu) for merged dims
+// (outermost first, none of size 0 or 1): contiguous rows copied in words of
+// up to 16 bytes, a tiled transpose where the innermost dim moves, or a map
+// with fast divisions. Sets *done = false (and launches nothing) where none
+// applies: indices of 2^31 or more, negative strides.
+Status FastStridedCopy(CudaKernelContext& ctx, const char* name, size_t eb, const void* src, uint64_t src_count,
+                       void* dst, const Shape& dims, const Shape& strides, int64_t base, bool* done);
 
 // dst (contiguous, `shape`) = src[base + sum(coord * strides)]. Unit dims are
 // dropped and dims that are contiguous in the source are merged first.
@@ -221,6 +253,9 @@ inline Status LaunchStrided(CudaKernelContext& ctx, const char* name, size_t eb,
     }
   }
   if (dims.size() > static_cast<size_t>(kMaxRank)) return ctx.Unsupported("more than {} non-mergeable dims", kMaxRank);
+  bool done = false;
+  VIGIL_RETURN_IF_ERROR(FastStridedCopy(ctx, name, eb, src, src_count, dst, dims, st, base, &done));
+  if (done) return Status::Ok();
   return LaunchMapCopy(ctx, name, eb, src, src_count, dst, Count(dims), 0, [&](auto tag) {
     using I = decltype(tag);
     StridedMap<I> m{static_cast<int>(dims.size()), {}, {}, I(base)};
@@ -233,12 +268,19 @@ inline Status LaunchStrided(CudaKernelContext& ctx, const char* name, size_t eb,
 inline Status LaunchRowCopy(CudaKernelContext& ctx, const char* name, size_t eb, const void* src, int64_t src_pitch,
                      void* dst, int64_t dst_pitch, int64_t rows, int64_t len) {
   if (rows == 0 || len == 0) return Status::Ok();
+  // Move whole words where the pitches, the length and the pointers allow.
+  const size_t w = WordBytes(eb, src, dst, {src_pitch, dst_pitch, len});
+  const auto scale = static_cast<int64_t>(w / eb);
+  eb = w;
+  src_pitch /= scale;
+  dst_pitch /= scale;
+  len /= scale;
   uint64_t total = static_cast<uint64_t>(rows * len);
   uint64_t span = static_cast<uint64_t>(rows * std::max(src_pitch, dst_pitch));
   bool narrow = span < kNarrowLimit;
   unsigned blocks = BlocksFor(static_cast<int64_t>(total), kThreads);
-  bool ok = DispatchBySize(eb, [&](auto w) {
-    using W = decltype(w);
+  bool ok = DispatchWord(eb, [&](auto word) {
+    using W = decltype(word);
     const W* s = static_cast<const W*>(src);
     W* d = static_cast<W*>(dst);
     auto launch = [&](auto tag) {

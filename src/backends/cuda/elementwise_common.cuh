@@ -3,9 +3,15 @@
 // dtype dispatcher over the dtypes the family computes on, broadcast operands
 // planned on the host, the flat unary and the broadcasting binary kernels,
 // and the support predicates the two kernel lists share.
+//
+// The kernels are bandwidth-bound: each thread moves up to 16 bytes per
+// operand per step (a "pack" of elements) when the pointers allow it, and a
+// broadcast operand costs one fast division per pack in the common cases
+// (Operand::kDivMod) rather than a division per dim per element.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -14,6 +20,7 @@
 
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/device_common.cuh"
+#include "backends/cuda/fast_divmod.cuh"
 
 namespace vigil::cuda::elementwise {
 
@@ -134,18 +141,29 @@ __device__ __forceinline__ T WrapMul(T a, T b) {
 
 // --- Broadcast operands ------------------------------------------------------------
 
-// How one input is read for output element i: the same index (its shape
-// equals the output's), always element 0, or through a map of the merged
-// output dims with stride 0 on broadcast dims.
+// How one input is read for output element i, planned on the host after the
+// shapes are simplified (PlanOperands):
+//  - kContiguous: the same index (its shape equals the output's);
+//  - kScalar: always element 0;
+//  - kDivMod: (i / inner) % count, the input being contiguous along one
+//    merged dim and broadcast along all others. This covers the common
+//    broadcasts cheaply: a trailing vector ([..., C] + [C]: inner 1), a
+//    per-channel operand ([N,C,H,W] + [C,1,1]: inner H*W, count C) and a
+//    per-row one ([N,C,H,W] * [N,C,1,1]). Only when the output has fewer
+//    than 2^31 elements (FastDivmod's range);
+//  - kStrided: the generic map of the merged output dims, with stride 0 on
+//    broadcast dims.
 struct Operand {
-  enum Mode : int { kContiguous = 0, kScalar = 1, kStrided = 2 };
+  enum Mode : int { kContiguous = 0, kScalar = 1, kDivMod = 2, kStrided = 3 };
   int mode = kContiguous;
-  bool narrow = false;  // every index fits in 32 bits: cheaper divisions
-  IndexMap map;
+  bool narrow = false;  // kStrided: every index fits in 32 bits, cheaper divisions
+  FastDivmod inner, count;  // kDivMod
+  IndexMap map;             // kStrided
 
   __host__ __device__ __forceinline__ int64_t Offset(int64_t i) const {
     if (mode == kContiguous) return i;
     if (mode == kScalar) return 0;
+    if (mode == kDivMod) return count.Mod(inner.Div(static_cast<uint32_t>(i)));
     if (narrow) {
       uint32_t linear = static_cast<uint32_t>(i), off = 0;
       for (int d = map.rank - 1; d >= 0; --d) {
@@ -172,9 +190,39 @@ inline std::string ShapeText(const std::vector<int64_t>& s) {
   return t + "]";
 }
 
+// The operand of a broadcast input (neither scalar nor the output's size)
+// over the merged dims `dims` (innermost first), with its strides `st` (one
+// per merged dim, 0 where broadcast).
+inline Operand BroadcastOperand(const std::vector<int64_t>& dims, const std::vector<int64_t>& st,
+                                int64_t out_count) {
+  Operand o;
+  // kDivMod: exactly one merged dim with a non-zero stride, and that stride 1.
+  int steps = -1, nonzero = 0;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (st[d] != 0) steps = static_cast<int>(d), ++nonzero;
+  }
+  if (nonzero == 1 && st[steps] == 1 && static_cast<uint64_t>(out_count) < kFastDivmodLimit) {
+    int64_t inner = 1;
+    for (int d = 0; d < steps; ++d) inner *= dims[d];
+    o.mode = Operand::kDivMod;
+    o.inner = FastDivmod(static_cast<uint32_t>(inner));
+    o.count = FastDivmod(static_cast<uint32_t>(dims[steps]));
+    return o;
+  }
+  o.mode = Operand::kStrided;
+  o.narrow = out_count <= int64_t{UINT32_MAX};
+  o.map.rank = static_cast<int>(dims.size());
+  for (size_t d = 0; d < dims.size(); ++d) {  // map dims are outermost first
+    o.map.dims[dims.size() - 1 - d] = dims[d];
+    o.map.strides[dims.size() - 1 - d] = st[d];
+  }
+  return o;
+}
+
 // Plans the operands for inputs of shapes `ins` broadcast (numpy rules) to the
 // output shape `out`. Adjacent dims that every input steps through the same
-// way are merged, so the maps stay short.
+// way are merged first, so that most broadcasts become kDivMod and the maps
+// of the rest stay short.
 inline Status PlanOperands(const CudaKernelContext& ctx, const std::vector<int64_t>& out,
                            std::span<const std::vector<int64_t>* const> ins, Operand* operands) {
   const size_t rank = out.size();
@@ -233,50 +281,152 @@ inline Status PlanOperands(const CudaKernelContext& ctx, const std::vector<int64
         return ctx.Unsupported("broadcasting over {} distinct dims (at most {} are implemented)", dims.size(),
                                kMaxRank);
       }
-      o.mode = Operand::kStrided;
-      o.narrow = out_count <= int64_t{UINT32_MAX};
-      o.map.rank = static_cast<int>(dims.size());
-      for (size_t d = 0; d < dims.size(); ++d) {  // map dims are outermost first
-        o.map.dims[dims.size() - 1 - d] = dims[d];
-        o.map.strides[dims.size() - 1 - d] = strides[d][j];
-      }
+      std::vector<int64_t> st(dims.size());
+      for (size_t d = 0; d < dims.size(); ++d) st[d] = strides[d][j];
+      o = BroadcastOperand(dims, st, out_count);
     }
   }
   return Status::Ok();
 }
 
+// --- Packs of elements ---------------------------------------------------------------
+
+// An unsigned word of kBytes (1 to 16) bytes: one load or store instruction.
+template <int kBytes>
+struct RawWord;
+template <>
+struct RawWord<1> { using Type = uint8_t; };
+template <>
+struct RawWord<2> { using Type = uint16_t; };
+template <>
+struct RawWord<4> { using Type = uint32_t; };
+template <>
+struct RawWord<8> { using Type = uint2; };
+template <>
+struct RawWord<16> { using Type = uint4; };
+
+// Elements per thread and step: as many as fit into 16 bytes of the widest
+// of the storage types (8 halves, 4 floats, 2 int64).
+template <typename... S>
+constexpr int PackWidth() {
+  size_t widest = 1;
+  ((widest = sizeof(S) > widest ? sizeof(S) : widest), ...);
+  return static_cast<int>(16 / widest);
+}
+
+inline bool AlignedTo(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+// v[0..N) = p[0..N) with one load (p aligned to N elements).
+template <int N, typename T>
+__device__ __forceinline__ void LoadContiguous(const T* __restrict__ p, T (&v)[N]) {
+  using W = typename RawWord<sizeof(T) * N>::Type;
+  const W w = *reinterpret_cast<const W*>(p);
+  memcpy(v, &w, sizeof(W));
+}
+
+// v[0..N) = elements i..i+N-1 of operand m over p. A contiguous operand is
+// read with one N-element load (the launcher checked the alignment); a
+// kDivMod one finds the offset of i once and steps it.
+template <int N, typename T>
+__device__ __forceinline__ void LoadPack(const T* __restrict__ p, const Operand& m, int64_t i, T (&v)[N]) {
+  if (m.mode == Operand::kContiguous) {
+    LoadContiguous<N>(p + i, v);
+  } else if (m.mode == Operand::kScalar) {
+    const T s = p[0];
+#pragma unroll
+    for (int j = 0; j < N; ++j) v[j] = s;
+  } else if (m.mode == Operand::kDivMod) {
+    uint32_t q, r;
+    m.inner.DivMod(static_cast<uint32_t>(i), &q, &r);
+    uint32_t c = m.count.Mod(q);
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      v[j] = p[c];
+      if (++r == m.inner.divisor) {
+        r = 0;
+        if (++c == m.count.divisor) c = 0;
+      }
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < N; ++j) v[j] = p[m.Offset(i + j)];
+  }
+}
+
+template <int N, typename T>
+__device__ __forceinline__ void StorePack(T* __restrict__ p, const T (&v)[N]) {
+  using W = typename RawWord<sizeof(T) * N>::Type;
+  W w;
+  memcpy(&w, v, sizeof(W));
+  *reinterpret_cast<W*>(p) = w;
+}
+
 // --- Kernels ------------------------------------------------------------------------
 
-// y[i] = op(x[i]); the op works on compute-type values.
-template <typename EI, typename EO, typename Op>
-__global__ void UnaryKernel(const typename EI::Storage* x, typename EO::Storage* y, int64_t n, Op op) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    y[i] = EO::Store(op(EI::Load(x[i])));
+// y[i] = op(x[i]); the op works on compute-type values. N elements per step
+// (x and y aligned to N elements), then the n % N left over one each.
+template <int N, typename EI, typename EO, typename Op>
+__global__ void UnaryKernel(const typename EI::Storage* __restrict__ x, typename EO::Storage* __restrict__ y,
+                            int64_t n, Op op) {
+  using SI = typename EI::Storage;
+  using SO = typename EO::Storage;
+  const int64_t start = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t packs = n / N;
+  for (int64_t p = start; p < packs; p += step) {
+    SI in[N];
+    SO out[N];
+    LoadContiguous<N>(x + p * N, in);
+#pragma unroll
+    for (int j = 0; j < N; ++j) out[j] = EO::Store(op(EI::Load(in[j])));
+    StorePack<N>(y + p * N, out);
+  }
+  for (int64_t i = packs * N + start; i < n; i += step) y[i] = EO::Store(op(EI::Load(x[i])));
+}
+
+// out[i] = op(a[ma(i)], b[mb(i)]), N outputs per step. `a` may alias `out`
+// when ma is contiguous (variadic ops accumulate in place: each thread reads
+// its elements before it writes them), so no __restrict__ here.
+template <int N, typename EA, typename EB, typename EO, typename Op>
+__global__ void BinaryKernel(const typename EA::Storage* a, Operand ma, const typename EB::Storage* b, Operand mb,
+                             typename EO::Storage* out, int64_t n, Op op) {
+  using SA = typename EA::Storage;
+  using SB = typename EB::Storage;
+  using SO = typename EO::Storage;
+  const int64_t start = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t packs = n / N;
+  for (int64_t p = start; p < packs; p += step) {
+    SA va[N];
+    SB vb[N];
+    SO vo[N];
+    LoadPack<N>(a, ma, p * N, va);
+    LoadPack<N>(b, mb, p * N, vb);
+#pragma unroll
+    for (int j = 0; j < N; ++j) vo[j] = EO::Store(op(EA::Load(va[j]), EB::Load(vb[j])));
+    StorePack<N>(out + p * N, vo);
+  }
+  for (int64_t i = packs * N + start; i < n; i += step) {
+    out[i] = EO::Store(op(EA::Load(a[ma.Offset(i)]), EB::Load(b[mb.Offset(i)])));
   }
 }
 
-// out[i] = op(a[ma(i)], b[mb(i)]). `a` may alias `out` when ma is contiguous
-// (variadic ops accumulate in place).
-template <typename EA, typename EB, typename EO, typename Op>
-__global__ void BinaryKernel(const typename EA::Storage* a, Operand ma, const typename EB::Storage* b, Operand mb,
-                             typename EO::Storage* out, int64_t n, Op op) {
-  const int64_t start = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  if (ma.mode == Operand::kContiguous && mb.mode == Operand::kContiguous) {  // no broadcasting: flat loop
-    for (int64_t i = start; i < n; i += step) out[i] = EO::Store(op(EA::Load(a[i]), EB::Load(b[i])));
-  } else {
-    for (int64_t i = start; i < n; i += step) {
-      out[i] = EO::Store(op(EA::Load(a[ma.Offset(i)]), EB::Load(b[mb.Offset(i)])));
-    }
-  }
-}
+// Blocks for n elements taken N per thread.
+inline unsigned PackBlocks(int64_t n, int pack) { return BlocksFor((n + pack - 1) / pack, kThreads); }
 
 template <typename EI, typename EO, typename Op>
 Status LaunchUnary(const CudaKernelContext& ctx, const void* x, void* y, int64_t n, Op op, const char* name) {
   if (n <= 0) return Status::Ok();
-  UnaryKernel<EI, EO, Op><<<BlocksFor(n, kThreads), kThreads, 0, ctx.stream()>>>(
-      static_cast<const typename EI::Storage*>(x), static_cast<typename EO::Storage*>(y), n, op);
+  using SI = typename EI::Storage;
+  using SO = typename EO::Storage;
+  constexpr int kPack = PackWidth<SI, SO>();
+  const auto* xs = static_cast<const SI*>(x);
+  auto* ys = static_cast<SO*>(y);
+  if (AlignedTo(x, kPack * sizeof(SI)) && AlignedTo(y, kPack * sizeof(SO))) {
+    UnaryKernel<kPack, EI, EO, Op><<<PackBlocks(n, kPack), kThreads, 0, ctx.stream()>>>(xs, ys, n, op);
+  } else {
+    UnaryKernel<1, EI, EO, Op><<<PackBlocks(n, 1), kThreads, 0, ctx.stream()>>>(xs, ys, n, op);
+  }
   VIGIL_CHECK_LAUNCH(name);
   return Status::Ok();
 }
@@ -285,9 +435,21 @@ template <typename EA, typename EB, typename EO, typename Op>
 Status LaunchBinary(const CudaKernelContext& ctx, const void* a, const Operand& ma, const void* b,
                     const Operand& mb, void* out, int64_t n, Op op, const char* name) {
   if (n <= 0) return Status::Ok();
-  BinaryKernel<EA, EB, EO, Op><<<BlocksFor(n, kThreads), kThreads, 0, ctx.stream()>>>(
-      static_cast<const typename EA::Storage*>(a), ma, static_cast<const typename EB::Storage*>(b), mb,
-      static_cast<typename EO::Storage*>(out), n, op);
+  using SA = typename EA::Storage;
+  using SB = typename EB::Storage;
+  using SO = typename EO::Storage;
+  constexpr int kPack = PackWidth<SA, SB, SO>();
+  const auto* as = static_cast<const SA*>(a);
+  const auto* bs = static_cast<const SB*>(b);
+  auto* os = static_cast<SO*>(out);
+  const bool aligned = AlignedTo(out, kPack * sizeof(SO)) &&
+                       (ma.mode != Operand::kContiguous || AlignedTo(a, kPack * sizeof(SA))) &&
+                       (mb.mode != Operand::kContiguous || AlignedTo(b, kPack * sizeof(SB)));
+  if (aligned) {
+    BinaryKernel<kPack, EA, EB, EO, Op><<<PackBlocks(n, kPack), kThreads, 0, ctx.stream()>>>(as, ma, bs, mb, os, n, op);
+  } else {
+    BinaryKernel<1, EA, EB, EO, Op><<<PackBlocks(n, 1), kThreads, 0, ctx.stream()>>>(as, ma, bs, mb, os, n, op);
+  }
   VIGIL_CHECK_LAUNCH(name);
   return Status::Ok();
 }

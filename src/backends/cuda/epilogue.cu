@@ -14,6 +14,41 @@ __global__ void ChannelBiasAdd(T* y, const T* bias, int64_t total, int64_t chann
   }
 }
 
+// Index type I: 32-bit where the tensor allows, since 64-bit division is
+// several times slower on the GPU.
+template <typename T, typename I>
+__global__ void NhwcBiasActivation(T* y, const T* bias, I total, I channels, bool relu) {
+  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<I>(gridDim.x) * blockDim.x) {
+    float v = ToFloat(y[i]);
+    if (bias) v += ToFloat(bias[i % channels]);
+    if (relu) v = v < 0.f ? 0.f : v;  // NaN stays NaN
+    y[i] = FromFloat<T>(v);
+  }
+}
+
+// out[n, a, b] = in[n, b, a] for in [n, rows, cols]: a batched 2-D transpose
+// (NHWC -> NCHW is rows = HW, cols = C), through a shared-memory tile so
+// that both the reads and the writes are coalesced.
+constexpr int kTile = 32;
+template <typename T>
+__global__ void BatchedTranspose(T* out, const T* in, int64_t rows, int64_t cols) {
+  __shared__ T tile[kTile][kTile + 1];
+  const int64_t n = blockIdx.z;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kTile, c0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  const T* src = in + n * rows * cols;
+  T* dst = out + n * rows * cols;
+  for (int k = threadIdx.y; k < kTile; k += blockDim.y) {
+    int64_t r = r0 + k, c = c0 + threadIdx.x;
+    if (r < rows && c < cols) tile[k][threadIdx.x] = src[r * cols + c];
+  }
+  __syncthreads();
+  for (int k = threadIdx.y; k < kTile; k += blockDim.y) {
+    int64_t c = c0 + k, r = r0 + threadIdx.x;
+    if (r < rows && c < cols) dst[c * rows + r] = tile[threadIdx.x][k];
+  }
+}
+
 template <typename T>
 __global__ void BroadcastCopy(T* dst, const T* src, int64_t total, IndexMap map) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
@@ -51,6 +86,47 @@ Status LaunchChannelBiasAdd(void* y, const void* bias, ir::DataType dtype, int64
   });
   if (!ok) return InternalError("channel bias: dtype {} is not a float dtype", ir::DataTypeName(dtype));
   VIGIL_CHECK_LAUNCH("ChannelBiasAdd");
+  return Status::Ok();
+}
+
+Status LaunchNhwcBiasActivation(void* y, const void* bias, ir::DataType dtype, int64_t rows, int64_t channels,
+                                bool relu, cudaStream_t stream) {
+  int64_t total = rows * channels;
+  if (total == 0 || (!bias && !relu)) return Status::Ok();
+  bool ok = DispatchFloat(dtype, [&](auto t) {
+    using T = decltype(t);
+    T* yp = static_cast<T*>(y);
+    const T* bp = static_cast<const T*>(bias);
+    // 2^30 keeps the grid-stride index (below total + grid size) within int32.
+    if (total < (int64_t{1} << 30)) {
+      NhwcBiasActivation<T, int32_t><<<BlocksFor(total), 256, 0, stream>>>(yp, bp, static_cast<int32_t>(total),
+                                                                           static_cast<int32_t>(channels), relu);
+    } else {
+      NhwcBiasActivation<T, int64_t><<<BlocksFor(total), 256, 0, stream>>>(yp, bp, total, channels, relu);
+    }
+  });
+  if (!ok) return InternalError("NHWC bias: dtype {} is not a float dtype", ir::DataTypeName(dtype));
+  VIGIL_CHECK_LAUNCH("NhwcBiasActivation");
+  return Status::Ok();
+}
+
+Status LaunchLayoutTranspose(void* dst, const void* src, ir::DataType dtype, int64_t n, int64_t c, int64_t hw,
+                             bool to_nchw, cudaStream_t stream) {
+  if (n == 0 || c == 0 || hw == 0) return Status::Ok();
+  // NHWC -> NCHW transposes each image's [HW, C] matrix; NCHW -> NHWC its [C, HW].
+  const int64_t rows = to_nchw ? hw : c, cols = to_nchw ? c : hw;
+  if (n > 65535 || (rows + kTile - 1) / kTile > 65535) {
+    return UnsupportedError("layout transpose of [{}, {}, {}] exceeds the launch grid", n, c, hw);
+  }
+  dim3 grid(static_cast<unsigned>((cols + kTile - 1) / kTile), static_cast<unsigned>((rows + kTile - 1) / kTile),
+            static_cast<unsigned>(n));
+  dim3 block(kTile, 8);
+  bool ok = DispatchBySize(static_cast<size_t>(ir::DataTypeBits(dtype) / 8), [&](auto t) {
+    using T = decltype(t);
+    BatchedTranspose<T><<<grid, block, 0, stream>>>(static_cast<T*>(dst), static_cast<const T*>(src), rows, cols);
+  });
+  if (!ok) return InternalError("layout transpose: dtype {} has no fixed size", ir::DataTypeName(dtype));
+  VIGIL_CHECK_LAUNCH("BatchedTranspose");
   return Status::Ok();
 }
 

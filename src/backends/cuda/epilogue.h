@@ -1,5 +1,7 @@
 // Small kernels that finish a library call (epilogue.cu): the channel bias
-// of Conv/ConvTranspose after cuDNN, and Gemm's broadcast C before cuBLASLt.
+// of Conv/ConvTranspose after cuDNN (NCHW, and NHWC with a fused Relu), the
+// layout transposes of ConvNhwc's NCHW fallback, and Gemm's broadcast C
+// before cuBLASLt.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,16 @@ namespace vigil::cuda {
 
 Status LaunchChannelBiasAdd(void* y, const void* bias, ir::DataType dtype, int64_t batch, int64_t channels,
                             int64_t spatial, cudaStream_t stream);
+
+// Channels-last epilogue of ConvNhwc: y is [rows, channels] (rows = N*H*W);
+// adds bias[c] (when given) and then applies Relu (when `relu`), in one pass.
+Status LaunchNhwcBiasActivation(void* y, const void* bias, ir::DataType dtype, int64_t rows, int64_t channels,
+                                bool relu, cudaStream_t stream);
+
+// dst [N, C, H, W] = src [N, H, W, C] (to_nchw) or dst [N, H, W, C] = src
+// [N, C, H, W] (!to_nchw): ConvNhwc's fallback through NCHW engines.
+Status LaunchLayoutTranspose(void* dst, const void* src, ir::DataType dtype, int64_t n, int64_t c, int64_t hw,
+                             bool to_nchw, cudaStream_t stream);
 
 // dst (shape `dst_shape`) = src (shape `src_shape`, broadcast to it).
 Status LaunchBroadcastCopy(void* dst, const void* src, ir::DataType dtype, const std::vector<int64_t>& src_shape,

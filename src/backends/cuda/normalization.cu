@@ -1,13 +1,15 @@
 // CUDA kernels of the normalisation family, with the semantics of the CPU
 // kernels (backends/cpu/softmax.cpp, normalization.cpp, layer_group_norm.cpp):
 //   Softmax, LogSoftmax: [outer, n, inner] around the axis (opset < 13: 2-D
-//     coercion, inner = 1); one block per line when inner == 1, else one
+//     coercion, inner = 1); when inner == 1 one warp per line of up to 1024
+//     elements (held in registers) or one block per longer line, else one
 //     thread per line; max-subtracted, NaN-propagating.
 //   BatchNormalization (inference only), elementwise with per-channel (or,
 //     spatial=0 before opset 9, per-element) parameters.
-//   InstanceNormalization, GroupNormalization, LayerNormalization: one block
+//   InstanceNormalization, GroupNormalization, LayerNormalization: one warp
 //     per contiguous segment (an (n, c) plane, an (n, group), a row from
-//     `axis`), two-pass mean and variance in float, then scale and shift;
+//     `axis`) of up to 1024 elements (held in registers), else one block per
+//     segment; two-pass mean and variance in float, then scale and shift;
 //     LayerNormalization's optional Mean and InvStdDev outputs are written.
 // Parameter inputs may each have any float dtype (read through LoadParam).
 // LpNormalization has no CPU kernel nor shape inference in vigil: not here.
@@ -162,6 +164,51 @@ __global__ void SoftmaxRowKernel(const T* __restrict__ x, T* __restrict__ y, Lin
   }
 }
 
+// Rows of at most 32 * kPerLane contiguous elements (inner == 1): one warp
+// per row, several rows per block, the row read once into registers. Rows
+// this short (attention scores: 197 in ViT-B/16) would leave a block per row
+// mostly idle.
+template <typename T, bool kLog, int kPerLane>
+__global__ void SoftmaxWarpKernel(const T* __restrict__ x, T* __restrict__ y, Lines l) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps_per_block = blockDim.x / 32;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * warps_per_block;
+  for (int64_t row = blockIdx.x * warps_per_block + threadIdx.x / 32; row < l.outer; row += step) {
+    const T* xr = x + row * l.n;
+    T* yr = y + row * l.n;
+    float v[kPerLane];
+    float m = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      const int64_t k = lane + j * 32;
+      v[j] = k < l.n ? ToFloat(xr[k]) : -INFINITY;
+      m = NanMax(m, v[j]);
+    }
+    for (int o = 16; o > 0; o >>= 1) m = NanMax(m, __shfl_xor_sync(0xffffffffu, m, o));
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      if (lane + j * 32 < l.n) s += expf(v[j] - m);
+    }
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      const int64_t k = lane + j * 32;
+      if (k < l.n) yr[k] = FromFloat<T>(SoftmaxValue<kLog>(v[j], m, s));
+    }
+  }
+}
+
+constexpr int kWarpRowsPerBlock = 4;
+// The longest row the warp-per-row kernels take (32 values per lane).
+constexpr int64_t kMaxWarpRow = 1024;
+
+template <typename T, bool kLog, int kPerLane>
+void LaunchSoftmaxWarp(const T* x, T* y, const Lines& l, cudaStream_t stream) {
+  const int64_t blocks = (l.outer + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock;
+  SoftmaxWarpKernel<T, kLog, kPerLane><<<GridFor(blocks), 32 * kWarpRowsPerBlock, 0, stream>>>(x, y, l);
+}
+
 // One thread per line of n elements `inner` apart.
 template <typename T, bool kLog>
 __global__ void SoftmaxColumnKernel(const T* __restrict__ x, T* __restrict__ y, Lines l) {
@@ -205,7 +252,18 @@ Status SoftmaxKernel(CudaKernelContext& ctx) {
         using T = decltype(tag);
         const T* xs = static_cast<const T*>(x->raw_data());
         T* ys = static_cast<T*>(y->raw_data());
-        if (l.inner == 1) {
+        if (l.inner == 1 && l.n <= kMaxWarpRow) {
+          if (l.n <= 128) {
+            LaunchSoftmaxWarp<T, kLog, 4>(xs, ys, l, ctx.stream());
+          } else if (l.n <= 256) {
+            LaunchSoftmaxWarp<T, kLog, 8>(xs, ys, l, ctx.stream());
+          } else if (l.n <= 512) {
+            LaunchSoftmaxWarp<T, kLog, 16>(xs, ys, l, ctx.stream());
+          } else {
+            LaunchSoftmaxWarp<T, kLog, 32>(xs, ys, l, ctx.stream());
+          }
+          VIGIL_CHECK_LAUNCH("SoftmaxWarpKernel");
+        } else if (l.inner == 1) {
           SoftmaxRowKernel<T, kLog><<<GridFor(l.outer), BlockSizeFor(l.n), 0, ctx.stream()>>>(xs, ys, l);
           VIGIL_CHECK_LAUNCH("SoftmaxRowKernel");
         } else {
@@ -378,12 +436,75 @@ __global__ void SegmentNormKernel(const T* __restrict__ x, T* __restrict__ y, Se
   }
 }
 
+// Segments of at most 32 * kPerLane elements: one warp per segment, several
+// per block, the segment read once into registers (LayerNormalization rows:
+// 768 in ViT-B/16). The same two-pass statistics as SegmentNormKernel.
+template <typename T, int kPerLane>
+__global__ void SegmentNormWarpKernel(const T* __restrict__ x, T* __restrict__ y, SegmentArgs a) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps_per_block = blockDim.x / 32;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * warps_per_block;
+  for (int64_t s = blockIdx.x * warps_per_block + threadIdx.x / 32; s < a.segments; s += step) {
+    const T* xs = x + s * a.length;
+    T* ys = y + s * a.length;
+    float v[kPerLane];
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      const int64_t k = lane + j * 32;
+      v[j] = k < a.length ? ToFloat(xs[k]) : 0.0f;
+      sum += v[j];
+    }
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    const float mean = sum / static_cast<float>(a.length);
+    float sq = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      const float d = v[j] - mean;
+      if (lane + j * 32 < a.length) sq += d * d;
+    }
+    for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
+    const float inv = 1.0f / sqrtf(sq / static_cast<float>(a.length) + a.epsilon);
+    if (lane == 0) {
+      if (a.mean_out) StoreParam(a.mean_out, a.stat_code, s, mean);
+      if (a.inv_out) StoreParam(a.inv_out, a.stat_code, s, inv);
+    }
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      const int64_t k = lane + j * 32;
+      if (k >= a.length) continue;
+      int64_t ks, kb;
+      ParamIndex(a, s, k, &ks, &kb);
+      float r = (v[j] - mean) * inv * LoadParam(a.scale, a.scale_code, ks);
+      if (a.bias) r += LoadParam(a.bias, a.bias_code, kb);
+      ys[k] = FromFloat<T>(r);
+    }
+  }
+}
+
+template <typename T, int kPerLane>
+void LaunchSegmentWarp(const T* x, T* y, const SegmentArgs& a, cudaStream_t stream) {
+  const int64_t blocks = (a.segments + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock;
+  SegmentNormWarpKernel<T, kPerLane><<<GridFor(blocks), 32 * kWarpRowsPerBlock, 0, stream>>>(x, y, a);
+}
+
 Status LaunchSegments(CudaKernelContext& ctx, const runtime::Tensor& x, runtime::Tensor& y, const SegmentArgs& a) {
   if (a.segments == 0) return Status::Ok();
   return FloatDispatch(
       x.dtype(),
       [&](auto tag) -> Status {
         using T = decltype(tag);
+        const T* xs = static_cast<const T*>(x.raw_data());
+        T* ys = static_cast<T*>(y.raw_data());
+        if (a.length > 0 && a.length <= kMaxWarpRow) {
+          if (a.length <= 256) {
+            LaunchSegmentWarp<T, 8>(xs, ys, a, ctx.stream());
+          } else {
+            LaunchSegmentWarp<T, 32>(xs, ys, a, ctx.stream());
+          }
+          VIGIL_CHECK_LAUNCH("SegmentNormWarpKernel");
+          return Status::Ok();
+        }
         SegmentNormKernel<T><<<GridFor(a.segments), BlockSizeFor(a.length), 0, ctx.stream()>>>(
             static_cast<const T*>(x.raw_data()), static_cast<T*>(y.raw_data()), a);
         VIGIL_CHECK_LAUNCH("SegmentNormKernel");

@@ -91,6 +91,29 @@ TEST(CudaSession, DeterministicRunsAreBitwiseEqual) {
   }
 }
 
+TEST(CudaSession, InputsAlreadyOnTheDeviceGiveTheSameOutputs) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  auto session = CnnSession(true);
+  ASSERT_TRUE(session);
+  runtime::Tensor x = RandomTensor(ir::DataType::kFloat32, {5, 3, 32, 32}, 11);
+  auto from_host = session->Run(Input(x));
+  ASSERT_TRUE(from_host.ok()) << from_host.status().ToString();
+  auto up = session->UploadInput(x);
+  ASSERT_TRUE(up.ok()) << up.status().ToString();
+  EXPECT_EQ(up->device(), runtime::Device::kCuda);
+  std::vector<runtime::InputBinding> on_device = Input(*up);
+  on_device[0].device = runtime::Device::kCuda;
+  for (int i = 0; i < 3; ++i) {
+    auto out = session->Run(on_device);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    const runtime::Tensor& a = (*from_host)[0].tensor;
+    const runtime::Tensor& b = (*out)[0].tensor;
+    ASSERT_TRUE(b.on_host());
+    ASSERT_EQ(a.byte_size(), b.byte_size());
+    EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.byte_size()), 0) << "run " << i;
+  }
+}
+
 TEST(CudaSession, RunOverTheMemoryLimitIsRefusedWithTheLargestTensors) {
   VIGIL_SKIP_WITHOUT_CUDA();
   // Batch 64 plans about 4 MB on the device; batch 1 about 70 KB.

@@ -1,0 +1,109 @@
+// ai.vigil.ConvNhwc on the CPU (the op is described in ir/layout_nhwc.h):
+// the reference for the CUDA kernel and the fallback where a device cannot
+// run a node. Correctness only: X and W are transposed to NCHW/OIHW, the
+// ONNX Conv kernel runs, and Y is transposed back.
+#include <cstring>
+
+#include "backends/cpu/conv_pool_kernels.h"
+#include "backends/cpu/element_codec.h"
+#include "ir/layout_nhwc.h"
+
+namespace vigil::cpu {
+namespace {
+
+// Fresh host buffers for the inner Conv's output.
+class ScratchAllocator : public runtime::OutputAllocator {
+ public:
+  Result<runtime::Tensor> Allocate(size_t, ir::DataType dtype, std::vector<int64_t> shape) override {
+    return runtime::Tensor::Allocate(dtype, std::move(shape));
+  }
+};
+
+// dst = src with its 4 dims reordered: dst dim i is src dim perm[i].
+Status Permute4D(const KernelContext& ctx, const runtime::Tensor& src, const std::vector<int64_t>& perm,
+                 runtime::Tensor& dst) {
+  const size_t size = static_cast<size_t>(ir::DataTypeBits(src.dtype()) / 8);
+  if (size == 0 || src.rank() != 4) return ctx.Unsupported("cannot transpose {}", src.Describe());
+  int64_t src_strides[4];
+  src_strides[3] = 1;
+  for (int i = 2; i >= 0; --i) src_strides[i] = src_strides[i + 1] * src.dim(i + 1);
+  const int64_t d0 = dst.dim(0), d1 = dst.dim(1), d2 = dst.dim(2), d3 = dst.dim(3);
+  const int64_t s0 = src_strides[perm[0]], s1 = src_strides[perm[1]], s2 = src_strides[perm[2]],
+                s3 = src_strides[perm[3]];
+  const auto* in = static_cast<const uint8_t*>(src.raw_data());
+  auto* out = static_cast<uint8_t*>(dst.raw_data());
+  size_t o = 0;
+  for (int64_t a = 0; a < d0; ++a) {
+    for (int64_t b = 0; b < d1; ++b) {
+      for (int64_t c = 0; c < d2; ++c) {
+        for (int64_t d = 0; d < d3; ++d, o += size) {
+          std::memcpy(out + o, in + (a * s0 + b * s1 + c * s2 + d * s3) * size, size);
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Result<runtime::Tensor> Permuted(const KernelContext& ctx, const runtime::Tensor& src,
+                                 const std::vector<int64_t>& perm) {
+  std::vector<int64_t> shape;
+  for (int64_t p : perm) shape.push_back(src.dim(static_cast<size_t>(p)));
+  Result<runtime::Tensor> t = runtime::Tensor::Allocate(src.dtype(), shape);
+  if (!t.ok()) return OutOfMemoryError("{}: cannot allocate a transposed copy of {}", ops::NodeLabel(ctx.node()),
+                                       src.Describe());
+  VIGIL_RETURN_IF_ERROR(Permute4D(ctx, src, perm, *t));
+  return t;
+}
+
+Status CheckOperands(KernelContext& ctx) {
+  VIGIL_RETURN_IF_ERROR(RequireInputs(ctx, 2));
+  const runtime::Tensor& x = *ctx.input(0);
+  const runtime::Tensor& w = *ctx.input(1);
+  if (x.rank() != 4) return ctx.Fail("input 0 (X) is {}, ConvNhwc needs N x H x W x C", x.Describe());
+  if (w.rank() != 4) return ctx.Fail("input 1 (W) is {}, ConvNhwc needs M x kH x kW x C/group", w.Describe());
+  return Status::Ok();
+}
+
+// Y = max(Y, 0), NaN kept, in Y's float dtype.
+Status ApplyRelu(KernelContext& ctx, runtime::Tensor& y) {
+  return DispatchFloat(ctx, 0, [&]<ir::DataType D>() -> Status {
+    using C = ElementCodec<D>;
+    auto* p = y.data<typename C::Storage>();
+    for (uint64_t i = 0; i < y.element_count(); ++i) {
+      if (C::Load(p[i]) < 0) p[i] = C::Store(0);
+    }
+    return Status::Ok();
+  });
+}
+
+}  // namespace
+
+Status ConvNhwcKernel(KernelContext& ctx) {
+  VIGIL_RETURN_IF_ERROR(CheckOperands(ctx));
+  VIGIL_ASSIGN_OR_RETURN(std::string activation, ops::StringAttr(ctx.node(), "activation", ""));
+  if (!activation.empty() && activation != ir::kConvNhwcRelu) {
+    return AttributeError(ctx, "activation is '{}', expected '' or 'Relu'", activation);
+  }
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor x, Permuted(ctx, *ctx.input(0), ir::kToNchw));
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor w, Permuted(ctx, *ctx.input(1), ir::kToNchw));
+  // The same node as an ONNX Conv: its attributes mean the same on NCHW.
+  ir::Node conv = ctx.node();
+  conv.domain.clear();
+  conv.op_type = "Conv";
+  std::erase_if(conv.attributes, [](const ir::Attribute& a) { return a.name == "activation"; });
+  const runtime::Tensor* inputs[] = {&x, &w, ctx.input(2)};
+  std::vector<runtime::Tensor> outputs(1);
+  ScratchAllocator scratch;
+  KernelContext inner(conv, 11, std::span<const runtime::Tensor* const>(inputs, ctx.has_input(2) ? 3 : 2), outputs,
+                      scratch);
+  VIGIL_RETURN_IF_ERROR(ConvKernel(inner));
+  const runtime::Tensor& y_nchw = outputs[0];
+  std::vector<int64_t> shape{y_nchw.dim(0), y_nchw.dim(2), y_nchw.dim(3), y_nchw.dim(1)};
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, y_nchw.dtype(), std::move(shape)));
+  VIGIL_RETURN_IF_ERROR(Permute4D(ctx, y_nchw, ir::kToNhwc, *y));
+  if (!activation.empty()) VIGIL_RETURN_IF_ERROR(ApplyRelu(ctx, *y));
+  return Status::Ok();
+}
+
+}  // namespace vigil::cpu

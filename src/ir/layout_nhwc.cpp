@@ -1,0 +1,472 @@
+#include "ir/layout_nhwc.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "ir/extract_subgraph.h"
+#include "ir/validate.h"
+
+namespace vigil::ir {
+namespace {
+
+bool IsDefaultDomain(std::string_view d) { return d.empty() || d == "ai.onnx"; }
+
+bool IsTransposeWith(const Node& n, const std::vector<int64_t>& perm) {
+  if (n.op_type != "Transpose" || !IsDefaultDomain(n.domain) || n.inputs.size() != 1 || n.outputs.size() != 1) {
+    return false;
+  }
+  const Attribute* a = n.FindAttribute("perm");
+  return a && a->type == AttributeType::kInts && a->ints == perm;
+}
+
+// Ops that compute each output element from the operand elements at the same
+// (broadcast) position, and nothing else: they give the same values in any
+// layout as long as every operand is permuted alike. Every input counts as an
+// operand (Clip's min and max, PRelu's slope).
+bool IsPositionwiseOp(const Node& n) {
+  static const std::unordered_set<std::string> kOps = {
+      "Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Elu", "Selu", "Softplus",
+      "Neg",  "Abs",  "Exp",       "Sqrt",    "Erf",         "Identity",  "Cast", "PRelu", "Add", "Sub",
+      "Mul",  "Div",  "Max",       "Min",     "Sum",         "Pow"};
+  return IsDefaultDomain(n.domain) && n.outputs.size() == 1 && !n.outputs[0].empty() && kOps.count(n.op_type) > 0;
+}
+
+Attribute IntsAttribute(std::string name, std::vector<int64_t> v) {
+  Attribute a;
+  a.name = std::move(name);
+  a.type = AttributeType::kInts;
+  a.ints = std::move(v);
+  return a;
+}
+
+// Whether PermuteConstantToNhwc can move `t`: rank <= 4 and whole-byte
+// elements all present (no strings, no sub-byte types, no missing data).
+bool Permutable(const Tensor& t) {
+  int bits = DataTypeBits(t.dtype);
+  std::optional<uint64_t> count = t.ElementCount();
+  if (t.dims.size() > 4 || bits < 8 || bits % 8 != 0 || t.storage == Tensor::Storage::kStrings || !count) {
+    return false;
+  }
+  return t.bytes.size() == *count * static_cast<uint64_t>(bits / 8);
+}
+
+// `t` (Permutable; its dims padded with leading 1s to NCHW [a, b, c, d])
+// permuted to NHWC [a, c, d, b].
+Tensor PermuteConstantToNhwc(const Tensor& t, std::string name) {
+  const size_t size = static_cast<size_t>(DataTypeBits(t.dtype) / 8);
+  std::vector<int64_t> d(4 - t.dims.size(), 1);
+  d.insert(d.end(), t.dims.begin(), t.dims.end());
+  auto owned = std::shared_ptr<uint8_t[]>(new uint8_t[std::max<size_t>(1, t.bytes.size())]);
+  const uint8_t* src = t.bytes.data();
+  uint8_t* dst = owned.get();
+  // dst[n, h, w, c] = src[n, c, h, w]
+  for (int64_t n = 0; n < d[0]; ++n) {
+    for (int64_t h = 0; h < d[2]; ++h) {
+      for (int64_t w = 0; w < d[3]; ++w) {
+        for (int64_t c = 0; c < d[1]; ++c) {
+          int64_t from = ((n * d[1] + c) * d[2] + h) * d[3] + w;
+          int64_t to = ((n * d[2] + h) * d[3] + w) * d[1] + c;
+          std::memcpy(dst + to * size, src + from * size, size);
+        }
+      }
+    }
+  }
+  Tensor out;
+  out.name = std::move(name);
+  out.dtype = t.dtype;
+  out.dims = {d[0], d[2], d[3], d[1]};
+  out.storage = Tensor::Storage::kTypedDecoded;
+  out.bytes = {owned.get(), t.bytes.size()};
+  out.keep_alive = std::shared_ptr<const void>(owned, owned.get());
+  return out;
+}
+
+// Who produces and who reads each value among the live nodes.
+struct UseIndex {
+  std::unordered_map<std::string, size_t> producer;
+  std::unordered_map<std::string, std::vector<size_t>> consumers;  // one entry per reading input slot
+  std::unordered_set<std::string> opaque;  // read implicitly inside a subgraph: cannot be renamed
+};
+
+// How one operand of a positionwise op reads once the op runs in NHWC.
+struct NhwcOperand {
+  enum Kind { kAbsent, kTransposed, kLayoutFree, kConstant, kTwin, kNone } kind = kNone;
+  size_t node = 0;  // kTransposed: the to-NCHW Transpose; kTwin: an existing to-NHWC Transpose of the operand
+};
+
+class NhwcRewriter {
+ public:
+  NhwcRewriter(Model& model, const std::unordered_map<std::string, TypeInfo>& types)
+      : model_(model), g_(model.graph), types_(types) {
+    for (const Node& n : g_.nodes) {
+      node_names_.insert(n.name);
+      for (const std::string& s : n.inputs) names_.insert(s);
+      for (const std::string& s : n.outputs) names_.insert(s);
+    }
+    for (const ValueInfo& vi : g_.inputs) {
+      names_.insert(vi.name);
+      graph_inputs_.insert(vi.name);
+    }
+    for (const ValueInfo& vi : g_.outputs) {
+      names_.insert(vi.name);
+      graph_outputs_.insert(vi.name);
+    }
+    for (size_t i = 0; i < g_.initializers.size(); ++i) {
+      names_.insert(g_.initializers[i].name);
+      initializer_index_[g_.initializers[i].name] = i;
+    }
+    dead_.assign(g_.nodes.size(), false);
+  }
+
+  void ConvertConv(size_t index);
+  // Sinks and cancels transposes until nothing changes.
+  void Optimize();
+  void FuseRelus();
+  Status Finish();
+
+  NhwcStats stats;
+
+ private:
+  std::string UniqueValue(const std::string& base);
+  std::string UniqueNode(const std::string& base);
+  size_t AddTranspose(const std::string& in, const std::string& out, const std::vector<int64_t>& perm,
+                      const std::string& node_name);
+  // The NHWC copy of `name`, one Transpose per value however many convs read it.
+  std::string NhwcCopy(const std::string& name, const std::string& for_node);
+  UseIndex BuildIndex() const;
+  bool TryCancel(const UseIndex& idx);
+  bool TrySink(const UseIndex& idx);
+  bool SinkPast(size_t e, const UseIndex& idx);
+  NhwcOperand Classify(const std::string& name, const UseIndex& idx) const;
+  void RemoveDeadTransposes();
+  bool OnlyConsumer(const UseIndex& idx, const std::string& value, size_t node) const;
+  bool LayoutFree(const std::string& name) const;
+  const Tensor* Constant(const std::string& name) const;
+  std::optional<std::string> PermutedConstant(const std::string& name);
+  void ReplaceUses(const UseIndex& idx, const std::string& from, const std::string& to);
+
+  Model& model_;
+  Graph& g_;
+  const std::unordered_map<std::string, TypeInfo>& types_;
+  std::vector<bool> dead_;
+  std::unordered_set<std::string> names_, node_names_, graph_inputs_, graph_outputs_;
+  std::unordered_map<std::string, size_t> initializer_index_;
+  std::unordered_map<std::string, std::string> nhwc_copy_;       // value -> its NHWC transpose's output
+  std::unordered_map<std::string, std::string> permuted_const_;  // initializer -> its NHWC copy
+  std::unordered_set<size_t> conv_nodes_;
+};
+
+std::string NhwcRewriter::UniqueValue(const std::string& base) {
+  std::string name = base;
+  for (int i = 1; names_.count(name); ++i) name = fmt::format("{}_{}", base, i);
+  names_.insert(name);
+  return name;
+}
+
+std::string NhwcRewriter::UniqueNode(const std::string& base) {
+  std::string name = base;
+  for (int i = 1; node_names_.count(name); ++i) name = fmt::format("{}_{}", base, i);
+  node_names_.insert(name);
+  return name;
+}
+
+size_t NhwcRewriter::AddTranspose(const std::string& in, const std::string& out, const std::vector<int64_t>& perm,
+                                  const std::string& node_name) {
+  Node t;
+  t.op_type = "Transpose";
+  t.name = UniqueNode(node_name);
+  t.inputs = {in};
+  t.outputs = {out};
+  t.attributes.push_back(IntsAttribute("perm", perm));
+  g_.nodes.push_back(std::move(t));
+  dead_.push_back(false);
+  return g_.nodes.size() - 1;
+}
+
+std::string NhwcRewriter::NhwcCopy(const std::string& name, const std::string& for_node) {
+  auto it = nhwc_copy_.find(name);
+  if (it != nhwc_copy_.end()) return it->second;
+  std::string out = UniqueValue(name + "_nhwc");
+  AddTranspose(name, out, kToNhwc, for_node + "/to_nhwc");
+  nhwc_copy_.emplace(name, out);
+  return out;
+}
+
+void NhwcRewriter::ConvertConv(size_t index) {
+  const Node& conv = g_.nodes[index];  // checked by ConvertConvsToNhwc
+  const std::string label = conv.name.empty() ? fmt::format("conv{}", index) : conv.name;
+  const std::string x_nchw = conv.inputs[0], w_oihw = conv.inputs[1];
+  // NhwcCopy appends nodes, which moves `conv`.
+  std::string x = NhwcCopy(x_nchw, label);
+  std::string w = NhwcCopy(w_oihw, label);
+  Node& c = g_.nodes[index];
+  std::string y = c.outputs[0];
+  std::string yt = UniqueValue(y + "_nhwc");
+  c.domain = kVigilDomain;
+  c.op_type = kConvNhwcOp;
+  c.inputs[0] = x;
+  c.inputs[1] = w;
+  c.outputs[0] = yt;
+  AddTranspose(yt, y, kToNchw, label + "/to_nchw");
+  conv_nodes_.insert(index);
+  ++stats.convs;
+}
+
+UseIndex NhwcRewriter::BuildIndex() const {
+  UseIndex idx;
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    if (dead_[i]) continue;
+    const Node& n = g_.nodes[i];
+    for (const std::string& in : n.inputs) {
+      if (!in.empty()) idx.consumers[in].push_back(i);
+    }
+    for (const std::string& in : ImplicitInputs(n)) {
+      idx.consumers[in].push_back(i);
+      idx.opaque.insert(in);
+    }
+    for (const std::string& out : n.outputs) {
+      if (!out.empty()) idx.producer.emplace(out, i);
+    }
+  }
+  return idx;
+}
+
+bool NhwcRewriter::OnlyConsumer(const UseIndex& idx, const std::string& value, size_t node) const {
+  if (graph_outputs_.count(value) || idx.opaque.count(value)) return false;
+  auto it = idx.consumers.find(value);
+  if (it == idx.consumers.end()) return false;
+  return std::all_of(it->second.begin(), it->second.end(), [&](size_t c) { return c == node; });
+}
+
+void NhwcRewriter::ReplaceUses(const UseIndex& idx, const std::string& from, const std::string& to) {
+  auto it = idx.consumers.find(from);
+  if (it == idx.consumers.end()) return;
+  for (size_t c : it->second) {
+    for (std::string& in : g_.nodes[c].inputs) {
+      if (in == from) in = to;
+    }
+  }
+}
+
+// to-NCHW then to-NHWC is the identity: readers of the second read the
+// first's input instead.
+bool NhwcRewriter::TryCancel(const UseIndex& idx) {
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    if (dead_[i] || !IsTransposeWith(g_.nodes[i], kToNhwc)) continue;
+    auto p = idx.producer.find(g_.nodes[i].inputs[0]);
+    if (p == idx.producer.end() || !IsTransposeWith(g_.nodes[p->second], kToNchw)) continue;
+    const std::string& out = g_.nodes[i].outputs[0];
+    if (graph_outputs_.count(out) || idx.opaque.count(out)) continue;
+    ReplaceUses(idx, out, g_.nodes[p->second].inputs[0]);
+    dead_[i] = true;
+    return true;
+  }
+  return false;
+}
+
+const Tensor* NhwcRewriter::Constant(const std::string& name) const {
+  // An initializer that is also a graph input may be overridden at run time.
+  if (graph_inputs_.count(name)) return nullptr;
+  auto it = initializer_index_.find(name);
+  return it == initializer_index_.end() ? nullptr : &g_.initializers[it->second];
+}
+
+// A value of rank <= 4 with every dim 1 broadcasts the same in any layout.
+bool NhwcRewriter::LayoutFree(const std::string& name) const {
+  std::vector<int64_t> dims;
+  if (const Tensor* c = Constant(name)) {
+    dims = c->dims;
+  } else {
+    auto it = types_.find(name);
+    if (it == types_.end() || it->second.kind != TypeInfo::Kind::kTensor || !it->second.shape.rank_known) return false;
+    for (const Dim& d : it->second.shape.dims) {
+      if (!d.is_known()) return false;
+      dims.push_back(*d.value);
+    }
+  }
+  return dims.size() <= 4 && std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d == 1; });
+}
+
+std::optional<std::string> NhwcRewriter::PermutedConstant(const std::string& name) {
+  if (auto it = permuted_const_.find(name); it != permuted_const_.end()) return it->second;
+  const Tensor* c = Constant(name);
+  if (!c || !Permutable(*c)) return std::nullopt;
+  Tensor p = PermuteConstantToNhwc(*c, UniqueValue(name + "_nhwc"));
+  std::string out = p.name;
+  initializer_index_[out] = g_.initializers.size();
+  g_.initializers.push_back(std::move(p));
+  permuted_const_.emplace(name, out);
+  return out;
+}
+
+NhwcOperand NhwcRewriter::Classify(const std::string& name, const UseIndex& idx) const {
+  if (name.empty()) return {NhwcOperand::kAbsent};
+  auto p = idx.producer.find(name);
+  if (p != idx.producer.end() && IsTransposeWith(g_.nodes[p->second], kToNchw)) {
+    return {NhwcOperand::kTransposed, p->second};
+  }
+  if (LayoutFree(name)) return {NhwcOperand::kLayoutFree};
+  if (const Tensor* c = Constant(name)) return {Permutable(*c) ? NhwcOperand::kConstant : NhwcOperand::kNone};
+  // A value some convolution already reads in NHWC costs nothing more.
+  if (auto it = idx.consumers.find(name); it != idx.consumers.end()) {
+    for (size_t c : it->second) {
+      if (IsTransposeWith(g_.nodes[c], kToNhwc)) return {NhwcOperand::kTwin, c};
+    }
+  }
+  return {NhwcOperand::kNone};
+}
+
+// Moves the to-NCHW transposes in front of positionwise op `e` below it, when
+// every operand can follow and the move does not add a transpose: one of
+// them then dies (e was its only reader), or e's result only feeds to-NHWC
+// transposes, which cancel with the one added after e.
+bool NhwcRewriter::SinkPast(size_t e, const UseIndex& idx) {
+  const Node& node = g_.nodes[e];
+  std::vector<NhwcOperand> operands;
+  std::unordered_set<size_t> transposes;
+  for (const std::string& in : node.inputs) {
+    operands.push_back(Classify(in, idx));
+    if (operands.back().kind == NhwcOperand::kNone) return false;
+    if (operands.back().kind == NhwcOperand::kTransposed) transposes.insert(operands.back().node);
+  }
+  if (transposes.empty()) return false;
+  bool frees_one = std::any_of(transposes.begin(), transposes.end(),
+                               [&](size_t t) { return OnlyConsumer(idx, g_.nodes[t].outputs[0], e); });
+  const std::string y = node.outputs[0];
+  bool cancels_after = false;
+  if (auto it = idx.consumers.find(y); it != idx.consumers.end() && !graph_outputs_.count(y) && !idx.opaque.count(y)) {
+    cancels_after = std::all_of(it->second.begin(), it->second.end(), [&](size_t c) {
+      const Node& t = g_.nodes[c];
+      return IsTransposeWith(t, kToNhwc) && !graph_outputs_.count(t.outputs[0]) && !idx.opaque.count(t.outputs[0]);
+    });
+  }
+  if (!frees_one && !cancels_after) return false;
+
+  std::vector<std::string> inputs = node.inputs;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    switch (operands[k].kind) {
+      case NhwcOperand::kTransposed: inputs[k] = g_.nodes[operands[k].node].inputs[0]; break;
+      case NhwcOperand::kTwin: inputs[k] = g_.nodes[operands[k].node].outputs[0]; break;
+      case NhwcOperand::kConstant: inputs[k] = PermutedConstant(inputs[k]).value_or(inputs[k]); break;
+      default: break;  // absent or layout-free: as it is
+    }
+  }
+  std::string yt = UniqueValue(y + "_nhwc");
+  std::string label = node.name.empty() ? fmt::format("{}{}", node.op_type, e) : node.name;
+  g_.nodes[e].inputs = std::move(inputs);
+  g_.nodes[e].outputs[0] = yt;
+  AddTranspose(yt, y, kToNchw, label + "/to_nchw");
+  ++stats.sunk;
+  return true;
+}
+
+bool NhwcRewriter::TrySink(const UseIndex& idx) {
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    if (!dead_[i] && IsPositionwiseOp(g_.nodes[i]) && SinkPast(i, idx)) return true;
+  }
+  return false;
+}
+
+// Transposes whose result nobody reads (not graph outputs).
+void NhwcRewriter::RemoveDeadTransposes() {
+  for (bool changed = true; changed;) {
+    changed = false;
+    UseIndex idx = BuildIndex();
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& n = g_.nodes[i];
+      if (dead_[i] || !(IsTransposeWith(n, kToNchw) || IsTransposeWith(n, kToNhwc))) continue;
+      if (graph_outputs_.count(n.outputs[0]) || idx.consumers.count(n.outputs[0])) continue;
+      dead_[i] = true;
+      changed = true;
+    }
+  }
+}
+
+void NhwcRewriter::Optimize() {
+  // Each step removes a node or moves a transpose further down the graph, so
+  // this ends; the index is rebuilt after each (graphs are small).
+  for (;;) {
+    RemoveDeadTransposes();
+    UseIndex idx = BuildIndex();
+    if (TryCancel(idx)) continue;
+    if (TrySink(idx)) continue;
+    break;
+  }
+}
+
+void NhwcRewriter::FuseRelus() {
+  UseIndex idx = BuildIndex();
+  for (size_t c : conv_nodes_) {
+    if (dead_[c]) continue;
+    const std::string yt = g_.nodes[c].outputs[0];
+    auto it = idx.consumers.find(yt);
+    if (it == idx.consumers.end() || it->second.size() != 1 || !OnlyConsumer(idx, yt, it->second[0])) continue;
+    size_t r = it->second[0];
+    const Node& relu = g_.nodes[r];
+    if (relu.op_type != "Relu" || !IsDefaultDomain(relu.domain) || relu.outputs.size() != 1) continue;
+    Attribute act;
+    act.name = "activation";
+    act.type = AttributeType::kString;
+    act.s = kConvNhwcRelu;
+    g_.nodes[c].attributes.push_back(std::move(act));
+    g_.nodes[c].outputs[0] = relu.outputs[0];
+    dead_[r] = true;
+    ++stats.fused_relus;
+  }
+}
+
+Status NhwcRewriter::Finish() {
+  RemoveDeadTransposes();
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    if (dead_[i]) continue;
+    const Node& n = g_.nodes[i];
+    bool activation_transpose = (IsTransposeWith(n, kToNchw) || IsTransposeWith(n, kToNhwc)) && !Constant(n.inputs[0]);
+    if (activation_transpose) ++stats.transposes;
+    kept.push_back(std::move(g_.nodes[i]));
+  }
+  g_.nodes = std::move(kept);
+  dead_.assign(g_.nodes.size(), false);
+  // New nodes were appended; put them back in producer-before-consumer order.
+  VIGIL_ASSIGN_OR_RETURN(std::vector<size_t> order, TopologicalOrder(g_, {}));
+  std::vector<Node> sorted;
+  sorted.reserve(order.size());
+  for (size_t i : order) sorted.push_back(std::move(g_.nodes[i]));
+  g_.nodes = std::move(sorted);
+  if (stats.convs > 0 && model_.OpsetVersion(kVigilDomain) < 0) {
+    model_.opset_imports.push_back({kVigilDomain, kVigilOpsetVersion});
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<NhwcStats> ConvertConvsToNhwc(Model& model, const std::vector<size_t>& conv_nodes,
+                                     const std::unordered_map<std::string, TypeInfo>& types,
+                                     const NhwcOptions& options) {
+  if (conv_nodes.empty()) return NhwcStats{};
+  // Checked before anything changes, so that a failure leaves the model as it was.
+  std::unordered_set<size_t> seen;
+  for (size_t i : conv_nodes) {
+    if (i >= model.graph.nodes.size() || !seen.insert(i).second) {
+      return InternalError("NHWC pass: node index {} is out of range or listed twice", i);
+    }
+    const Node& n = model.graph.nodes[i];
+    if (n.op_type != "Conv" || !IsDefaultDomain(n.domain) || n.inputs.size() < 2 || n.outputs.size() != 1 ||
+        n.inputs[0].empty() || n.inputs[1].empty() || n.outputs[0].empty()) {
+      return InternalError("NHWC pass: {} is not a Conv with X, W and one output", n.Describe(i));
+    }
+  }
+  NhwcRewriter rewriter(model, types);
+  for (size_t i : conv_nodes) rewriter.ConvertConv(i);
+  rewriter.Optimize();
+  if (options.fuse_relu) rewriter.FuseRelus();
+  VIGIL_RETURN_IF_ERROR(rewriter.Finish());
+  return rewriter.stats;
+}
+
+}  // namespace vigil::ir

@@ -1,0 +1,68 @@
+// The NHWC layout pass: moves chosen 2D convolutions to channels-last
+// (NHWC), which is what tensor-core convolution engines want, and then
+// removes as many of the layout transposes this introduces as it can. Pure
+// graph rewriting: it knows nothing of backends; the session decides which
+// convolutions to move (runtime/conv_layout.h).
+//
+// The op it writes, ai.vigil.ConvNhwc (opset 1 of domain "ai.vigil"):
+//   Y = ConvNhwc(X, W [, B])  is ONNX Conv with the channel dim last:
+//   X [N, H, W, C], W [M, kH, kW, C/group] (KRSC), B [M], Y [N, OH, OW, M];
+//   the attributes are Conv's (auto_pad, pads, strides, dilations, group,
+//   kernel_shape), 2D only, plus `activation` ("" or "Relu": Y = Relu(conv +
+//   B)), which the pass sets when a Relu was the convolution's only consumer.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "ir/graph.h"
+
+namespace vigil::ir {
+
+inline constexpr const char kVigilDomain[] = "ai.vigil";
+inline constexpr int64_t kVigilOpsetVersion = 1;
+inline constexpr const char kConvNhwcOp[] = "ConvNhwc";
+inline constexpr const char kConvNhwcRelu[] = "Relu";
+
+// perm of Transpose from NCHW to NHWC, and back.
+inline const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
+inline const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
+
+struct NhwcOptions {
+  // Fold a Relu that is a converted convolution's only consumer into the
+  // ConvNhwc (activation="Relu").
+  bool fuse_relu = false;
+};
+
+struct NhwcStats {
+  size_t convs = 0;              // Conv nodes rewritten to ConvNhwc
+  size_t transposes = 0;         // activation transposes left in the graph by the pass (weights not counted)
+  size_t sunk = 0;               // elementwise ops that now run in NHWC
+  size_t fused_relus = 0;        // Relus folded into a ConvNhwc
+};
+
+// Rewrites the Conv nodes `conv_nodes` (indices into model.graph.nodes; each
+// must be a default-domain Conv with 4-D X) of the main graph:
+//   Y = Conv(X, W, B)  ->  Xt = Transpose(X, perm=[0,2,3,1]),
+//                          Wt = Transpose(W, perm=[0,2,3,1]),
+//                          Yt = ai.vigil.ConvNhwc(Xt, Wt, B),
+//                          Y  = Transpose(Yt, perm=[0,3,1,2])
+// (Wt of a constant W is meant to be folded into a KRSC initializer by the
+// caller's constant folding), then sinks the to-NCHW transposes below
+// elementwise ops (Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish,
+// Tanh, Add, Sub, Mul, Div, ...) whose other operands are transposed the same
+// way, layout-free (every dim 1) or constant initializers (which get a
+// permuted copy), and cancels to-NCHW -> to-NHWC pairs. A transpose moves
+// only where that does not add transposes. Graph outputs keep their names
+// and their NCHW layout; ops the pass does not know (pools, Reshape,
+// Concat, ...) keep reading NCHW. `types` gives the types of values (from
+// load-time inference): shapes decide which operands are layout-free.
+// Adds the opset import of "ai.vigil" when it converts anything.
+Result<NhwcStats> ConvertConvsToNhwc(Model& model, const std::vector<size_t>& conv_nodes,
+                                     const std::unordered_map<std::string, TypeInfo>& types,
+                                     const NhwcOptions& options = {});
+
+}  // namespace vigil::ir

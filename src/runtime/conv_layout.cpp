@@ -1,0 +1,102 @@
+#include "runtime/conv_layout.h"
+
+#include <optional>
+
+#include "ops/attributes.h"
+#include "ops/shape_helpers.h"
+
+namespace vigil::runtime {
+namespace {
+
+bool IsDefaultDomain(std::string_view d) { return d.empty() || d == "ai.onnx"; }
+
+const ir::TypeInfo* TypeOf(const std::unordered_map<std::string, ir::TypeInfo>& types, const std::string& name) {
+  auto it = types.find(name);
+  return name.empty() || it == types.end() ? nullptr : &it->second;
+}
+
+// NCHW (or OIHW) type -> NHWC (OHWI), for a known rank 4.
+ir::TypeInfo ToNhwcType(const ir::TypeInfo& t) {
+  const auto& d = t.shape.dims;
+  return ops::TensorType(t.elem_type, std::vector<ir::Dim>{d[0], d[2], d[3], d[1]});
+}
+
+bool IsRank4Tensor(const ir::TypeInfo* t) {
+  return t && t->kind == ir::TypeInfo::Kind::kTensor && t->shape.rank_known && t->shape.dims.size() == 4;
+}
+
+const ir::Tensor* FindInitializer(const ir::Graph& g, const std::string& name) {
+  for (const ir::ValueInfo& vi : g.inputs) {
+    if (vi.name == name) return nullptr;  // overridable at run time: not a constant
+  }
+  for (const ir::Tensor& t : g.initializers) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+// Whether `device` takes `conv` as a ConvNhwc (with `activation`, if set).
+bool DeviceTakesNhwc(const ir::Node& conv, const std::unordered_map<std::string, ir::TypeInfo>& types,
+                     const Backend& device, const std::string& activation) {
+  const ir::TypeInfo* x = TypeOf(types, conv.inputs[0]);
+  const ir::TypeInfo* w = TypeOf(types, conv.inputs[1]);
+  const ir::TypeInfo* y = TypeOf(types, conv.outputs[0]);
+  if (!IsRank4Tensor(x) || !IsRank4Tensor(w)) return false;
+  if (x->elem_type != ir::DataType::kFloat16 && x->elem_type != ir::DataType::kBfloat16) return false;
+  ir::Node probe = conv;
+  probe.domain = ir::kVigilDomain;
+  probe.op_type = ir::kConvNhwcOp;
+  if (!activation.empty()) {
+    ir::Attribute a;
+    a.name = "activation";
+    a.type = ir::AttributeType::kString;
+    a.s = activation;
+    probe.attributes.push_back(std::move(a));
+  }
+  ir::TypeInfo xt = ToNhwcType(*x), wt = ToNhwcType(*w);
+  std::optional<ir::TypeInfo> yt;
+  if (IsRank4Tensor(y)) yt = ToNhwcType(*y);
+  NodeTypes nt;
+  nt.inputs = {&xt, &wt};
+  if (conv.inputs.size() > 2) nt.inputs.push_back(TypeOf(types, conv.inputs[2]));
+  nt.outputs = {yt ? &*yt : nullptr};
+  return device.SupportsTyped(probe, ir::kVigilOpsetVersion, nt, nullptr);
+}
+
+}  // namespace
+
+std::vector<size_t> SelectNhwcConvs(const ir::Model& model, const std::unordered_map<std::string, ir::TypeInfo>& types,
+                                    const Backend& device) {
+  std::vector<size_t> picked;
+  if (device.device() == Device::kHost) return picked;
+  const ir::Graph& g = model.graph;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& n = g.nodes[i];
+    if (n.op_type != "Conv" || !IsDefaultDomain(n.domain) || n.inputs.size() < 2 || n.outputs.size() != 1 ||
+        n.inputs[0].empty() || n.inputs[1].empty() || n.outputs[0].empty()) {
+      continue;
+    }
+    // Weights are transposed once, at load; a computed W would need a transpose every run.
+    if (!FindInitializer(g, n.inputs[1])) continue;
+    // Grouped (and depthwise) convolutions stay NCHW: with cuDNN 9.14 on an
+    // H100 their NHWC fp16 engines were slower, MobileNetV2 batch 64 going
+    // from 3.97 to 8.84 ms with them converted (bench/results/).
+    if (auto group = ops::IntAttr(n, "group", 1); !group.ok() || *group != 1) continue;
+    if (DeviceTakesNhwc(n, types, device, "")) picked.push_back(i);
+  }
+  return picked;
+}
+
+Result<bool> ApplyConvLayout(ir::Model& model, const std::unordered_map<std::string, ir::TypeInfo>& types,
+                             ConvLayout layout, const Backend& first_backend) {
+  if (layout == ConvLayout::kAsModel) return false;
+  std::vector<size_t> convs = SelectNhwcConvs(model, types, first_backend);
+  if (convs.empty()) return false;
+  ir::NhwcOptions options;
+  // The device fuses a following Relu only where its kernel says it can.
+  options.fuse_relu = DeviceTakesNhwc(model.graph.nodes[convs[0]], types, first_backend, ir::kConvNhwcRelu);
+  VIGIL_ASSIGN_OR_RETURN(ir::NhwcStats stats, ir::ConvertConvsToNhwc(model, convs, types, options));
+  return stats.convs > 0;
+}
+
+}  // namespace vigil::runtime

@@ -1,0 +1,40 @@
+// The session's layout decision: which convolutions run channels-last (NHWC)
+// on the device backend. The rewriting itself is the IR pass
+// ir::ConvertConvsToNhwc (ir/layout_nhwc.h); this file picks its targets.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "ir/graph.h"
+#include "ir/layout_nhwc.h"
+#include "runtime/backend.h"
+
+namespace vigil::runtime {
+
+// How a session lays out convolutions.
+enum class ConvLayout {
+  kAsModel,       // as the model says (NCHW): no rewriting
+  // float16/bfloat16 2D convolutions with constant weights that the first
+  // backend, a device backend, can run as ai.vigil.ConvNhwc run channels-last
+  // (tensor-core convolutions want NHWC); float32 stays NCHW.
+  kNhwcOnDevice,
+};
+
+// The Conv nodes of `model` that kNhwcOnDevice moves to NHWC on `device`
+// (the session's first backend): default-domain Conv, X a float16 or
+// bfloat16 tensor of known rank 4 (per `types`, from load-time inference), W
+// a constant initializer of rank 4, and `device` accepts the rewritten
+// ConvNhwc node with those types. Empty when `device` runs on the host.
+std::vector<size_t> SelectNhwcConvs(const ir::Model& model, const std::unordered_map<std::string, ir::TypeInfo>& types,
+                                    const Backend& device);
+
+// Applies `layout` to `model`; returns whether the graph changed (its
+// weight transposes then still need constant folding).
+Result<bool> ApplyConvLayout(ir::Model& model, const std::unordered_map<std::string, ir::TypeInfo>& types,
+                             ConvLayout layout, const Backend& first_backend);
+
+}  // namespace vigil::runtime

@@ -1,0 +1,136 @@
+// ai.vigil.ConvNhwc on the CPU: against ONNX Conv on the same data laid out
+// NCHW (odd channel counts, groups, strides, pads, dilations, auto_pad), its
+// Relu activation, and its shape inference and errors.
+#include <gtest/gtest.h>
+
+#include "backends/cpu/float_kernel_test_util.h"
+#include "backends/cpu/kernel_test_util.h"
+#include "ir/layout_nhwc.h"
+
+namespace vigil::cpu {
+namespace {
+
+namespace kt = vigil::cpu::testing;
+using namespace vigil::cpu::float_testing;  // NOLINT: test helpers
+using ir::DataType;
+
+// v (dims `shape`, 4-D) with its dims reordered by perm: out dim i = in dim perm[i].
+std::vector<double> Permute(const std::vector<double>& v, const Shape& shape, const Shape& perm) {
+  Shape out_shape;
+  for (int64_t p : perm) out_shape.push_back(shape[p]);
+  std::vector<double> out(v.size());
+  for (int64_t i = 0; i < static_cast<int64_t>(v.size()); ++i) {
+    Shape o = Unravel(i, out_shape);
+    Shape in(4);
+    for (size_t d = 0; d < 4; ++d) in[perm[d]] = o[d];
+    out[i] = v[((in[0] * shape[1] + in[1]) * shape[2] + in[2]) * shape[3] + in[3]];
+  }
+  return out;
+}
+
+Shape PermuteShape(const Shape& s, const Shape& perm) { return {s[perm[0]], s[perm[1]], s[perm[2]], s[perm[3]]}; }
+
+struct NhwcCase {
+  Shape x;  // NCHW
+  Shape w;  // OIHW
+  std::vector<ir::Attribute> attrs;
+  bool bias = true;
+  DataType dtype = DataType::kFloat32;
+};
+
+// Runs Conv on NCHW data and ConvNhwc on the same data in NHWC/KRSC, and
+// expects the same result (transposed), and the shape inference's dims.
+void Check(const NhwcCase& c, bool relu = false) {
+  SCOPED_TRACE(::testing::Message() << "x " << ::testing::PrintToString(c.x) << " w "
+                                    << ::testing::PrintToString(c.w) << " relu " << relu);
+  std::vector<double> x = RoundTo(c.dtype, Random(Product(c.x), 1));
+  std::vector<double> w = RoundTo(c.dtype, Random(Product(c.w), 2));
+  std::vector<double> b = RoundTo(c.dtype, Random(c.w[0], 3));
+  runtime::Tensor xt = MakeFloat(c.dtype, c.x, x), wt = MakeFloat(c.dtype, c.w, w), bt = MakeFloat(c.dtype, {c.w[0]}, b);
+  ir::Node conv = kt::MakeNode("Conv", {"x", "w", "b"}, {"y"}, c.attrs);
+  auto want = kt::RunKernel(conv, 17, {&xt, &wt, c.bias ? &bt : nullptr});
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  const runtime::Tensor& y = (*want)[0];
+  std::vector<double> expected = Permute(ReadFloat(y), y.shape(), ir::kToNhwc);
+  if (relu) {
+    for (double& v : expected) v = v < 0 ? 0 : v;
+  }
+
+  runtime::Tensor xn = MakeFloat(c.dtype, PermuteShape(c.x, ir::kToNhwc), Permute(x, c.x, ir::kToNhwc));
+  runtime::Tensor wn = MakeFloat(c.dtype, PermuteShape(c.w, ir::kToNhwc), Permute(w, c.w, ir::kToNhwc));
+  std::vector<ir::Attribute> attrs = c.attrs;
+  if (relu) attrs.push_back(kt::StringAttr("activation", "Relu"));
+  ir::Node nhwc = kt::MakeNode("ConvNhwc", {"x", "w", "b"}, {"y"}, attrs);
+  nhwc.domain = ir::kVigilDomain;
+  auto got = kt::RunKernel(nhwc, 1, {&xn, &wn, c.bias ? &bt : nullptr});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ((*got)[0].shape(), PermuteShape(y.shape(), ir::kToNhwc));
+  EXPECT_EQ((*got)[0].dtype(), c.dtype);
+  ExpectClose(ReadFloat((*got)[0]), expected, 0, 0);  // the same arithmetic, moved bytes
+
+  ir::TypeInfo tx = ops::TensorType(c.dtype, xn.shape()), tw = ops::TensorType(c.dtype, wn.shape()),
+               tb = ops::TensorType(c.dtype, Shape{c.w[0]});
+  auto inferred = kt::InferNode(nhwc, 1, {&tx, &tw, c.bias ? &tb : nullptr});
+  ASSERT_TRUE(inferred.ok()) << inferred.status().ToString();
+  EXPECT_EQ(DimsOf((*inferred)[0]), DimsOf(ops::TensorType(c.dtype, (*got)[0].shape())));
+}
+
+TEST(ConvNhwc, MatchesConvOnOddChannelCounts) {
+  Check({{2, 13, 9, 7}, {127, 13, 3, 3}, {kt::IntsAttr("pads", {1, 1, 1, 1})}});
+  Check({{1, 127, 5, 6}, {13, 127, 1, 1}, {}});
+  Check({{1, 3, 11, 10}, {5, 3, 2, 3}, {}, /*bias=*/false});
+}
+
+TEST(ConvNhwc, MatchesConvWithStridesPadsDilations) {
+  Check({{1, 3, 31, 29}, {8, 3, 7, 7}, {kt::IntsAttr("pads", {3, 2, 1, 3}), kt::IntsAttr("strides", {2, 2})}});
+  Check({{2, 8, 19, 17}, {16, 8, 3, 3}, {kt::IntsAttr("dilations", {2, 3}), kt::IntsAttr("strides", {1, 2})}});
+  Check({{1, 4, 10, 13}, {6, 4, 3, 3}, {kt::StringAttr("auto_pad", "SAME_UPPER"), kt::IntsAttr("strides", {2, 2})}});
+}
+
+TEST(ConvNhwc, MatchesConvWithGroups) {
+  Check({{1, 32, 15, 15}, {32, 1, 3, 3}, {kt::IntAttr("group", 32), kt::IntsAttr("pads", {1, 1, 1, 1})}});
+  Check({{2, 12, 9, 11}, {18, 4, 3, 3}, {kt::IntAttr("group", 3)}});
+}
+
+TEST(ConvNhwc, HalfPrecisionAndRelu) {
+  NhwcCase c{{2, 13, 9, 7}, {21, 13, 3, 3}, {kt::IntsAttr("pads", {1, 1, 1, 1})}};
+  Check(c, /*relu=*/true);
+  c.dtype = DataType::kFloat16;
+  Check(c);
+  Check(c, /*relu=*/true);
+  c.dtype = DataType::kBfloat16;
+  Check(c, /*relu=*/true);
+}
+
+TEST(ConvNhwc, RefusesBadOperandsAndAttributes) {
+  runtime::Tensor x3 = MakeFloat(DataType::kFloat32, {1, 5, 3}, Random(15, 1));
+  runtime::Tensor x = MakeFloat(DataType::kFloat32, {1, 5, 5, 3}, Random(75, 1));
+  runtime::Tensor w = MakeFloat(DataType::kFloat32, {4, 3, 3, 3}, Random(108, 2));
+  ir::Node n = kt::MakeNode("ConvNhwc", {"x", "w"}, {"y"});
+  n.domain = ir::kVigilDomain;
+  EXPECT_FALSE(kt::RunKernel(n, 1, {&x3, &w}).ok());
+  n.attributes.push_back(kt::StringAttr("activation", "Tanh"));
+  auto bad = kt::RunKernel(n, 1, {&x, &w});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().summary().find("activation"), std::string::npos);
+
+  // Shape inference: W's last dim must be C / group; X must be 4-D.
+  ir::Node plain = kt::MakeNode("ConvNhwc", {"x", "w"}, {"y"});
+  plain.domain = ir::kVigilDomain;
+  ir::TypeInfo tx = Type(DataType::kFloat32, {K(1), K(5), K(5), K(4)});
+  ir::TypeInfo tw = Type(DataType::kFloat32, {K(4), K(3), K(3), K(3)});
+  EXPECT_FALSE(kt::InferNode(plain, 1, {&tx, &tw}).ok());
+  ir::TypeInfo tx3 = Type(DataType::kFloat32, {K(1), K(5), K(3)});
+  EXPECT_FALSE(kt::InferNode(plain, 1, {&tx3, &tw}).ok());
+  // Symbolic batch and unknown spatial dims carry through.
+  ir::TypeInfo tsym = Type(DataType::kFloat32, {S("N"), K(7), S("W"), K(3)});
+  auto out = kt::InferNode(plain, 1, {&tsym, &tw});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ(out->at(0).shape.dims.size(), 4u);
+  EXPECT_EQ(out->at(0).shape.dims[0].param, "N");
+  EXPECT_EQ(*out->at(0).shape.dims[1].value, 5);
+  EXPECT_EQ(*out->at(0).shape.dims[3].value, 4);
+}
+
+}  // namespace
+}  // namespace vigil::cpu

@@ -1,0 +1,221 @@
+// Channels-last convolution on the GPU: the ai.vigil.ConvNhwc kernel (cuDNN
+// with NHWC strides, our bias/Relu epilogue) against the CPU reference, and
+// a small float16 CNN run with the session's NHWC layout pass on the CUDA
+// backend against the CPU run.
+#include <cmath>
+
+#include "cuda_test_util.h"
+#include "ir/layout_nhwc.h"
+
+namespace vigil::cuda::testing {
+namespace {
+
+using cpu::testing::IntAttr;
+using cpu::testing::IntsAttr;
+using cpu::testing::StringAttr;
+
+constexpr ir::DataType kF32 = ir::DataType::kFloat32;
+constexpr ir::DataType kF16 = ir::DataType::kFloat16;
+constexpr ir::DataType kBF16 = ir::DataType::kBfloat16;
+
+double Tol(ir::DataType t) { return t == kF32 ? 1e-5 : 1e-2; }
+
+ir::ValueInfo Value(std::string name, ir::DataType t, std::vector<int64_t> dims) {
+  ir::ValueInfo vi;
+  vi.name = std::move(name);
+  vi.has_type = true;
+  vi.type = ops::TensorType(t, dims);
+  return vi;
+}
+
+// One ConvNhwc node: x a graph input [N,H,W,C], w [M,kH,kW,C/g] and b constants.
+ir::Model ConvNhwcModel(const runtime::Tensor& x, const runtime::Tensor& w, const runtime::Tensor* b,
+                        std::vector<ir::Attribute> attrs) {
+  ir::Model m;
+  m.ir_version = 8;
+  m.opset_imports = {{"", 17}, {ir::kVigilDomain, ir::kVigilOpsetVersion}};
+  m.graph.inputs = {Value("x", x.dtype(), x.shape())};
+  m.graph.initializers = {w.AsConstant("w")};
+  ir::Node n;
+  n.name = "conv_nhwc";
+  n.domain = ir::kVigilDomain;
+  n.op_type = ir::kConvNhwcOp;
+  n.inputs = {"x", "w"};
+  if (b) {
+    m.graph.initializers.push_back(b->AsConstant("b"));
+    n.inputs.push_back("b");
+  }
+  n.outputs = {"y"};
+  n.attributes = std::move(attrs);
+  m.graph.nodes = {n};
+  m.graph.outputs = {ir::ValueInfo{"y", false, {}, {}}};
+  return m;
+}
+
+std::vector<runtime::NamedTensor> RunModel(const ir::Model& model,
+                                           std::vector<std::shared_ptr<const runtime::Backend>> b,
+                                           const runtime::Tensor& x,
+                                           runtime::ConvLayout layout = runtime::ConvLayout::kAsModel,
+                                           std::vector<std::string>* placement = nullptr) {
+  runtime::SessionOptions options;
+  options.backends = std::move(b);
+  options.constant_folding = true;
+  options.conv_layout = layout;
+  auto session = runtime::Session::Create(model, options);
+  if (!session.ok()) {
+    ADD_FAILURE() << session.status().ToString();
+    return {};
+  }
+  if (placement) {
+    for (const runtime::NodePlacement& p : (*session)->placement()) placement->push_back(p.node + " on " + p.backend);
+  }
+  auto out = (*session)->Run({{"x", x.dtype(), x.shape(), x.raw_data(), x.byte_size(), ""}});
+  if (!out.ok()) {
+    ADD_FAILURE() << out.status().ToString();
+    return {};
+  }
+  return std::move(out).value();
+}
+
+void ExpectClose(const std::vector<runtime::NamedTensor>& got, const std::vector<runtime::NamedTensor>& want,
+                 double tol, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    runtime::TensorComparison cmp = runtime::CompareTensors(want[i].tensor, got[i].tensor, 1e300, 1e300);
+    EXPECT_TRUE(cmp.same_dtype && cmp.same_shape) << what << ": got " << got[i].tensor.Describe() << ", expected "
+                                                  << want[i].tensor.Describe();
+    EXPECT_EQ(cmp.nan_mismatches, 0u) << what << ": " << cmp.Describe();
+    EXPECT_LE(cmp.rel_l2_error, tol) << what << ": " << cmp.Describe();
+  }
+}
+
+struct NhwcCase {
+  std::vector<int64_t> x, w;  // NHWC, KRSC
+  std::vector<ir::Attribute> attrs;
+  bool bias = true;
+};
+
+void CheckConvNhwc(const NhwcCase& k, ir::DataType t, bool relu = false) {
+  runtime::Tensor x = RandomTensor(t, k.x, 1), w = RandomTensor(t, k.w, 2), b = RandomTensor(t, {k.w[0]}, 3);
+  std::vector<ir::Attribute> attrs = k.attrs;
+  if (relu) attrs.push_back(StringAttr("activation", "Relu"));
+  ir::Model m = ConvNhwcModel(x, w, k.bias ? &b : nullptr, attrs);
+  std::vector<std::string> placement;
+  auto got =
+      RunModel(m, {CudaBackendForTests(), cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kAsModel, &placement);
+  ASSERT_EQ(placement.size(), 1u);
+  EXPECT_EQ(placement[0], "ConvNhwc 'conv_nhwc' on cuda");
+  auto want = RunModel(m, {cpu::MakeCpuBackend()}, x);
+  ExpectClose(got, want, Tol(t), fmt::format("ConvNhwc {} x[{}] w[{}] relu {}", ir::DataTypeName(t),
+                                             fmt::join(k.x, ","), fmt::join(k.w, ","), relu));
+}
+
+TEST(CudaConvNhwc, OddChannelsPadsStridesDilations) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  for (ir::DataType t : {kF16, kF32, kBF16}) {
+    CheckConvNhwc({{2, 17, 15, 13}, {127, 3, 3, 13}, {IntsAttr("pads", {1, 1, 1, 1})}}, t);
+    CheckConvNhwc({{1, 31, 29, 3}, {8, 7, 7, 3}, {IntsAttr("pads", {3, 2, 1, 3}), IntsAttr("strides", {2, 2})}}, t);
+    CheckConvNhwc({{1, 19, 19, 8}, {16, 3, 3, 8}, {IntsAttr("dilations", {2, 2})}, false}, t);
+    CheckConvNhwc({{2, 10, 13, 64}, {64, 1, 1, 64}, {}}, t, /*relu=*/true);
+  }
+}
+
+TEST(CudaConvNhwc, GroupedAndDepthwise) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  for (ir::DataType t : {kF16, kF32}) {
+    CheckConvNhwc({{1, 15, 15, 32}, {32, 3, 3, 1}, {IntAttr("group", 32), IntsAttr("pads", {1, 1, 1, 1})}}, t, true);
+    CheckConvNhwc({{2, 9, 11, 12}, {18, 3, 3, 4}, {IntAttr("group", 3)}}, t);
+  }
+}
+
+TEST(CudaConvNhwc, AutoPadAndNoBias) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  CheckConvNhwc({{1, 10, 13, 4}, {6, 3, 3, 4}, {StringAttr("auto_pad", "SAME_UPPER"), IntsAttr("strides", {2, 2})}},
+                kF16);
+  CheckConvNhwc({{3, 8, 8, 16}, {24, 3, 3, 16}, {IntsAttr("pads", {1, 1, 1, 1})}, false}, kF16, /*relu=*/true);
+}
+
+ir::Tensor Constant(std::string name, ir::DataType t, std::vector<int64_t> dims, uint32_t seed) {
+  return RandomTensor(t, std::move(dims), seed, -0.5f, 0.5f).AsConstant(std::move(name));
+}
+
+ir::Attribute Ints(std::string name, std::vector<int64_t> v) { return IntsAttr(std::move(name), std::move(v)); }
+
+// A small ResNet/MobileNet-like fp16 network: stem Conv+Relu, a residual
+// block, a depthwise Conv + Clip, a projection, a per-channel Mul, then
+// GlobalAveragePool.
+ir::Model SmallCnn(ir::DataType t) {
+  ir::Model m;
+  m.ir_version = 8;
+  m.opset_imports = {{"", 17}};
+  m.graph.inputs = {Value("x", t, {4, 3, 32, 32})};
+  m.graph.outputs = {Value("y", t, {4, 24, 1, 1})};
+  m.graph.initializers = {Constant("w0", t, {16, 3, 3, 3}, 10), Constant("b0", t, {16}, 11),
+                          Constant("w1", t, {16, 16, 3, 3}, 12), Constant("b1", t, {16}, 13),
+                          Constant("w2", t, {16, 16, 3, 3}, 14), Constant("wd", t, {16, 1, 3, 3}, 15),
+                          Constant("wp", t, {24, 16, 1, 1}, 16), Constant("s", t, {24, 1, 1}, 17),
+                          Constant("lo", t, {}, 18), Constant("hi", t, {}, 19)};
+  auto conv = [](std::string x, std::string w, std::string b, std::string y, std::vector<ir::Attribute> a) {
+    ir::Node n;
+    n.op_type = "Conv";
+    n.name = y;
+    n.inputs = {std::move(x), std::move(w)};
+    if (!b.empty()) n.inputs.push_back(std::move(b));
+    n.outputs = {std::move(y)};
+    n.attributes = std::move(a);
+    return n;
+  };
+  auto op = [](std::string type, std::vector<std::string> in, std::string out) {
+    ir::Node n;
+    n.op_type = std::move(type);
+    n.name = out;
+    n.inputs = std::move(in);
+    n.outputs = {std::move(out)};
+    return n;
+  };
+  const std::vector<ir::Attribute> same = {Ints("pads", {1, 1, 1, 1})};
+  m.graph.nodes = {conv("x", "w0", "b0", "c0", {Ints("pads", {1, 1, 1, 1}), Ints("strides", {2, 2})}),
+                   op("Relu", {"c0"}, "r0"),
+                   conv("r0", "w1", "b1", "c1", same),
+                   op("Relu", {"c1"}, "r1"),
+                   conv("r1", "w2", "", "c2", same),
+                   op("Add", {"c2", "r0"}, "a"),
+                   op("Relu", {"a"}, "r2"),
+                   conv("r2", "wd", "", "cd", {Ints("pads", {1, 1, 1, 1}), IntAttr("group", 16)}),
+                   op("Clip", {"cd", "lo", "hi"}, "d"),
+                   conv("d", "wp", "", "p", {}),
+                   op("Mul", {"p", "s"}, "q"),
+                   op("GlobalAveragePool", {"q"}, "y")};
+  return m;
+}
+
+TEST(CudaConvNhwc, SessionLayoutPassMatchesTheCpu) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  for (ir::DataType t : {kF16, kBF16}) {
+    ir::Model m = SmallCnn(t);
+    runtime::Tensor x = RandomTensor(t, {4, 3, 32, 32}, 7);
+    auto want = RunModel(m, {cpu::MakeCpuBackend()}, x);
+    std::vector<std::string> placement;
+    auto nhwc = RunModel(m, {CudaBackendForTests(), cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kNhwcOnDevice,
+                         &placement);
+    size_t nhwc_nodes = 0;
+    for (const std::string& p : placement) {
+      if (p.rfind("ConvNhwc", 0) == 0) {
+        ++nhwc_nodes;
+        EXPECT_NE(p.find(" on cuda"), std::string::npos) << p;
+      }
+    }
+    EXPECT_EQ(nhwc_nodes, 5u);
+    ExpectClose(nhwc, want, 1e-2, fmt::format("NHWC session, {}", ir::DataTypeName(t)));
+
+    std::vector<std::string> as_model;
+    auto nchw =
+        RunModel(m, {CudaBackendForTests(), cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kAsModel, &as_model);
+    for (const std::string& p : as_model) EXPECT_EQ(p.find("ConvNhwc"), std::string::npos) << p;
+    EXPECT_EQ(as_model.size(), m.graph.nodes.size());  // --layout nchw: nothing rewritten
+    ExpectClose(nchw, want, 1e-2, fmt::format("NCHW session, {}", ir::DataTypeName(t)));
+  }
+}
+
+}  // namespace
+}  // namespace vigil::cuda::testing

@@ -1,0 +1,320 @@
+// The NHWC layout pass on small graphs: which transposes are left, where the
+// graph outputs stay NCHW, and which operands block sinking.
+#include "ir/layout_nhwc.h"
+
+#include <cstring>
+#include <memory>
+
+#include <gtest/gtest.h>
+
+#include "graph_builder.h"
+#include "ir/validate.h"
+
+namespace vigil::ir {
+namespace {
+
+using namespace vigil::ir::testing;
+
+constexpr DataType kF16 = DataType::kFloat16;
+
+Attribute Ints(std::string name, std::vector<int64_t> v) {
+  Attribute a;
+  a.name = std::move(name);
+  a.type = AttributeType::kInts;
+  a.ints = std::move(v);
+  return a;
+}
+
+// An initializer with owned bytes: element i holds value i (uint16 bits).
+Tensor Counting(std::string name, std::vector<int64_t> dims) {
+  Tensor t = Initializer(std::move(name), kF16, std::move(dims));
+  uint64_t n = *t.ElementCount();
+  auto data = std::make_shared<std::vector<uint16_t>>(n);
+  for (uint64_t i = 0; i < n; ++i) (*data)[i] = static_cast<uint16_t>(i);
+  t.storage = Tensor::Storage::kTypedDecoded;
+  t.bytes = {reinterpret_cast<const uint8_t*>(data->data()), n * 2};
+  t.keep_alive = data;
+  return t;
+}
+
+Node Conv(std::string x, std::string w, std::string y, std::string name) {
+  Node n = MakeNode("Conv", {std::move(x), std::move(w)}, {std::move(y)}, std::move(name));
+  n.attributes.push_back(Ints("pads", {1, 1, 1, 1}));
+  return n;
+}
+
+Model BaseModel() {
+  Model m;
+  m.ir_version = 8;
+  m.opset_imports = {{"", 17}};
+  m.graph.name = "g";
+  m.graph.inputs = {TensorValue("x", kF16, {1, 8, 5, 5})};
+  return m;
+}
+
+void AddWeights(Model& m, std::initializer_list<const char*> names) {
+  for (const char* n : names) m.graph.initializers.push_back(Counting(n, {8, 8, 3, 3}));
+}
+
+std::unordered_map<std::string, TypeInfo> Types(const Model& m) {
+  std::unordered_map<std::string, TypeInfo> types;
+  for (const ValueInfo& vi : m.graph.inputs) types[vi.name] = vi.type;
+  return types;
+}
+
+std::vector<size_t> ConvIndices(const Model& m) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < m.graph.nodes.size(); ++i) {
+    if (m.graph.nodes[i].op_type == "Conv") out.push_back(i);
+  }
+  return out;
+}
+
+bool IsWeight(const Model& m, const std::string& name) {
+  for (const Tensor& t : m.graph.initializers) {
+    if (t.name == name) return true;
+  }
+  return false;
+}
+
+// Transposes of activations (not of initializers), by perm.
+size_t CountTransposes(const Model& m, const std::vector<int64_t>& perm) {
+  size_t n = 0;
+  for (const Node& node : m.graph.nodes) {
+    const Attribute* p = node.FindAttribute("perm");
+    if (node.op_type == "Transpose" && p && p->ints == perm && !IsWeight(m, node.inputs[0])) ++n;
+  }
+  return n;
+}
+
+size_t Count(const Model& m, const std::string& op) {
+  size_t n = 0;
+  for (const Node& node : m.graph.nodes) n += node.op_type == op;
+  return n;
+}
+
+const Node* Producer(const Model& m, const std::string& value) {
+  for (const Node& node : m.graph.nodes) {
+    for (const std::string& out : node.outputs) {
+      if (out == value) return &node;
+    }
+  }
+  return nullptr;
+}
+
+NhwcStats Convert(Model& m, const NhwcOptions& options = {}) {
+  auto stats = ConvertConvsToNhwc(m, ConvIndices(m), Types(m), options);
+  EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+  Status valid = ValidateModel(m);
+  EXPECT_TRUE(valid.ok()) << valid.ToString();
+  return stats.ok() ? *stats : NhwcStats{};
+}
+
+// x -> Conv -> Relu (r0) -> Conv -> Relu -> Conv -> Add(., r0) -> Relu -> y
+Model ResNetBlock() {
+  Model m = BaseModel();
+  AddWeights(m, {"w0", "w1", "w2"});
+  m.graph.outputs = {TensorValue("y", kF16, {1, 8, 5, 5})};
+  m.graph.nodes = {Conv("x", "w0", "c0", "conv0"),     MakeNode("Relu", {"c0"}, {"r0"}, "relu0"),
+                   Conv("r0", "w1", "c1", "conv1"),    MakeNode("Relu", {"c1"}, {"r1"}, "relu1"),
+                   Conv("r1", "w2", "c2", "conv2"),    MakeNode("Add", {"c2", "r0"}, {"s"}, "add"),
+                   MakeNode("Relu", {"s"}, {"y"}, "relu2")};
+  return m;
+}
+
+TEST(LayoutNhwc, ResNetBlockKeepsOneTransposeInAndOneOut) {
+  Model m = ResNetBlock();
+  NhwcStats stats = Convert(m);
+  EXPECT_EQ(stats.convs, 3u);
+  EXPECT_EQ(Count(m, "ConvNhwc"), 3u);
+  EXPECT_EQ(CountTransposes(m, kToNhwc), 1u);
+  EXPECT_EQ(CountTransposes(m, kToNchw), 1u);
+  EXPECT_EQ(stats.transposes, 2u);
+  EXPECT_EQ(stats.sunk, 4u);  // three Relus and the Add
+  // The output keeps its name and is produced in NCHW.
+  const Node* last = Producer(m, "y");
+  ASSERT_NE(last, nullptr);
+  EXPECT_EQ(last->op_type, "Transpose");
+  EXPECT_EQ(m.OpsetVersion(kVigilDomain), kVigilOpsetVersion);
+  for (const Node& n : m.graph.nodes) {
+    if (n.op_type == "ConvNhwc") {
+      EXPECT_EQ(n.domain, kVigilDomain);
+    }
+  }
+}
+
+TEST(LayoutNhwc, ResidualFromTheGraphInputReusesItsTranspose) {
+  // x feeds the first Conv and the Add: the Add reads x's NHWC copy.
+  Model m = BaseModel();
+  AddWeights(m, {"w0", "w1"});
+  m.graph.outputs = {TensorValue("y", kF16, {1, 8, 5, 5})};
+  m.graph.nodes = {Conv("x", "w0", "c0", "conv0"), MakeNode("Relu", {"c0"}, {"r0"}, "relu0"),
+                   Conv("r0", "w1", "c1", "conv1"), MakeNode("Add", {"c1", "x"}, {"s"}, "add"),
+                   MakeNode("Relu", {"s"}, {"y"}, "relu")};
+  Convert(m);
+  EXPECT_EQ(CountTransposes(m, kToNhwc), 1u);
+  EXPECT_EQ(CountTransposes(m, kToNchw), 1u);
+}
+
+TEST(LayoutNhwc, GraphOutputInTheMiddleStaysNchw) {
+  // x -> Conv -> Relu (r: a graph output, and read by the next Conv) -> Conv -> y
+  Model m = BaseModel();
+  AddWeights(m, {"w0", "w1"});
+  m.graph.outputs = {TensorValue("r", kF16, {1, 8, 5, 5}), TensorValue("y", kF16, {1, 8, 5, 5})};
+  m.graph.nodes = {Conv("x", "w0", "c0", "conv0"), MakeNode("Relu", {"c0"}, {"r"}, "relu"),
+                   Conv("r", "w1", "y", "conv1")};
+  Convert(m);
+  const Node* r = Producer(m, "r");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->op_type, "Transpose");
+  EXPECT_EQ(r->FindAttribute("perm")->ints, kToNchw);
+  // The second convolution reads the Relu's NHWC result, not a transpose of r.
+  for (const Node& n : m.graph.nodes) {
+    if (n.op_type == "ConvNhwc" && n.name == "conv1") {
+      EXPECT_EQ(Producer(m, n.inputs[0])->op_type, "Relu");
+    }
+  }
+  EXPECT_EQ(CountTransposes(m, kToNhwc), 1u);  // x only
+  EXPECT_EQ(CountTransposes(m, kToNchw), 2u);  // r and y
+}
+
+TEST(LayoutNhwc, NonPermutableBroadcastBlocksSinking) {
+  // Add with a computed [8,1,1] operand z: its layout cannot follow, so the
+  // Add stays NCHW behind the Conv's transpose.
+  Model m = BaseModel();
+  AddWeights(m, {"w0"});
+  m.graph.inputs.push_back(TensorValue("z", kF16, {8, 1, 1}));
+  m.graph.outputs = {TensorValue("y", kF16, {1, 8, 5, 5})};
+  m.graph.nodes = {Conv("x", "w0", "c0", "conv0"), MakeNode("Add", {"c0", "z"}, {"s"}, "add"),
+                   MakeNode("Relu", {"s"}, {"y"}, "relu")};
+  NhwcStats stats = Convert(m);
+  EXPECT_EQ(stats.sunk, 0u);
+  const Node* add = Producer(m, "s");
+  ASSERT_NE(add, nullptr);
+  EXPECT_EQ(add->inputs[0], "c0");
+  EXPECT_EQ(Producer(m, "c0")->op_type, "Transpose");
+}
+
+TEST(LayoutNhwc, PerChannelConstantsArePermuted) {
+  // Conv -> Mul(scale [8,1,1]) -> Add(bias [1,8,1,1]) -> Clip(0, scalar 6) -> y
+  Model m = BaseModel();
+  AddWeights(m, {"w0"});
+  m.graph.initializers.push_back(Counting("scale", {8, 1, 1}));
+  m.graph.initializers.push_back(Counting("bias", {1, 8, 1, 1}));
+  m.graph.initializers.push_back(Counting("lo", {}));
+  m.graph.initializers.push_back(Counting("hi", {1}));
+  m.graph.outputs = {TensorValue("y", kF16, {1, 8, 5, 5})};
+  m.graph.nodes = {Conv("x", "w0", "c0", "conv0"), MakeNode("Mul", {"c0", "scale"}, {"m"}, "mul"),
+                   MakeNode("Add", {"m", "bias"}, {"a"}, "add"), MakeNode("Clip", {"a", "lo", "hi"}, {"y"}, "clip")};
+  NhwcStats stats = Convert(m);
+  EXPECT_EQ(stats.sunk, 3u);
+  EXPECT_EQ(stats.transposes, 2u);
+  const Node* mul = Producer(m, "m_nhwc");
+  ASSERT_NE(mul, nullptr);
+  const Tensor* scale = nullptr;
+  for (const Tensor& t : m.graph.initializers) {
+    if (t.name == mul->inputs[1]) scale = &t;
+  }
+  ASSERT_NE(scale, nullptr);
+  EXPECT_EQ(scale->dims, (std::vector<int64_t>{1, 1, 1, 8}));
+  const Node* clip = Producer(m, "y_nhwc");
+  ASSERT_NE(clip, nullptr);
+  EXPECT_EQ(clip->inputs[1], "lo");  // scalars are used as they are
+  EXPECT_EQ(clip->inputs[2], "hi");
+}
+
+TEST(LayoutNhwc, FullConstantIsPermutedElementwise) {
+  Model m = BaseModel();
+  m.graph.inputs = {TensorValue("x", kF16, {1, 8, 2, 3})};
+  AddWeights(m, {"w0"});
+  m.graph.initializers.push_back(Counting("k", {1, 8, 2, 3}));
+  m.graph.outputs = {TensorValue("y", kF16, {1, 8, 2, 3})};
+  m.graph.nodes = {Conv("x", "w0", "c0", "conv0"), MakeNode("Sub", {"c0", "k"}, {"y"}, "sub")};
+  Convert(m);
+  const Node* sub = Producer(m, "y_nhwc");
+  ASSERT_NE(sub, nullptr);
+  const Tensor* k = nullptr;
+  for (const Tensor& t : m.graph.initializers) {
+    if (t.name == sub->inputs[1]) k = &t;
+  }
+  ASSERT_NE(k, nullptr);
+  ASSERT_EQ(k->dims, (std::vector<int64_t>{1, 2, 3, 8}));
+  std::vector<uint16_t> v(48);
+  std::memcpy(v.data(), k->bytes.data(), 96);
+  // k_nhwc[0, h, w, c] = k[0, c, h, w] = c * 6 + h * 3 + w
+  for (int h = 0; h < 2; ++h) {
+    for (int w = 0; w < 3; ++w) {
+      for (int c = 0; c < 8; ++c) EXPECT_EQ(v[(h * 3 + w) * 8 + c], c * 6 + h * 3 + w);
+    }
+  }
+}
+
+TEST(LayoutNhwc, UnknownOpsKeepNchwBehindTheirTransposes) {
+  // Conv -> Relu -> MaxPool -> Conv -> y: MaxPool reads NCHW.
+  Model m = BaseModel();
+  AddWeights(m, {"w0", "w1"});
+  m.graph.outputs = {TensorValue("y", kF16, {1, 8, 4, 4})};
+  Node pool = MakeNode("MaxPool", {"r"}, {"p"}, "pool");
+  pool.attributes.push_back(Ints("kernel_shape", {2, 2}));
+  m.graph.nodes = {Conv("x", "w0", "c0", "conv0"), MakeNode("Relu", {"c0"}, {"r"}, "relu"), pool,
+                   Conv("p", "w1", "y", "conv1")};
+  Convert(m);
+  EXPECT_EQ(Producer(m, "r")->op_type, "Transpose");
+  EXPECT_EQ(CountTransposes(m, kToNhwc), 2u);  // x, p
+  EXPECT_EQ(CountTransposes(m, kToNchw), 2u);  // r, y
+}
+
+TEST(LayoutNhwc, SharedInputIsTransposedOnce) {
+  Model m = BaseModel();
+  AddWeights(m, {"w0", "w1"});
+  m.graph.outputs = {TensorValue("a", kF16, {1, 8, 5, 5}), TensorValue("b", kF16, {1, 8, 5, 5})};
+  m.graph.nodes = {Conv("x", "w0", "a", "conv0"), Conv("x", "w1", "b", "conv1")};
+  Convert(m);
+  EXPECT_EQ(CountTransposes(m, kToNhwc), 1u);
+}
+
+TEST(LayoutNhwc, SinkingNeverAddsTransposes) {
+  // c0 (NCHW) feeds a Relu and a MaxPool: moving its transpose below the
+  // Relu would need one more (the Relu's result is a graph output).
+  Model m = BaseModel();
+  AddWeights(m, {"w0"});
+  m.graph.outputs = {TensorValue("r", kF16, {1, 8, 5, 5}), TensorValue("p", kF16, {1, 8, 4, 4})};
+  Node pool = MakeNode("MaxPool", {"c0"}, {"p"}, "pool");
+  pool.attributes.push_back(Ints("kernel_shape", {2, 2}));
+  m.graph.nodes = {Conv("x", "w0", "c0", "conv0"), MakeNode("Relu", {"c0"}, {"r"}, "relu"), pool};
+  NhwcStats stats = Convert(m);
+  EXPECT_EQ(stats.sunk, 0u);
+  EXPECT_EQ(stats.transposes, 2u);
+}
+
+TEST(LayoutNhwc, FusesAReluThatIsTheOnlyConsumer) {
+  Model m = ResNetBlock();
+  NhwcOptions options;
+  options.fuse_relu = true;
+  NhwcStats stats = Convert(m, options);
+  EXPECT_EQ(stats.fused_relus, 2u);  // relu0 and relu1; relu2 follows the Add
+  EXPECT_EQ(Count(m, "Relu"), 1u);
+  size_t with_activation = 0;
+  for (const Node& n : m.graph.nodes) {
+    const Attribute* a = n.FindAttribute("activation");
+    if (n.op_type == "ConvNhwc" && a && a->s == kConvNhwcRelu) ++with_activation;
+  }
+  EXPECT_EQ(with_activation, 2u);
+}
+
+TEST(LayoutNhwc, BadIndicesLeaveTheModelUnchanged) {
+  Model m = ResNetBlock();
+  size_t nodes = m.graph.nodes.size();
+  EXPECT_FALSE(ConvertConvsToNhwc(m, {0, 1}, Types(m)).ok());  // node 1 is a Relu
+  EXPECT_FALSE(ConvertConvsToNhwc(m, {0, 0}, Types(m)).ok());
+  EXPECT_FALSE(ConvertConvsToNhwc(m, {99}, Types(m)).ok());
+  EXPECT_EQ(m.graph.nodes.size(), nodes);
+  EXPECT_EQ(m.graph.nodes[0].op_type, "Conv");
+  auto none = ConvertConvsToNhwc(m, {}, Types(m));
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->convs, 0u);
+  EXPECT_EQ(m.OpsetVersion(kVigilDomain), -1);
+}
+
+}  // namespace
+}  // namespace vigil::ir

@@ -1,0 +1,219 @@
+// The session's layout choice (SessionOptions::conv_layout) end to end,
+// without a GPU: a fake device backend runs every node with the CPU kernels
+// on "device" tensors that live in host memory, so the selection, the NHWC
+// pass, the folding of the weight transposes and the run can all be checked.
+#include "runtime/conv_layout.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "backends/cpu/cpu_backend.h"
+#include "base/float16.h"
+#include "runtime/session.h"
+#include "../ir/graph_builder.h"
+
+namespace vigil::runtime {
+namespace {
+
+using namespace vigil::ir::testing;
+using ir::DataType;
+
+// A device backend in name only: Device::kCuda tensors in host memory, every
+// node run by the CPU kernels.
+class FakeDeviceBackend : public Backend {
+ public:
+  std::string_view name() const override { return "fakegpu"; }
+  Device device() const override { return Device::kCuda; }
+  bool Supports(const ir::Node& node, int64_t opset) const override { return cpu_->Supports(node, opset); }
+  bool InputOnHost(const ir::Node&, int64_t, size_t) const override { return false; }
+  Status Run(const ir::Node& node, int64_t opset, std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs,
+             OutputAllocator& allocator) const override {
+    return cpu_->Run(node, opset, inputs, outputs, allocator);
+  }
+  Result<Tensor> AllocateDevice(ir::DataType dtype, std::vector<int64_t> shape) const override {
+    VIGIL_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(dtype, std::move(shape)));
+    return Tensor::OnDevice(Device::kCuda, t.dtype(), t.shape(), t.raw_data(), t.storage());
+  }
+  Result<Tensor> ToDevice(const Tensor& host) const override {
+    VIGIL_ASSIGN_OR_RETURN(Tensor t, AllocateDevice(host.dtype(), host.shape()));
+    if (host.byte_size()) std::memcpy(t.raw_data(), host.raw_data(), host.byte_size());
+    return t;
+  }
+  Result<Tensor> ToHost(const Tensor& device) const override {
+    VIGIL_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(device.dtype(), device.shape()));
+    if (device.byte_size()) std::memcpy(t.raw_data(), device.raw_data(), device.byte_size());
+    return t;
+  }
+
+ private:
+  std::shared_ptr<const Backend> cpu_ = cpu::MakeCpuBackend();
+};
+
+ir::Tensor RandomHalf(std::string name, std::vector<int64_t> dims, uint32_t seed, DataType dtype = DataType::kFloat16) {
+  ir::Tensor t = Initializer(std::move(name), dtype, std::move(dims));
+  uint64_t n = *t.ElementCount();
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  size_t size = dtype == DataType::kFloat32 ? 4 : 2;
+  auto data = std::make_shared<std::vector<uint8_t>>(n * size);
+  for (uint64_t i = 0; i < n; ++i) {
+    float v = u(rng);
+    if (size == 4) {
+      std::memcpy(data->data() + i * 4, &v, 4);
+    } else {
+      uint16_t h = FloatToFloat16(v);
+      std::memcpy(data->data() + i * 2, &h, 2);
+    }
+  }
+  t.storage = ir::Tensor::Storage::kTypedDecoded;
+  t.bytes = {data->data(), data->size()};
+  t.keep_alive = data;
+  return t;
+}
+
+ir::Attribute Ints(std::string name, std::vector<int64_t> v) {
+  ir::Attribute a;
+  a.name = std::move(name);
+  a.type = ir::AttributeType::kInts;
+  a.ints = std::move(v);
+  return a;
+}
+
+// x [2,3,9,8] -> Conv(5x3 kernel, bias) -> Relu -> Conv(stride 2) ->
+// Add(per-channel [8,1,1]) -> Relu -> GlobalAveragePool -> y [2,8,1,1]
+ir::Model SmallCnn(DataType dtype = DataType::kFloat16) {
+  ir::Model m;
+  m.ir_version = 8;
+  m.opset_imports = {{"", 17}};
+  m.graph.name = "cnn";
+  m.graph.inputs = {TensorValue("x", dtype, {2, 3, 9, 8})};
+  m.graph.outputs = {TensorValue("y", dtype, {2, 8, 1, 1})};
+  m.graph.initializers = {RandomHalf("w0", {8, 3, 5, 3}, 1, dtype), RandomHalf("b0", {8}, 2, dtype),
+                          RandomHalf("w1", {8, 8, 3, 3}, 3, dtype), RandomHalf("k", {8, 1, 1}, 4, dtype)};
+  ir::Node c0 = MakeNode("Conv", {"x", "w0", "b0"}, {"c0"}, "conv0");
+  c0.attributes = {Ints("pads", {2, 1, 2, 1})};
+  ir::Node c1 = MakeNode("Conv", {"r0", "w1"}, {"c1"}, "conv1");
+  c1.attributes = {Ints("pads", {1, 1, 1, 1}), Ints("strides", {2, 2})};
+  m.graph.nodes = {c0, MakeNode("Relu", {"c0"}, {"r0"}, "relu0"), c1, MakeNode("Add", {"c1", "k"}, {"s"}, "add"),
+                   MakeNode("Relu", {"s"}, {"r1"}, "relu1"), MakeNode("GlobalAveragePool", {"r1"}, {"y"}, "gap")};
+  return m;
+}
+
+SessionOptions Options(ConvLayout layout, bool device = true) {
+  SessionOptions o;
+  if (device) o.backends.push_back(std::make_shared<FakeDeviceBackend>());
+  o.backends.push_back(cpu::MakeCpuBackend());
+  o.conv_layout = layout;
+  return o;
+}
+
+size_t Count(const ir::Model& m, const std::string& op) {
+  size_t n = 0;
+  for (const ir::Node& node : m.graph.nodes) n += node.op_type == op;
+  return n;
+}
+
+std::vector<float> RunOn(const Session& s, DataType dtype) {
+  std::vector<float> x(2 * 3 * 9 * 8);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * i);
+  std::vector<uint16_t> h;
+  for (float v : x) h.push_back(FloatToFloat16(v));
+  const void* data = dtype == DataType::kFloat32 ? static_cast<const void*>(x.data()) : h.data();
+  size_t bytes = dtype == DataType::kFloat32 ? x.size() * 4 : h.size() * 2;
+  auto out = s.Run({{"x", dtype, {2, 3, 9, 8}, data, bytes, ""}});
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  std::vector<float> y;
+  if (!out.ok()) return y;
+  const Tensor& t = (*out)[0].tensor;
+  EXPECT_EQ(t.shape(), (std::vector<int64_t>{2, 8, 1, 1}));
+  for (uint64_t i = 0; i < t.element_count(); ++i) {
+    y.push_back(dtype == DataType::kFloat32 ? t.data<float>()[i] : Float16ToFloat(t.data<uint16_t>()[i]));
+  }
+  return y;
+}
+
+TEST(ConvLayout, HalfPrecisionConvsRunNhwcOnTheDevice) {
+  auto nhwc = Session::Create(SmallCnn(), Options(ConvLayout::kNhwcOnDevice));
+  ASSERT_TRUE(nhwc.ok()) << nhwc.status().ToString();
+  const ir::Model& m = (*nhwc)->model();
+  EXPECT_EQ(Count(m, "ConvNhwc"), 2u);
+  EXPECT_EQ(Count(m, "Conv"), 0u);
+  EXPECT_EQ(Count(m, "Transpose"), 2u);  // x in, and out in front of GlobalAveragePool
+  EXPECT_EQ(Count(m, "Relu"), 1u);       // relu0 fused into conv0; relu1 follows the Add
+  // The weight transposes were folded into KRSC initializers at load.
+  std::map<std::string, std::vector<int64_t>> initializers;
+  for (const ir::Tensor& t : m.graph.initializers) initializers[t.name] = t.dims;
+  for (const ir::Node& n : m.graph.nodes) {
+    if (n.op_type == "Transpose") {
+      EXPECT_FALSE(initializers.count(n.inputs[0])) << n.inputs[0];
+    }
+    if (n.op_type != "ConvNhwc") continue;
+    ASSERT_TRUE(initializers.count(n.inputs[1])) << n.inputs[1] << " is not an initializer";
+    if (n.name == "conv0") {
+      EXPECT_EQ(initializers[n.inputs[1]], (std::vector<int64_t>{8, 5, 3, 3}));
+    }
+  }
+  for (const NodePlacement& p : (*nhwc)->placement()) EXPECT_EQ(p.backend, "fakegpu") << p.node;
+
+  auto plain = Session::Create(SmallCnn(), Options(ConvLayout::kAsModel, /*device=*/false));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  std::vector<float> got = RunOn(**nhwc, DataType::kFloat16), want = RunOn(**plain, DataType::kFloat16);
+  ASSERT_EQ(got.size(), want.size());
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err += (got[i] - want[i]) * (got[i] - want[i]);
+    norm += want[i] * want[i];
+  }
+  EXPECT_LE(std::sqrt(err / norm), 1e-3);
+}
+
+TEST(ConvLayout, AsModelLeavesTheGraphAlone) {
+  auto s = Session::Create(SmallCnn(), Options(ConvLayout::kAsModel));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(Count((*s)->model(), "Conv"), 2u);
+  EXPECT_EQ(Count((*s)->model(), "ConvNhwc"), 0u);
+  EXPECT_EQ(Count((*s)->model(), "Transpose"), 0u);
+  EXPECT_EQ((*s)->model().OpsetVersion(ir::kVigilDomain), -1);
+}
+
+TEST(ConvLayout, Float32AndHostOnlySessionsStayNchw) {
+  auto f32 = Session::Create(SmallCnn(DataType::kFloat32), Options(ConvLayout::kNhwcOnDevice));
+  ASSERT_TRUE(f32.ok()) << f32.status().ToString();
+  EXPECT_EQ(Count((*f32)->model(), "ConvNhwc"), 0u);
+  RunOn(**f32, DataType::kFloat32);
+  auto host = Session::Create(SmallCnn(), Options(ConvLayout::kNhwcOnDevice, /*device=*/false));
+  ASSERT_TRUE(host.ok()) << host.status().ToString();
+  EXPECT_EQ(Count((*host)->model(), "ConvNhwc"), 0u);
+}
+
+TEST(ConvLayout, GroupedConvsStayNchw) {
+  ir::Model m = SmallCnn();
+  // conv1 becomes a grouped convolution (2 groups of 4 channels).
+  m.graph.initializers[2] = RandomHalf("w1", {8, 4, 3, 3}, 3);
+  ir::Attribute group;
+  group.name = "group";
+  group.type = ir::AttributeType::kInt;
+  group.i = 2;
+  m.graph.nodes[2].attributes.push_back(group);
+  auto s = Session::Create(std::move(m), Options(ConvLayout::kNhwcOnDevice));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(Count((*s)->model(), "ConvNhwc"), 1u);
+  EXPECT_EQ(Count((*s)->model(), "Conv"), 1u);
+  RunOn(**s, DataType::kFloat16);
+}
+
+TEST(ConvLayout, ComputedWeightsStayNchw) {
+  // W as a graph input (with an initializer default, so overridable) is not a constant.
+  ir::Model m = SmallCnn();
+  m.graph.inputs.push_back(TensorValue("w1", DataType::kFloat16, {8, 8, 3, 3}));
+  auto s = Session::Create(m, Options(ConvLayout::kNhwcOnDevice));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(Count((*s)->model(), "ConvNhwc"), 1u);
+  EXPECT_EQ(Count((*s)->model(), "Conv"), 1u);
+}
+
+}  // namespace
+}  // namespace vigil::runtime
