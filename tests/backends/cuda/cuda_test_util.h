@@ -57,6 +57,18 @@ struct NodeCase {
   size_t outputs = 1;
 };
 
+// A NodeCase in one expression (one output).
+inline NodeCase MakeCase(std::string op, std::vector<runtime::Tensor> inputs, std::vector<ir::Attribute> attrs,
+                         int64_t opset, std::vector<bool> constant = {}) {
+  NodeCase c;
+  c.op = std::move(op);
+  c.opset = opset;
+  c.attributes = std::move(attrs);
+  c.inputs = std::move(inputs);
+  c.constant = std::move(constant);
+  return c;
+}
+
 // Uniform values in [lo, hi) of a float or integer dtype (bool: 0/1).
 inline runtime::Tensor RandomTensor(ir::DataType dtype, std::vector<int64_t> shape, uint32_t seed, float lo = -1,
                                     float hi = 1) {

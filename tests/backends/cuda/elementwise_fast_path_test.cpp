@@ -35,14 +35,8 @@ double Tol(DataType t) {
   return 0;
 }
 
-NodeCase Case(std::string op, std::vector<Tensor> inputs, std::vector<ir::Attribute> attrs = {},
-              int64_t opset = 17) {
-  NodeCase c;
-  c.op = std::move(op);
-  c.opset = opset;
-  c.attributes = std::move(attrs);
-  c.inputs = std::move(inputs);
-  return c;
+NodeCase Case(std::string op, std::vector<Tensor> inputs, std::vector<ir::Attribute> attrs = {}, int64_t opset = 17) {
+  return testing::MakeCase(std::move(op), std::move(inputs), std::move(attrs), opset);
 }
 
 const DataType kFloats[] = {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16};

@@ -28,14 +28,8 @@ constexpr double kF16Tol = 1e-2;
 
 double Tol(DataType t) { return t == DataType::kFloat32 ? kF32Tol : kF16Tol; }
 
-NodeCase Case(std::string op, std::vector<Tensor> inputs, std::vector<ir::Attribute> attrs = {},
-              int64_t opset = 17) {
-  NodeCase c;
-  c.op = std::move(op);
-  c.opset = opset;
-  c.attributes = std::move(attrs);
-  c.inputs = std::move(inputs);
-  return c;
+NodeCase Case(std::string op, std::vector<Tensor> inputs, std::vector<ir::Attribute> attrs = {}, int64_t opset = 17) {
+  return testing::MakeCase(std::move(op), std::move(inputs), std::move(attrs), opset);
 }
 
 // A bool tensor with a pseudo-random pattern (about half true).

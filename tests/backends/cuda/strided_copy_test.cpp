@@ -32,13 +32,7 @@ using Shape = std::vector<int64_t>;
 
 NodeCase Case(std::string op, std::vector<Tensor> inputs, std::vector<ir::Attribute> attrs = {}, int64_t opset = 13,
               std::vector<bool> constant = {}) {
-  NodeCase c;
-  c.op = std::move(op);
-  c.opset = opset;
-  c.attributes = std::move(attrs);
-  c.inputs = std::move(inputs);
-  c.constant = std::move(constant);
-  return c;
+  return testing::MakeCase(std::move(op), std::move(inputs), std::move(attrs), opset, std::move(constant));
 }
 
 Tensor I64(std::vector<int64_t> v) {
