@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "base/float16.h"
 #include "ir/extract_subgraph.h"
 #include "ir/validate.h"
 
@@ -85,6 +86,31 @@ Tensor PermuteConstantToNhwc(const Tensor& t, std::string name) {
   return out;
 }
 
+// The one element of a 1-element float tensor, as double.
+std::optional<double> ScalarOf(const Tensor& t) {
+  std::optional<uint64_t> count = t.ElementCount();
+  if (!count || *count != 1 || !Permutable(t)) return std::nullopt;
+  const uint8_t* p = t.bytes.data();
+  switch (t.dtype) {
+    case DataType::kFloat32: { float v; std::memcpy(&v, p, 4); return v; }
+    case DataType::kFloat64: { double v; std::memcpy(&v, p, 8); return v; }
+    case DataType::kFloat16: { uint16_t v; std::memcpy(&v, p, 2); return Float16ToFloat(v); }
+    case DataType::kBfloat16: { uint16_t v; std::memcpy(&v, p, 2); return Bfloat16ToFloat(v); }
+    default: return std::nullopt;
+  }
+}
+
+// Equal dims: both known and equal, or both the same named symbol.
+bool SameDims(const Shape& a, const Shape& b) {
+  if (!a.rank_known || !b.rank_known || a.dims.size() != b.dims.size()) return false;
+  for (size_t i = 0; i < a.dims.size(); ++i) {
+    const Dim &x = a.dims[i], &y = b.dims[i];
+    bool same = x.is_known() ? y.is_known() && *x.value == *y.value : x.is_symbolic() && y.param == x.param;
+    if (!same) return false;
+  }
+  return true;
+}
+
 // Who produces and who reads each value among the live nodes.
 struct UseIndex {
   std::unordered_map<std::string, size_t> producer;
@@ -125,7 +151,8 @@ class NhwcRewriter {
   void ConvertConv(size_t index);
   // Sinks and cancels transposes until nothing changes.
   void Optimize();
-  void FuseRelus();
+  void FuseResiduals();
+  void FuseActivations(bool relu, bool relu6);
   Status Finish();
 
   NhwcStats stats;
@@ -148,6 +175,10 @@ class NhwcRewriter {
   const Tensor* Constant(const std::string& name) const;
   std::optional<std::string> PermutedConstant(const std::string& name);
   void ReplaceUses(const UseIndex& idx, const std::string& from, const std::string& to);
+  // The NCHW type of the value that NHWC value `name` is a copy of.
+  const TypeInfo* NchwTypeOf(const std::string& name, const UseIndex& idx) const;
+  std::optional<size_t> ResidualAdd(size_t conv, const UseIndex& idx) const;
+  bool IsRelu6(const Node& clip) const;
 
   Model& model_;
   Graph& g_;
@@ -158,6 +189,9 @@ class NhwcRewriter {
   std::unordered_map<std::string, std::string> nhwc_copy_;       // value -> its NHWC transpose's output
   std::unordered_map<std::string, std::string> permuted_const_;  // initializer -> its NHWC copy
   std::unordered_set<size_t> conv_nodes_;
+  // NHWC value -> the NCHW value it holds, permuted (for shapes: the NHWC
+  // values are new and `types_` does not know them).
+  std::unordered_map<std::string, std::string> nchw_of_;
 };
 
 std::string NhwcRewriter::UniqueValue(const std::string& base) {
@@ -193,6 +227,7 @@ std::string NhwcRewriter::NhwcCopy(const std::string& name, const std::string& f
   std::string out = UniqueValue(name + "_nhwc");
   AddTranspose(name, out, kToNhwc, for_node + "/to_nhwc");
   nhwc_copy_.emplace(name, out);
+  nchw_of_.emplace(out, name);
   return out;
 }
 
@@ -211,6 +246,7 @@ void NhwcRewriter::ConvertConv(size_t index) {
   c.inputs[0] = x;
   c.inputs[1] = w;
   c.outputs[0] = yt;
+  nchw_of_.emplace(yt, y);
   AddTranspose(yt, y, kToNchw, label + "/to_nchw");
   conv_nodes_.insert(index);
   ++stats.convs;
@@ -359,6 +395,7 @@ bool NhwcRewriter::SinkPast(size_t e, const UseIndex& idx) {
   std::string label = node.name.empty() ? fmt::format("{}{}", node.op_type, e) : node.name;
   g_.nodes[e].inputs = std::move(inputs);
   g_.nodes[e].outputs[0] = yt;
+  nchw_of_.emplace(yt, y);
   AddTranspose(yt, y, kToNchw, label + "/to_nchw");
   ++stats.sunk;
   return true;
@@ -398,7 +435,85 @@ void NhwcRewriter::Optimize() {
   }
 }
 
-void NhwcRewriter::FuseRelus() {
+const TypeInfo* NhwcRewriter::NchwTypeOf(const std::string& name, const UseIndex& idx) const {
+  std::string nchw;
+  if (auto it = nchw_of_.find(name); it != nchw_of_.end()) {
+    nchw = it->second;
+  } else if (auto p = idx.producer.find(name); p != idx.producer.end() && IsTransposeWith(g_.nodes[p->second], kToNhwc)) {
+    nchw = g_.nodes[p->second].inputs[0];  // a to-NHWC transpose the model had
+  } else {
+    return nullptr;
+  }
+  auto t = types_.find(nchw);
+  return t == types_.end() || t->second.kind != TypeInfo::Kind::kTensor ? nullptr : &t->second;
+}
+
+// The Add that conv `c`'s result can fold into as Z: its only reader, with
+// an other operand of exactly the result's type (no broadcasting). The other
+// operand cannot depend on the result (the Add is its only reader), so the
+// fused node keeps the graph acyclic; Finish re-sorts it.
+std::optional<size_t> NhwcRewriter::ResidualAdd(size_t c, const UseIndex& idx) const {
+  const Node& conv = g_.nodes[c];
+  if (conv.inputs.size() > 3) return std::nullopt;
+  const std::string& yt = conv.outputs[0];
+  auto it = idx.consumers.find(yt);
+  if (it == idx.consumers.end() || it->second.size() != 1 || !OnlyConsumer(idx, yt, it->second[0])) {
+    return std::nullopt;
+  }
+  const Node& add = g_.nodes[it->second[0]];
+  if (add.op_type != "Add" || !IsDefaultDomain(add.domain) || add.inputs.size() != 2 || add.outputs.size() != 1) {
+    return std::nullopt;
+  }
+  const std::string& z = add.inputs[0] == yt ? add.inputs[1] : add.inputs[0];
+  const TypeInfo* yt_type = NchwTypeOf(yt, idx);
+  const TypeInfo* z_type = NchwTypeOf(z, idx);
+  if (z.empty() || !yt_type || !z_type || yt_type->elem_type != z_type->elem_type ||
+      !SameDims(yt_type->shape, z_type->shape)) {
+    return std::nullopt;
+  }
+  return it->second[0];
+}
+
+void NhwcRewriter::FuseResiduals() {
+  std::vector<size_t> convs(conv_nodes_.begin(), conv_nodes_.end());
+  std::sort(convs.begin(), convs.end());
+  for (size_t c : convs) {
+    if (dead_[c]) continue;
+    UseIndex idx = BuildIndex();  // the previous fusion renamed values
+    std::optional<size_t> a = ResidualAdd(c, idx);
+    if (!a) continue;
+    const Node& add = g_.nodes[*a];
+    std::string z = add.inputs[0] == g_.nodes[c].outputs[0] ? add.inputs[1] : add.inputs[0];
+    std::string out = add.outputs[0];
+    Node& conv = g_.nodes[c];
+    conv.inputs.resize(3);  // B stays, or becomes the empty name
+    conv.inputs.push_back(std::move(z));
+    conv.outputs[0] = std::move(out);
+    dead_[*a] = true;
+    ++stats.fused_residuals;
+  }
+}
+
+// Clip(0, 6): min and max constant 1-element initializers (opset >= 11), or
+// attributes (before opset 11).
+bool NhwcRewriter::IsRelu6(const Node& clip) const {
+  if (clip.op_type != "Clip" || !IsDefaultDomain(clip.domain) || clip.outputs.size() != 1) return false;
+  std::optional<double> lo, hi;
+  if (model_.OpsetVersion("") < 11) {
+    const Attribute* mn = clip.FindAttribute("min");
+    const Attribute* mx = clip.FindAttribute("max");
+    if (mn && mn->type == AttributeType::kFloat) lo = mn->f;
+    if (mx && mx->type == AttributeType::kFloat) hi = mx->f;
+  } else if (clip.inputs.size() == 3 && !clip.inputs[1].empty() && !clip.inputs[2].empty()) {
+    const Tensor* mn = Constant(clip.inputs[1]);
+    const Tensor* mx = Constant(clip.inputs[2]);
+    if (mn) lo = ScalarOf(*mn);
+    if (mx) hi = ScalarOf(*mx);
+  }
+  return lo && hi && *lo == 0.0 && *hi == 6.0;
+}
+
+void NhwcRewriter::FuseActivations(bool relu, bool relu6) {
   UseIndex idx = BuildIndex();
   for (size_t c : conv_nodes_) {
     if (dead_[c]) continue;
@@ -406,16 +521,19 @@ void NhwcRewriter::FuseRelus() {
     auto it = idx.consumers.find(yt);
     if (it == idx.consumers.end() || it->second.size() != 1 || !OnlyConsumer(idx, yt, it->second[0])) continue;
     size_t r = it->second[0];
-    const Node& relu = g_.nodes[r];
-    if (relu.op_type != "Relu" || !IsDefaultDomain(relu.domain) || relu.outputs.size() != 1) continue;
+    const Node& act_node = g_.nodes[r];
+    const bool is_relu = relu && act_node.op_type == "Relu" && IsDefaultDomain(act_node.domain) &&
+                         act_node.outputs.size() == 1;
+    const bool is_relu6 = !is_relu && relu6 && act_node.inputs[0] == yt && IsRelu6(act_node);
+    if (!is_relu && !is_relu6) continue;
     Attribute act;
     act.name = "activation";
     act.type = AttributeType::kString;
-    act.s = kConvNhwcRelu;
+    act.s = is_relu ? kConvNhwcRelu : kConvNhwcRelu6;
     g_.nodes[c].attributes.push_back(std::move(act));
-    g_.nodes[c].outputs[0] = relu.outputs[0];
+    g_.nodes[c].outputs[0] = act_node.outputs[0];
     dead_[r] = true;
-    ++stats.fused_relus;
+    ++(is_relu ? stats.fused_relus : stats.fused_relu6s);
   }
 }
 
@@ -464,7 +582,8 @@ Result<NhwcStats> ConvertConvsToNhwc(Model& model, const std::vector<size_t>& co
   NhwcRewriter rewriter(model, types);
   for (size_t i : conv_nodes) rewriter.ConvertConv(i);
   rewriter.Optimize();
-  if (options.fuse_relu) rewriter.FuseRelus();
+  if (options.fuse_residual) rewriter.FuseResiduals();
+  if (options.fuse_relu || options.fuse_relu6) rewriter.FuseActivations(options.fuse_relu, options.fuse_relu6);
   VIGIL_RETURN_IF_ERROR(rewriter.Finish());
   return rewriter.stats;
 }

@@ -5,11 +5,16 @@
 // convolutions to move (runtime/conv_layout.h).
 //
 // The op it writes, ai.vigil.ConvNhwc (opset 1 of domain "ai.vigil"):
-//   Y = ConvNhwc(X, W [, B])  is ONNX Conv with the channel dim last:
-//   X [N, H, W, C], W [M, kH, kW, C/group] (KRSC), B [M], Y [N, OH, OW, M];
-//   the attributes are Conv's (auto_pad, pads, strides, dilations, group,
-//   kernel_shape), 2D only, plus `activation` ("" or "Relu": Y = Relu(conv +
-//   B)), which the pass sets when a Relu was the convolution's only consumer.
+//   Y = ConvNhwc(X, W [, B [, Z]])  is ONNX Conv with the channel dim last,
+//   plus an optional residual and activation:
+//   Y = act(conv(X, W) + B + Z), X [N, H, W, C], W [M, kH, kW, C/group]
+//   (KRSC), B [M] (may be the empty name when Z is given), Z [N, OH, OW, M]
+//   (Y's shape, no broadcasting), Y [N, OH, OW, M]; the attributes are
+//   Conv's (auto_pad, pads, strides, dilations, group, kernel_shape), 2D
+//   only, plus `activation`: "" (none), "Relu" or "Relu6" (min(max(v, 0),
+//   6), ONNX Clip(0, 6)). The pass sets Z when an Add of the convolution's
+//   result and a same-shape value was its only consumer, and the activation
+//   when a Relu or Clip(0, 6) then was.
 #pragma once
 
 #include <cstddef>
@@ -26,6 +31,7 @@ inline constexpr const char kVigilDomain[] = "ai.vigil";
 inline constexpr int64_t kVigilOpsetVersion = 1;
 inline constexpr const char kConvNhwcOp[] = "ConvNhwc";
 inline constexpr const char kConvNhwcRelu[] = "Relu";
+inline constexpr const char kConvNhwcRelu6[] = "Relu6";
 
 // perm of Transpose from NCHW to NHWC, and back.
 inline const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
@@ -35,6 +41,13 @@ struct NhwcOptions {
   // Fold a Relu that is a converted convolution's only consumer into the
   // ConvNhwc (activation="Relu").
   bool fuse_relu = false;
+  // Fold a Clip(0, 6) (min and max constant initializers, or attributes
+  // before opset 11) in the same place (activation="Relu6").
+  bool fuse_relu6 = false;
+  // Fold Add(conv result, Z) into the ConvNhwc as its input Z when the Add
+  // is the result's only consumer and Z has the result's exact shape (per
+  // `types`); runs before the activations, so a Relu after the Add fuses too.
+  bool fuse_residual = false;
 };
 
 struct NhwcStats {
@@ -42,6 +55,8 @@ struct NhwcStats {
   size_t transposes = 0;         // activation transposes left in the graph by the pass (weights not counted)
   size_t sunk = 0;               // elementwise ops that now run in NHWC
   size_t fused_relus = 0;        // Relus folded into a ConvNhwc
+  size_t fused_relu6s = 0;       // Clip(0, 6)s folded into a ConvNhwc
+  size_t fused_residuals = 0;    // Adds folded into a ConvNhwc as its Z
 };
 
 // Rewrites the Conv nodes `conv_nodes` (indices into model.graph.nodes; each

@@ -34,7 +34,9 @@ std::optional<std::vector<int64_t>> KernelFromWeights(const ir::TypeInfo* w) {
 
 Status CheckActivation(InferenceContext& ctx) {
   VIGIL_ASSIGN_OR_RETURN(std::string act, StringAttr(ctx.node(), "activation", ""));
-  if (!act.empty() && act != ir::kConvNhwcRelu) return ctx.Fail("activation is '{}', expected '' or 'Relu'", act);
+  if (!act.empty() && act != ir::kConvNhwcRelu && act != ir::kConvNhwcRelu6) {
+    return ctx.Fail("activation is '{}', expected '', 'Relu' or 'Relu6'", act);
+  }
   return Status::Ok();
 }
 
@@ -64,6 +66,28 @@ Status CheckWeightsAndBias(InferenceContext& ctx, int64_t group) {
     if (bd.is_known() && wd[0].is_known() && *bd.value != *wd[0].value) {
       return ctx.Fail("input 2 (B) has {} elements, expected one per output channel ({})", *bd.value, *wd[0].value);
     }
+  }
+  return Status::Ok();
+}
+
+// Z (input 3) against Y's dims `y`: the same dtype, and the same shape where
+// both dims are known (Z is added without broadcasting).
+Status CheckResidual(InferenceContext& ctx, ir::DataType dtype, const std::vector<ir::Dim>& y) {
+  const ir::TypeInfo* z = ctx.has_input(3) ? ctx.input_type(3) : nullptr;
+  if (!IsTensor(z)) return Status::Ok();
+  if (z->elem_type != dtype) {
+    return ctx.Fail("input 3 (Z) has dtype {}, input 0 (X) has {}; they must match", ir::DataTypeName(z->elem_type),
+                    ir::DataTypeName(dtype));
+  }
+  if (!HasRank(z)) return Status::Ok();
+  bool same = z->shape.dims.size() == y.size();
+  for (size_t i = 0; same && i < y.size(); ++i) {
+    const ir::Dim &a = z->shape.dims[i], &b = y[i];
+    same = !a.is_known() || !b.is_known() || *a.value == *b.value;
+  }
+  if (!same) {
+    return ctx.Fail("input 3 (Z) is {}, it must have the output's shape {}", ir::ShapeToString(z->shape),
+                    ir::ShapeToString(ir::Shape{true, y}));
   }
   return Status::Ok();
 }
@@ -101,12 +125,13 @@ Status InferConvNhwc(InferenceContext& ctx) {
     out.push_back(ir::Dim::Known(e.output));
   }
   out.push_back(HasRank(w) ? Carry(ctx, w->shape.dims[0]) : ctx.NewSymbol());
+  VIGIL_RETURN_IF_ERROR(CheckResidual(ctx, x->elem_type, out));
   ctx.set_output(0, TensorType(x->elem_type, std::move(out)));
   return Status::Ok();
 }
 
 const OpSchema kLayoutSchemas[] = {
-    {ir::kVigilDomain, ir::kConvNhwcOp, 1, kLatest, 2, 3, 1, 1, InferConvNhwc},
+    {ir::kVigilDomain, ir::kConvNhwcOp, 1, kLatest, 2, 4, 1, 1, InferConvNhwc},
 };
 
 }  // namespace

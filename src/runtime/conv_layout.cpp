@@ -35,9 +35,10 @@ const ir::Tensor* FindInitializer(const ir::Graph& g, const std::string& name) {
   return nullptr;
 }
 
-// Whether `device` takes `conv` as a ConvNhwc (with `activation`, if set).
+// Whether `device` takes `conv` as a ConvNhwc (with `activation`, if set,
+// and a residual input Z of Y's type when `residual`).
 bool DeviceTakesNhwc(const ir::Node& conv, const std::unordered_map<std::string, ir::TypeInfo>& types,
-                     const Backend& device, const std::string& activation) {
+                     const Backend& device, const std::string& activation, bool residual = false) {
   const ir::TypeInfo* x = TypeOf(types, conv.inputs[0]);
   const ir::TypeInfo* w = TypeOf(types, conv.inputs[1]);
   const ir::TypeInfo* y = TypeOf(types, conv.outputs[0]);
@@ -59,6 +60,13 @@ bool DeviceTakesNhwc(const ir::Node& conv, const std::unordered_map<std::string,
   NodeTypes nt;
   nt.inputs = {&xt, &wt};
   if (conv.inputs.size() > 2) nt.inputs.push_back(TypeOf(types, conv.inputs[2]));
+  if (residual) {
+    if (!yt) return false;
+    probe.inputs.resize(3);
+    probe.inputs.push_back(probe.outputs[0] + "/residual");
+    nt.inputs.resize(3, nullptr);
+    nt.inputs.push_back(&*yt);
+  }
   nt.outputs = {yt ? &*yt : nullptr};
   return device.SupportsTyped(probe, ir::kVigilOpsetVersion, nt, nullptr);
 }
@@ -93,8 +101,12 @@ Result<bool> ApplyConvLayout(ir::Model& model, const std::unordered_map<std::str
   std::vector<size_t> convs = SelectNhwcConvs(model, types, first_backend);
   if (convs.empty()) return false;
   ir::NhwcOptions options;
-  // The device fuses a following Relu only where its kernel says it can.
-  options.fuse_relu = DeviceTakesNhwc(model.graph.nodes[convs[0]], types, first_backend, ir::kConvNhwcRelu);
+  // The device fuses a following Relu, Clip(0, 6) or Add only where its
+  // kernel says it can (probed on the first convolution).
+  const ir::Node& first = model.graph.nodes[convs[0]];
+  options.fuse_relu = DeviceTakesNhwc(first, types, first_backend, ir::kConvNhwcRelu);
+  options.fuse_relu6 = DeviceTakesNhwc(first, types, first_backend, ir::kConvNhwcRelu6);
+  options.fuse_residual = DeviceTakesNhwc(first, types, first_backend, "", /*residual=*/true);
   VIGIL_ASSIGN_OR_RETURN(ir::NhwcStats stats, ir::ConvertConvsToNhwc(model, convs, types, options));
   return stats.convs > 0;
 }

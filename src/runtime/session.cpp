@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/fuse_gelu.h"
+#include "ir/fuse_matmul_bias.h"
 #include "ir/validate.h"
 #include "ops/attributes.h"
 #include "ops/shape_helpers.h"
@@ -160,6 +162,14 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
   VIGIL_ASSIGN_OR_RETURN(InferredGraph inferred, InferGraph(model, order, {}, folding));
   state->model = ApplyFolding(model, inferred);
   AlignInitializers(state->model.graph);  // folded values may be views of attribute bytes
+  if (state->options.backends[0]->device() != Device::kHost) {
+    // Linear layers as one cuBLASLt product with a bias epilogue, erf-GELU
+    // chains as one kernel; fused nodes write the outputs they replace, whose
+    // inferred types stay valid.
+    VIGIL_ASSIGN_OR_RETURN(size_t linear, ir::FuseMatMulBias(state->model, inferred.types));
+    VIGIL_ASSIGN_OR_RETURN(size_t gelu, ir::FuseGelu(state->model));
+    static_cast<void>(linear + gelu);
+  }
   VIGIL_ASSIGN_OR_RETURN(bool relaid, ApplyConvLayout(state->model, inferred.types, state->options.conv_layout,
                                                       *state->options.backends[0]));
   if (relaid) {

@@ -4,9 +4,11 @@
 
 #include <cstring>
 #include <memory>
+#include <unordered_set>
 
 #include <gtest/gtest.h>
 
+#include "base/float16.h"
 #include "graph_builder.h"
 #include "ir/validate.h"
 
@@ -300,6 +302,185 @@ TEST(LayoutNhwc, FusesAReluThatIsTheOnlyConsumer) {
     if (n.op_type == "ConvNhwc" && a && a->s == kConvNhwcRelu) ++with_activation;
   }
   EXPECT_EQ(with_activation, 2u);
+}
+
+// Every value of `m` typed f16 [1, 8, 5, 5] (what the fusions' shape checks
+// read), but for the ones `except` lists.
+std::unordered_map<std::string, TypeInfo> SameShapeTypes(const Model& m, std::initializer_list<const char*> except = {}) {
+  std::unordered_map<std::string, TypeInfo> types = Types(m);
+  TypeInfo t = TensorValue("t", kF16, {1, 8, 5, 5}).type;
+  for (const Node& n : m.graph.nodes) {
+    for (const std::string& o : n.outputs) types[o] = t;
+  }
+  for (const char* e : except) types.erase(e);
+  return types;
+}
+
+NhwcOptions AllFusions() {
+  NhwcOptions o;
+  o.fuse_relu = o.fuse_relu6 = o.fuse_residual = true;
+  return o;
+}
+
+NhwcStats ConvertTyped(Model& m, const std::unordered_map<std::string, TypeInfo>& types, const NhwcOptions& o) {
+  auto stats = ConvertConvsToNhwc(m, ConvIndices(m), types, o);
+  EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+  Status valid = ValidateModel(m);
+  EXPECT_TRUE(valid.ok()) << valid.ToString();
+  return stats.ok() ? *stats : NhwcStats{};
+}
+
+// Every node input is a graph input, an initializer or an earlier node's output.
+void ExpectProducersFirst(const Model& m) {
+  std::unordered_set<std::string> known;
+  for (const ValueInfo& vi : m.graph.inputs) known.insert(vi.name);
+  for (const Tensor& t : m.graph.initializers) known.insert(t.name);
+  for (const Node& n : m.graph.nodes) {
+    for (const std::string& in : n.inputs) {
+      EXPECT_TRUE(in.empty() || known.count(in)) << n.name << " reads " << in << " before it is computed";
+    }
+    for (const std::string& out : n.outputs) known.insert(out);
+  }
+}
+
+const Node* Named(const Model& m, const std::string& name) {
+  for (const Node& n : m.graph.nodes) {
+    if (n.name == name) return &n;
+  }
+  return nullptr;
+}
+
+std::string ActivationOf(const Node& n) {
+  const Attribute* a = n.FindAttribute("activation");
+  return a ? a->s : "";
+}
+
+TEST(LayoutNhwc, FusesTheResidualAddAndItsRelu) {
+  Model m = ResNetBlock();
+  NhwcStats stats = ConvertTyped(m, SameShapeTypes(m), AllFusions());
+  EXPECT_EQ(stats.fused_residuals, 1u);
+  EXPECT_EQ(stats.fused_relus, 3u);  // relu2 now follows conv2 (+ Z)
+  EXPECT_EQ(Count(m, "Add"), 0u);
+  EXPECT_EQ(Count(m, "Relu"), 0u);
+  const Node* conv2 = Named(m, "conv2");
+  ASSERT_NE(conv2, nullptr);
+  ASSERT_EQ(conv2->inputs.size(), 4u);
+  EXPECT_EQ(conv2->inputs[2], "");  // no bias
+  const Node* z = Producer(m, conv2->inputs[3]);
+  ASSERT_NE(z, nullptr);
+  EXPECT_EQ(z->name, "conv0");  // r0 in NHWC: conv0 with its Relu fused
+  EXPECT_EQ(ActivationOf(*conv2), kConvNhwcRelu);
+  EXPECT_EQ(CountTransposes(m, kToNhwc), 1u);
+  EXPECT_EQ(CountTransposes(m, kToNchw), 1u);
+  ExpectProducersFirst(m);
+}
+
+TEST(LayoutNhwc, ResidualComputedAfterTheConvIsReordered) {
+  // conv0's result meets a branch that the file lists after conv0.
+  Model m = BaseModel();
+  AddWeights(m, {"w0", "w1"});
+  m.graph.outputs = {TensorValue("y", kF16, {1, 8, 5, 5})};
+  m.graph.nodes = {Conv("x", "w0", "c0", "conv0"), Conv("x", "w1", "c1", "conv1"),
+                   MakeNode("Sigmoid", {"c1"}, {"g"}, "sigmoid"), MakeNode("Add", {"g", "c0"}, {"s"}, "add"),
+                   MakeNode("Relu", {"s"}, {"y"}, "relu")};
+  NhwcStats stats = ConvertTyped(m, SameShapeTypes(m), AllFusions());
+  EXPECT_EQ(stats.fused_residuals, 1u);
+  const Node* conv0 = Named(m, "conv0");
+  ASSERT_NE(conv0, nullptr);
+  ASSERT_EQ(conv0->inputs.size(), 4u);
+  EXPECT_EQ(Producer(m, conv0->inputs[3])->op_type, "Sigmoid");
+  EXPECT_EQ(ActivationOf(*conv0), kConvNhwcRelu);
+  ExpectProducersFirst(m);
+}
+
+TEST(LayoutNhwc, ResidualNeedsTheAddToBeTheOnlyConsumer) {
+  Model m = ResNetBlock();
+  m.graph.nodes.push_back(MakeNode("Sigmoid", {"c2"}, {"q"}, "also_reads_c2"));
+  m.graph.outputs.push_back(TensorValue("q", kF16, {1, 8, 5, 5}));
+  NhwcStats stats = ConvertTyped(m, SameShapeTypes(m), AllFusions());
+  EXPECT_EQ(stats.fused_residuals, 0u);
+  EXPECT_EQ(Count(m, "Add"), 1u);
+}
+
+TEST(LayoutNhwc, ResidualNeedsTheSameShape) {
+  // A broadcast operand (here: r0 of unknown shape, and a per-channel
+  // constant) is no Z.
+  Model unknown = ResNetBlock();
+  EXPECT_EQ(ConvertTyped(unknown, SameShapeTypes(unknown, {"r0"}), AllFusions()).fused_residuals, 0u);
+  Model bias = ResNetBlock();
+  bias.graph.initializers.push_back(Counting("k", {8, 1, 1}));
+  bias.graph.nodes[5].inputs[1] = "k";
+  EXPECT_EQ(ConvertTyped(bias, SameShapeTypes(bias), AllFusions()).fused_residuals, 0u);
+  EXPECT_EQ(Count(bias, "Add"), 1u);
+}
+
+Tensor HalfScalar(std::string name, float v) {
+  Tensor t = Initializer(std::move(name), kF16, {});
+  auto data = std::make_shared<uint16_t>(FloatToFloat16(v));
+  t.storage = Tensor::Storage::kTypedDecoded;
+  t.bytes = {reinterpret_cast<const uint8_t*>(data.get()), 2};
+  t.keep_alive = data;
+  return t;
+}
+
+// x -> Conv -> Clip(lo, hi) -> y
+Model ConvClip(const std::string& lo, const std::string& hi) {
+  Model m = BaseModel();
+  AddWeights(m, {"w0"});
+  m.graph.outputs = {TensorValue("y", kF16, {1, 8, 5, 5})};
+  m.graph.initializers.push_back(HalfScalar("zero", 0));
+  m.graph.initializers.push_back(HalfScalar("six", 6));
+  m.graph.initializers.push_back(HalfScalar("five_and_a_half", 5.5f));
+  m.graph.nodes = {Conv("x", "w0", "c0", "conv0"), MakeNode("Clip", {"c0", lo, hi}, {"y"}, "clip")};
+  return m;
+}
+
+TEST(LayoutNhwc, FusesClipZeroSix) {
+  Model m = ConvClip("zero", "six");
+  NhwcStats stats = ConvertTyped(m, SameShapeTypes(m), AllFusions());
+  EXPECT_EQ(stats.fused_relu6s, 1u);
+  EXPECT_EQ(Count(m, "Clip"), 0u);
+  EXPECT_EQ(ActivationOf(*Named(m, "conv0")), kConvNhwcRelu6);
+  // Not without the option.
+  Model off = ConvClip("zero", "six");
+  NhwcOptions relu_only;
+  relu_only.fuse_relu = true;
+  EXPECT_EQ(ConvertTyped(off, SameShapeTypes(off), relu_only).fused_relu6s, 0u);
+}
+
+TEST(LayoutNhwc, ClipWithOtherOrComputedBoundsStays) {
+  Model other = ConvClip("zero", "five_and_a_half");
+  EXPECT_EQ(ConvertTyped(other, SameShapeTypes(other), AllFusions()).fused_relu6s, 0u);
+  EXPECT_EQ(Count(other, "Clip"), 1u);
+  Model no_min = ConvClip("", "six");
+  EXPECT_EQ(ConvertTyped(no_min, SameShapeTypes(no_min), AllFusions()).fused_relu6s, 0u);
+  // max a graph input: may be anything at run time, even with an initializer.
+  Model fed = ConvClip("zero", "m");
+  fed.graph.inputs.push_back(TensorValue("m", kF16, {}));
+  EXPECT_EQ(ConvertTyped(fed, SameShapeTypes(fed), AllFusions()).fused_relu6s, 0u);
+  Model overridable = ConvClip("zero", "six");
+  overridable.graph.inputs.push_back(TensorValue("six", kF16, {}));
+  EXPECT_EQ(ConvertTyped(overridable, SameShapeTypes(overridable), AllFusions()).fused_relu6s, 0u);
+}
+
+TEST(LayoutNhwc, FusesClipAttributesBeforeOpset11) {
+  auto clip6 = [](float lo, float hi) {
+    Model m = ConvClip("zero", "six");
+    m.opset_imports = {{"", 10}};
+    m.graph.nodes[1].inputs.resize(1);
+    Attribute a, b;
+    a.name = "min";
+    a.type = b.type = AttributeType::kFloat;
+    a.f = lo;
+    b.name = "max";
+    b.f = hi;
+    m.graph.nodes[1].attributes = {a, b};
+    return m;
+  };
+  Model m = clip6(0, 6);
+  EXPECT_EQ(ConvertTyped(m, SameShapeTypes(m), AllFusions()).fused_relu6s, 1u);
+  Model n = clip6(-1, 6);
+  EXPECT_EQ(ConvertTyped(n, SameShapeTypes(n), AllFusions()).fused_relu6s, 0u);
 }
 
 TEST(LayoutNhwc, BadIndicesLeaveTheModelUnchanged) {

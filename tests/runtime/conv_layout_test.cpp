@@ -170,6 +170,62 @@ TEST(ConvLayout, HalfPrecisionConvsRunNhwcOnTheDevice) {
   EXPECT_LE(std::sqrt(err / norm), 1e-3);
 }
 
+ir::Tensor HalfScalar(std::string name, float v) {
+  ir::Tensor t = Initializer(std::move(name), DataType::kFloat16, {});
+  auto data = std::make_shared<uint16_t>(FloatToFloat16(v));
+  t.storage = ir::Tensor::Storage::kTypedDecoded;
+  t.bytes = {reinterpret_cast<const uint8_t*>(data.get()), 2};
+  t.keep_alive = data;
+  return t;
+}
+
+// x [2,3,9,8] -> Conv+Relu (r0) -> Conv -> Add(r0, .) -> Relu -> Conv(1x1,
+// bias) -> Clip(0, 6) -> GlobalAveragePool -> y [2,8,1,1]: a residual block
+// and a MobileNet ReLU6.
+ir::Model ResidualCnn() {
+  ir::Model m = SmallCnn();
+  m.graph.initializers = {RandomHalf("w0", {8, 3, 3, 3}, 1), RandomHalf("w1", {8, 8, 3, 3}, 3),
+                          RandomHalf("w2", {8, 8, 1, 1}, 5), RandomHalf("b2", {8}, 6), HalfScalar("lo", 0),
+                          HalfScalar("hi", 6)};
+  ir::Node c0 = MakeNode("Conv", {"x", "w0"}, {"c0"}, "conv0");
+  c0.attributes = {Ints("pads", {1, 1, 1, 1})};
+  ir::Node c1 = MakeNode("Conv", {"r0", "w1"}, {"c1"}, "conv1");
+  c1.attributes = {Ints("pads", {1, 1, 1, 1})};
+  m.graph.nodes = {c0,
+                   MakeNode("Relu", {"c0"}, {"r0"}, "relu0"),
+                   c1,
+                   MakeNode("Add", {"r0", "c1"}, {"s"}, "add"),
+                   MakeNode("Relu", {"s"}, {"r1"}, "relu1"),
+                   MakeNode("Conv", {"r1", "w2", "b2"}, {"c2"}, "conv2"),
+                   MakeNode("Clip", {"c2", "lo", "hi"}, {"d"}, "relu6"),
+                   MakeNode("GlobalAveragePool", {"d"}, {"y"}, "gap")};
+  return m;
+}
+
+TEST(ConvLayout, ResidualAndRelu6FuseAndMatchTheCpu) {
+  auto nhwc = Session::Create(ResidualCnn(), Options(ConvLayout::kNhwcOnDevice));
+  ASSERT_TRUE(nhwc.ok()) << nhwc.status().ToString();
+  const ir::Model& m = (*nhwc)->model();
+  EXPECT_EQ(Count(m, "ConvNhwc"), 3u);
+  EXPECT_EQ(Count(m, "Add"), 0u);
+  EXPECT_EQ(Count(m, "Relu"), 0u);
+  EXPECT_EQ(Count(m, "Clip"), 0u);
+  size_t with_z = 0;
+  for (const ir::Node& n : m.graph.nodes) with_z += n.op_type == "ConvNhwc" && n.inputs.size() == 4;
+  EXPECT_EQ(with_z, 1u);
+
+  auto plain = Session::Create(ResidualCnn(), Options(ConvLayout::kAsModel, /*device=*/false));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  std::vector<float> got = RunOn(**nhwc, DataType::kFloat16), want = RunOn(**plain, DataType::kFloat16);
+  ASSERT_EQ(got.size(), want.size());
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err += (got[i] - want[i]) * (got[i] - want[i]);
+    norm += want[i] * want[i];
+  }
+  EXPECT_LE(std::sqrt(err / norm), 1e-3);
+}
+
 TEST(ConvLayout, AsModelLeavesTheGraphAlone) {
   auto s = Session::Create(SmallCnn(), Options(ConvLayout::kAsModel));
   ASSERT_TRUE(s.ok()) << s.status().ToString();

@@ -1,7 +1,9 @@
 // ai.vigil.ConvNhwc on the CPU (the op is described in ir/layout_nhwc.h):
 // the reference for the CUDA kernel and the fallback where a device cannot
 // run a node. Correctness only: X and W are transposed to NCHW/OIHW, the
-// ONNX Conv kernel runs, and Y is transposed back.
+// ONNX Conv kernel runs, Y is transposed back, and then Z is added and the
+// activation applied, each rounded to Y's dtype as the separate ONNX ops
+// (Add, Relu, Clip) would.
 #include <cstring>
 
 #include "backends/cpu/conv_pool_kernels.h"
@@ -65,13 +67,22 @@ Status CheckOperands(KernelContext& ctx) {
   return Status::Ok();
 }
 
-// Y = max(Y, 0), NaN kept, in Y's float dtype.
-Status ApplyRelu(KernelContext& ctx, runtime::Tensor& y) {
+// Y += Z (when given), then Y = max(Y, 0) (relu) or min(max(Y, 0), 6)
+// (relu6), NaN kept, in Y's float dtype.
+Status ApplyEpilogue(KernelContext& ctx, runtime::Tensor& y, const runtime::Tensor* z, const std::string& act) {
+  if (z && z->shape() != y.shape()) {
+    return ctx.Fail("input 3 (Z) is {}, it must have the output's shape ({})", z->Describe(), y.Describe());
+  }
+  if (z && z->dtype() != y.dtype()) return ctx.Fail("input 3 (Z) is {}, Y is {}", z->Describe(), y.Describe());
+  const bool relu = act == ir::kConvNhwcRelu, relu6 = act == ir::kConvNhwcRelu6;
   return DispatchFloat(ctx, 0, [&]<ir::DataType D>() -> Status {
     using C = ElementCodec<D>;
     auto* p = y.data<typename C::Storage>();
+    const auto* zp = z ? z->data<typename C::Storage>() : nullptr;
     for (uint64_t i = 0; i < y.element_count(); ++i) {
-      if (C::Load(p[i]) < 0) p[i] = C::Store(0);
+      if (zp) p[i] = C::Store(C::Load(p[i]) + C::Load(zp[i]));
+      if ((relu || relu6) && C::Load(p[i]) < 0) p[i] = C::Store(0);
+      if (relu6 && C::Load(p[i]) > 6) p[i] = C::Store(6);
     }
     return Status::Ok();
   });
@@ -82,8 +93,8 @@ Status ApplyRelu(KernelContext& ctx, runtime::Tensor& y) {
 Status ConvNhwcKernel(KernelContext& ctx) {
   VIGIL_RETURN_IF_ERROR(CheckOperands(ctx));
   VIGIL_ASSIGN_OR_RETURN(std::string activation, ops::StringAttr(ctx.node(), "activation", ""));
-  if (!activation.empty() && activation != ir::kConvNhwcRelu) {
-    return AttributeError(ctx, "activation is '{}', expected '' or 'Relu'", activation);
+  if (!activation.empty() && activation != ir::kConvNhwcRelu && activation != ir::kConvNhwcRelu6) {
+    return AttributeError(ctx, "activation is '{}', expected '', 'Relu' or 'Relu6'", activation);
   }
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor x, Permuted(ctx, *ctx.input(0), ir::kToNchw));
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor w, Permuted(ctx, *ctx.input(1), ir::kToNchw));
@@ -102,7 +113,8 @@ Status ConvNhwcKernel(KernelContext& ctx) {
   std::vector<int64_t> shape{y_nchw.dim(0), y_nchw.dim(2), y_nchw.dim(3), y_nchw.dim(1)};
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, y_nchw.dtype(), std::move(shape)));
   VIGIL_RETURN_IF_ERROR(Permute4D(ctx, y_nchw, ir::kToNhwc, *y));
-  if (!activation.empty()) VIGIL_RETURN_IF_ERROR(ApplyRelu(ctx, *y));
+  const runtime::Tensor* z = ctx.input(3);
+  if (z || !activation.empty()) VIGIL_RETURN_IF_ERROR(ApplyEpilogue(ctx, *y, z, activation));
   return Status::Ok();
 }
 

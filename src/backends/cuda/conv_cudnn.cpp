@@ -1,7 +1,8 @@
 // Conv and ConvTranspose through cuDNN's graph API: a forward-convolution
 // (or backward-data, for ConvTranspose) operation graph per shape, built
 // once per thread and cached; the bias is added by our own kernel (ConvNhwc
-// fuses bias and Relu into the cuDNN graph where cuDNN can). 1D
+// fuses bias, residual Z and Relu/Relu6 into the cuDNN graph where cuDNN
+// can). 1D
 // convolutions run as 2D with a unit height. Tensors are NCHW as in ONNX,
 // except for ai.vigil.ConvNhwc (the layout pass's channels-last Conv,
 // ir/layout_nhwc.h): cuDNN gets the same logical NCHW dims with NHWC
@@ -21,15 +22,24 @@
 namespace vigil::cuda {
 namespace {
 
-constexpr int64_t kX = 1, kW = 2, kY = 3, kB = 4, kConvOut = 5, kBiasOut = 6;
+// kFirstVirtual and up: the epilogue's virtual intermediates.
+constexpr int64_t kX = 1, kW = 2, kY = 3, kB = 4, kConvOut = 5, kZ = 6, kFirstVirtual = 10;
 
 // Pointwise ops fused after a forward convolution in one cuDNN graph
-// (ConvNhwc): they run on the float32 accumulators before Y is stored.
+// (ConvNhwc), in this order: + bias, + Z, activation. They run on the
+// float32 accumulators before Y is stored.
 struct Epilogue {
   bool bias = false;
-  bool relu = false;
-  bool any() const { return bias || relu; }
-  const char* name() const { return bias && relu ? "+bias+relu" : bias ? "+bias" : relu ? "+relu" : ""; }
+  bool residual = false;
+  NhwcActivation act = NhwcActivation::kNone;
+  bool any() const { return bias || residual || act != NhwcActivation::kNone; }
+  std::string name() const {
+    std::string n = bias ? "+bias" : "";
+    if (residual) n += "+z";
+    if (act == NhwcActivation::kRelu) n += "+relu";
+    if (act == NhwcActivation::kRelu6) n += "+relu6";
+    return n;
+  }
 };
 
 struct ConvShape {
@@ -82,12 +92,20 @@ std::string Key(const char* op, const ConvShape& s, ir::DataType t) {
                      j(s.w), j(s.y), j(s.pre), j(s.post), j(s.strides), j(s.dilations));
 }
 
+// `upper_clip` (RELU_FWD only, when > 0): min(relu(x), upper_clip).
 Result<CudnnDescriptor> PointwiseOp(cudnnPointwiseMode_t mode, const CudnnDescriptor& x, const CudnnDescriptor* b,
-                                    const CudnnDescriptor& y, std::vector<CudnnDescriptor>& keep) {
+                                    const CudnnDescriptor& y, std::vector<CudnnDescriptor>& keep,
+                                    float upper_clip = 0) {
   VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor pw, CudnnDescriptor::Create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR));
   cudnnDataType_t precision = CUDNN_DATA_FLOAT;
   VIGIL_RETURN_IF_ERROR(pw.Set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode));
   VIGIL_RETURN_IF_ERROR(pw.Set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision));
+  if (upper_clip > 0) {
+    // The clip values take the math precision's type (float here).
+    float lower = 0;
+    VIGIL_RETURN_IF_ERROR(pw.Set(CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_FLOAT, 1, &lower));
+    VIGIL_RETURN_IF_ERROR(pw.Set(CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_FLOAT, 1, &upper_clip));
+  }
   VIGIL_RETURN_IF_ERROR(pw.Finalize());
   VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor op, CudnnDescriptor::Create(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR));
   VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw));
@@ -100,35 +118,50 @@ Result<CudnnDescriptor> PointwiseOp(cudnnPointwiseMode_t mode, const CudnnDescri
 }
 
 // Appends the epilogue's pointwise ops, which read the convolution's virtual
-// float32 output `conv_out` and write `y`; the bias is tensor kB [1, M, 1, 1].
+// float32 output `conv_out` and write `y`, each step into a virtual float32
+// tensor but the last; the bias is tensor kB [1, M, 1, 1], Z tensor kZ (Y's
+// shape and layout).
 Status AddEpilogue(const Epilogue& e, const ConvShape& s, cudnnDataType_t type, CudnnDescriptor conv_out,
                    CudnnDescriptor y, std::vector<CudnnDescriptor>& ops, std::vector<CudnnDescriptor>& keep) {
   auto strided = [&](int64_t uid, cudnnDataType_t t, const std::vector<int64_t>& dims, bool is_virtual) {
     return s.nhwc ? MakeCudnnTensor(uid, t, dims, ChannelsLastStrides(dims), is_virtual)
                   : MakeCudnnTensor(uid, t, dims, is_virtual);
   };
-  if (e.bias) {
-    std::vector<int64_t> bias_dims(s.y.size(), 1);
-    bias_dims[1] = s.y[1];
-    VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor b, strided(kB, type, bias_dims, false));
-    CudnnDescriptor out;
-    if (e.relu) {
-      VIGIL_ASSIGN_OR_RETURN(out, strided(kBiasOut, CUDNN_DATA_FLOAT, s.y, true));
-    }
-    VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor add, PointwiseOp(CUDNN_POINTWISE_ADD, conv_out, &b, e.relu ? out : y, keep));
-    ops.push_back(std::move(add));
-    keep.push_back(std::move(b));
-    keep.push_back(std::move(conv_out));
-    if (!e.relu) {
-      keep.push_back(std::move(y));
-      return Status::Ok();
-    }
-    conv_out = std::move(out);
+  struct Step {
+    cudnnPointwiseMode_t mode;
+    int64_t operand_uid;  // 0: none
+    float upper_clip;
+  };
+  std::vector<Step> steps;
+  if (e.bias) steps.push_back({CUDNN_POINTWISE_ADD, kB, 0});
+  if (e.residual) steps.push_back({CUDNN_POINTWISE_ADD, kZ, 0});
+  if (e.act != NhwcActivation::kNone) {
+    steps.push_back({CUDNN_POINTWISE_RELU_FWD, 0, e.act == NhwcActivation::kRelu6 ? 6.0f : 0.0f});
   }
-  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor relu, PointwiseOp(CUDNN_POINTWISE_RELU_FWD, conv_out, nullptr, y, keep));
-  ops.push_back(std::move(relu));
-  keep.push_back(std::move(conv_out));
-  keep.push_back(std::move(y));
+  std::vector<int64_t> bias_dims(s.y.size(), 1);
+  bias_dims[1] = s.y[1];
+  CudnnDescriptor in = std::move(conv_out);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const bool last = i + 1 == steps.size();
+    CudnnDescriptor out;
+    if (last) {
+      out = std::move(y);
+    } else {
+      VIGIL_ASSIGN_OR_RETURN(out, strided(kFirstVirtual + static_cast<int64_t>(i), CUDNN_DATA_FLOAT, s.y, true));
+    }
+    CudnnDescriptor operand;
+    if (steps[i].operand_uid != 0) {
+      VIGIL_ASSIGN_OR_RETURN(operand, strided(steps[i].operand_uid, type, steps[i].operand_uid == kB ? bias_dims : s.y,
+                                              false));
+    }
+    VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor op, PointwiseOp(steps[i].mode, in, steps[i].operand_uid ? &operand : nullptr,
+                                                           out, keep, steps[i].upper_clip));
+    ops.push_back(std::move(op));
+    if (steps[i].operand_uid != 0) keep.push_back(std::move(operand));
+    keep.push_back(std::move(in));
+    in = std::move(out);
+  }
+  keep.push_back(std::move(in));
   return Status::Ok();
 }
 
@@ -246,14 +279,13 @@ const CudnnPlan* NhwcPlanOrNull(CudaKernelContext& ctx, const ConvShape& s, ir::
   return nullptr;
 }
 
-// VIGIL_CONV_FUSION=0 turns off the cuDNN epilogue fusion (bias, Relu) of
-// ConvNhwc, to measure what it brings; the bias/Relu kernel then runs after.
+// VIGIL_CONV_FUSION=0 turns off the cuDNN epilogue fusion (bias, Z,
+// activation) of ConvNhwc, to measure what it brings; the epilogue kernel
+// then runs after (still one pass for all three). Read on every call (a
+// lookup, small next to a convolution), so tests can switch it.
 bool FusionEnabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("VIGIL_CONV_FUSION");
-    return v == nullptr || std::string_view(v) != "0";
-  }();
-  return enabled;
+  const char* v = std::getenv("VIGIL_CONV_FUSION");
+  return v == nullptr || std::string_view(v) != "0";
 }
 
 size_t AlignUp(size_t n) { return (n + 255) / 256 * 256; }
@@ -277,30 +309,52 @@ Status RunNhwcThroughNchw(CudaKernelContext& ctx, ConvShape s, const runtime::Te
   return LaunchLayoutTranspose(y.raw_data(), yn, t, s.y[0], s.y[1], s.y[2] * s.y[3], false, ctx.stream());
 }
 
+Result<NhwcActivation> ActivationOf(const ir::Node& node) {
+  VIGIL_ASSIGN_OR_RETURN(std::string a, ops::StringAttr(node, "activation", ""));
+  if (a.empty()) return NhwcActivation::kNone;
+  if (a == ir::kConvNhwcRelu) return NhwcActivation::kRelu;
+  if (a == ir::kConvNhwcRelu6) return NhwcActivation::kRelu6;
+  return UnsupportedError("ConvNhwc activation '{}'", a);
+}
+
 Status ConvNhwc(CudaKernelContext& ctx) {
   const runtime::Tensor& x = *ctx.input(0);
   const runtime::Tensor& w = *ctx.input(1);
-  VIGIL_ASSIGN_OR_RETURN(std::string activation, ops::StringAttr(ctx.node(), "activation", ""));
+  VIGIL_ASSIGN_OR_RETURN(NhwcActivation act, ActivationOf(ctx.node()));
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0));
   if (y->element_count() == 0) return Status::Ok();
   if (x.rank() != 4 || w.rank() != 4 || y->rank() != 4) {
     return ctx.Fail("ConvNhwc takes 4-D X, W and Y, got {}, {} and {}", x.Describe(), w.Describe(), y->Describe());
   }
+  const runtime::Tensor* b = ctx.input(2);
+  const runtime::Tensor* z = ctx.input(3);
+  if (z && (z->shape() != y->shape() || z->dtype() != y->dtype())) {
+    return ctx.Fail("input 3 (Z) is {}, it must match the output {}", z->Describe(), y->Describe());
+  }
   VIGIL_ASSIGN_OR_RETURN(ConvShape s, Geometry(ctx, LogicalNchw(x.shape()), LogicalNchw(w.shape()),
                                                LogicalNchw(y->shape()), false, true));
-  const runtime::Tensor* b = ctx.input(2);
-  const Epilogue epilogue{b != nullptr, activation == ir::kConvNhwcRelu};
+  const Epilogue epilogue{b != nullptr, z != nullptr, act};
   void* xp = const_cast<void*>(x.raw_data());
   void* wp = const_cast<void*>(w.raw_data());
-  if (epilogue.any() && FusionEnabled()) {
+  // ReLU6 (RELU_FWD with an upper clip) is left to the epilogue kernel: with
+  // cuDNN 9.14 on an H100 the fused conv+bias+clipped-ReLU engines were about
+  // 10x slower than the plain convolution (MobileNetV2 fp16 batch 64: 34.8 ms
+  // fused, 4.0 ms with the epilogue kernel).
+  if (epilogue.any() && FusionEnabled() && act != NhwcActivation::kRelu6) {
     if (const CudnnPlan* fused = NhwcPlanOrNull(ctx, s, x.dtype(), epilogue)) {
       VIGIL_ASSIGN_OR_RETURN(void* workspace,
                              ctx.stream_context().Workspace(static_cast<size_t>(fused->workspace_bytes)));
+      std::vector<int64_t> uids{kX, kW, kY};
+      std::vector<void*> ptrs{xp, wp, y->raw_data()};
       if (b) {
-        return ExecuteCudnnPlan(ctx.stream_context().cudnn, *fused, {kX, kW, kB, kY},
-                                {xp, wp, const_cast<void*>(b->raw_data()), y->raw_data()}, workspace);
+        uids.push_back(kB);
+        ptrs.push_back(const_cast<void*>(b->raw_data()));
       }
-      return ExecuteCudnnPlan(ctx.stream_context().cudnn, *fused, {kX, kW, kY}, {xp, wp, y->raw_data()}, workspace);
+      if (z) {
+        uids.push_back(kZ);
+        ptrs.push_back(const_cast<void*>(z->raw_data()));
+      }
+      return ExecuteCudnnPlan(ctx.stream_context().cudnn, *fused, uids, ptrs, workspace);
     }
   }
   const CudnnPlan* plan = NhwcPlanOrNull(ctx, s, x.dtype(), {});
@@ -311,9 +365,8 @@ Status ConvNhwc(CudaKernelContext& ctx) {
   } else {
     VIGIL_RETURN_IF_ERROR(RunNhwcThroughNchw(ctx, s, x, w, *y));
   }
-  return LaunchNhwcBiasActivation(y->raw_data(), b ? b->raw_data() : nullptr, y->dtype(),
-                                  y->dim(0) * y->dim(1) * y->dim(2), y->dim(3), activation == ir::kConvNhwcRelu,
-                                  ctx.stream());
+  return LaunchNhwcBiasActivation(y->raw_data(), b ? b->raw_data() : nullptr, z ? z->raw_data() : nullptr,
+                                  y->dtype(), y->dim(0) * y->dim(1) * y->dim(2), y->dim(3), act, ctx.stream());
 }
 
 Status Conv(CudaKernelContext& ctx) { return RunConv(ctx, false); }
@@ -336,9 +389,8 @@ bool ConvNhwcSupported(const ir::Node& node, const runtime::NodeTypes& types, st
     if (why_not) *why_not = fmt::format("rank {} (ConvNhwc is 2D only)", x->shape.dims.size());
     return false;
   }
-  auto activation = ops::StringAttr(node, "activation", "");
-  if (!activation.ok() || (!activation->empty() && *activation != ir::kConvNhwcRelu)) {
-    if (why_not) *why_not = "activation other than Relu";
+  if (!ActivationOf(node).ok()) {
+    if (why_not) *why_not = "activation other than Relu and Relu6";
     return false;
   }
   return true;

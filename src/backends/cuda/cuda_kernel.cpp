@@ -1,4 +1,5 @@
 #include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/gelu.h"
 
 #include <algorithm>
 #include <array>
@@ -52,11 +53,11 @@ Status CudaKernelContext::SetOutput(size_t i, runtime::Tensor tensor) {
 
 const CudaKernelDef* FindCudaKernel(std::string_view domain, std::string_view op, int64_t opset) {
   using Family = std::span<const CudaKernelDef> (*)();
-  static constexpr std::array<Family, 13> kFamilies = {
+  static constexpr std::array<Family, 14> kFamilies = {
       ElementwiseCudaKernels,   DataMovementCudaKernels, DataMovementSpatialCudaKernels, ResizeCudaKernels,
       ReductionCudaKernels,     NormalizationCudaKernels, PoolCudaKernels,               ConvCudaKernels,
       MatMulCudaKernels,        ViewCudaKernels,          RecurrentCudaKernels,          ShapeSourceCudaKernels,
-      FaultInjectionCudaKernels};
+      FusedCudaKernels,         FaultInjectionCudaKernels};
   std::string_view d = domain == "ai.onnx" ? std::string_view() : domain;
   for (Family family : kFamilies) {
     for (const CudaKernelDef& def : family()) {

@@ -16,13 +16,16 @@ __global__ void ChannelBiasAdd(T* y, const T* bias, int64_t total, int64_t chann
 
 // Index type I: 32-bit where the tensor allows, since 64-bit division is
 // several times slower on the GPU.
+// act: 0 none, 1 Relu, 2 Relu6 (NhwcActivation).
 template <typename T, typename I>
-__global__ void NhwcBiasActivation(T* y, const T* bias, I total, I channels, bool relu) {
+__global__ void NhwcBiasActivation(T* y, const T* bias, const T* z, I total, I channels, int act) {
   for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<I>(gridDim.x) * blockDim.x) {
     float v = ToFloat(y[i]);
     if (bias) v += ToFloat(bias[i % channels]);
-    if (relu) v = v < 0.f ? 0.f : v;  // NaN stays NaN
+    if (z) v += ToFloat(z[i]);
+    if (act != 0) v = v < 0.f ? 0.f : v;  // NaN stays NaN
+    if (act == 2) v = v > 6.f ? 6.f : v;
     y[i] = FromFloat<T>(v);
   }
 }
@@ -89,20 +92,22 @@ Status LaunchChannelBiasAdd(void* y, const void* bias, ir::DataType dtype, int64
   return Status::Ok();
 }
 
-Status LaunchNhwcBiasActivation(void* y, const void* bias, ir::DataType dtype, int64_t rows, int64_t channels,
-                                bool relu, cudaStream_t stream) {
+Status LaunchNhwcBiasActivation(void* y, const void* bias, const void* z, ir::DataType dtype, int64_t rows,
+                                int64_t channels, NhwcActivation act, cudaStream_t stream) {
   int64_t total = rows * channels;
-  if (total == 0 || (!bias && !relu)) return Status::Ok();
+  if (total == 0 || (!bias && !z && act == NhwcActivation::kNone)) return Status::Ok();
+  const int a = static_cast<int>(act);
   bool ok = DispatchFloat(dtype, [&](auto t) {
     using T = decltype(t);
     T* yp = static_cast<T*>(y);
     const T* bp = static_cast<const T*>(bias);
+    const T* zp = static_cast<const T*>(z);
     // 2^30 keeps the grid-stride index (below total + grid size) within int32.
     if (total < (int64_t{1} << 30)) {
-      NhwcBiasActivation<T, int32_t><<<BlocksFor(total), 256, 0, stream>>>(yp, bp, static_cast<int32_t>(total),
-                                                                           static_cast<int32_t>(channels), relu);
+      NhwcBiasActivation<T, int32_t><<<BlocksFor(total), 256, 0, stream>>>(yp, bp, zp, static_cast<int32_t>(total),
+                                                                           static_cast<int32_t>(channels), a);
     } else {
-      NhwcBiasActivation<T, int64_t><<<BlocksFor(total), 256, 0, stream>>>(yp, bp, total, channels, relu);
+      NhwcBiasActivation<T, int64_t><<<BlocksFor(total), 256, 0, stream>>>(yp, bp, zp, total, channels, a);
     }
   });
   if (!ok) return InternalError("NHWC bias: dtype {} is not a float dtype", ir::DataTypeName(dtype));

@@ -1,5 +1,6 @@
 // Small kernels that finish a library call (epilogue.cu): the channel bias
-// of Conv/ConvTranspose after cuDNN (NCHW, and NHWC with a fused Relu), the
+// of Conv/ConvTranspose after cuDNN (NCHW, and NHWC with a fused residual
+// and activation), the
 // layout transposes of ConvNhwc's NCHW fallback, and Gemm's broadcast C
 // before cuBLASLt.
 #pragma once
@@ -17,10 +18,14 @@ namespace vigil::cuda {
 Status LaunchChannelBiasAdd(void* y, const void* bias, ir::DataType dtype, int64_t batch, int64_t channels,
                             int64_t spatial, cudaStream_t stream);
 
+// ConvNhwc's activations: none, max(v, 0), min(max(v, 0), 6).
+enum class NhwcActivation { kNone, kRelu, kRelu6 };
+
 // Channels-last epilogue of ConvNhwc: y is [rows, channels] (rows = N*H*W);
-// adds bias[c] (when given) and then applies Relu (when `relu`), in one pass.
-Status LaunchNhwcBiasActivation(void* y, const void* bias, ir::DataType dtype, int64_t rows, int64_t channels,
-                                bool relu, cudaStream_t stream);
+// y = act(y + bias[c] + z) with bias and z (same shape as y) each optional,
+// in float32 and one pass (one rounding to the dtype).
+Status LaunchNhwcBiasActivation(void* y, const void* bias, const void* z, ir::DataType dtype, int64_t rows,
+                                int64_t channels, NhwcActivation act, cudaStream_t stream);
 
 // dst [N, C, H, W] = src [N, H, W, C] (to_nchw) or dst [N, H, W, C] = src
 // [N, C, H, W] (!to_nchw): ConvNhwc's fallback through NCHW engines.

@@ -5,11 +5,15 @@
 // bias epilogue when it is a row vector and beta = 1, otherwise it is
 // broadcast into the output first and blended with beta. Accumulation is in
 // float32; float32 inputs use TF32 only when the session allows it.
+// ai.vigil.MatMulBias (the fused MatMul + Add of a Linear layer) is one
+// product over A's flattened rows with the bias epilogue.
 #include <fmt/format.h>
 
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/epilogue.h"
 #include "backends/cuda/matmul_cublaslt.h"
+#include "ir/fuse_matmul_bias.h"
+#include "ir/layout_nhwc.h"  // kVigilDomain
 #include "ops/shape_helpers.h"
 
 namespace vigil::cuda {
@@ -278,6 +282,42 @@ Status MatMul(CudaKernelContext& ctx) {
   return Status::Ok();
 }
 
+// ai.vigil.MatMulBias(A, W, B) (ir/fuse_matmul_bias.h): A's rows, all
+// leading dims flattened (A is contiguous), times W [K, N], with B [N] added
+// by the bias epilogue, so the product is written once and never re-read.
+Status MatMulBias(CudaKernelContext& ctx) {
+  for (size_t i = 0; i < 3; ++i) {
+    if (!ctx.has_input(i)) return ctx.Fail("input {} is missing; MatMulBias needs A, W and B", i);
+  }
+  const runtime::Tensor& a = *ctx.input(0);
+  const runtime::Tensor& w = *ctx.input(1);
+  const runtime::Tensor& b = *ctx.input(2);
+  if (a.rank() < 2 || w.rank() != 2) {
+    return ctx.Fail("inputs A {} and W {} must have rank >= 2 and rank 2", a.Describe(), w.Describe());
+  }
+  const int64_t k = a.dim(a.rank() - 1), n = w.dim(1);
+  if (w.dim(0) != k) return ctx.Fail("A {} and W {} do not chain: {} != {}", a.Describe(), w.Describe(), k, w.dim(0));
+  if (b.element_count() != static_cast<uint64_t>(n) || b.rank() == 0 || b.rank() > 2 ||
+      (b.rank() == 2 && b.dim(0) != 1)) {
+    return ctx.Fail("input 2 (B) is {}, expected [{}] or [1, {}]", b.Describe(), n, n);
+  }
+  if (a.dtype() != w.dtype() || b.dtype() != w.dtype()) {
+    return ctx.Fail("A {}, W {} and B {} must have one dtype", a.Describe(), w.Describe(), b.Describe());
+  }
+  std::vector<int64_t> shape = a.shape();
+  shape.back() = n;
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, a.dtype(), shape));
+  if (y->element_count() == 0) return Status::Ok();
+  const int64_t m = static_cast<int64_t>(y->element_count()) / n;
+  if (k == 0) {
+    // An empty inner dimension: the product is zero and Y is B on every row.
+    return LaunchBroadcastCopy(y->raw_data(), b.raw_data(), y->dtype(), {1, n}, {m, n}, ctx.stream());
+  }
+  ProductShape s = Shape2D(m, n, k, false, false);
+  s.bias_epilogue = true;
+  return Product(ctx, s, y->dtype(), a.raw_data(), w.raw_data(), y->raw_data(), b.raw_data(), 1.0f, 0.0f);
+}
+
 bool FloatProduct(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
   return AllInputsFloat(node, types, why_not);
 }
@@ -297,6 +337,7 @@ std::span<const CudaKernelDef> MatMulCudaKernels() {
   static const CudaKernelDef kDefs[] = {
       {"", "MatMul", 1, kLatest, MatMul, FloatProduct, 0},
       {"", "Gemm", 7, kLatest, Gemm, FloatProduct, 0},
+      {ir::kVigilDomain, ir::kMatMulBiasOp, 1, kLatest, MatMulBias, FloatProduct, 0},
   };
   return kDefs;
 }

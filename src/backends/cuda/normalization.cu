@@ -11,6 +11,9 @@
 //     `axis`) of up to 1024 elements (held in registers), else one block per
 //     segment; two-pass mean and variance in float, then scale and shift;
 //     LayerNormalization's optional Mean and InvStdDev outputs are written.
+//     LayerNormalization rows of a multiple of 16 bytes with Scale/B of X's
+//     dtype along the row take a vectorised kernel first (16-byte loads,
+//     the row in registers, a warp or a block per row).
 // Parameter inputs may each have any float dtype (read through LoadParam).
 // LpNormalization has no CPU kernel nor shape inference in vigil: not here.
 
@@ -488,6 +491,180 @@ void LaunchSegmentWarp(const T* x, T* y, const SegmentArgs& a, cudaStream_t stre
   SegmentNormWarpKernel<T, kPerLane><<<GridFor(blocks), 32 * kWarpRowsPerBlock, 0, stream>>>(x, y, a);
 }
 
+// --- LayerNormalization fast path: 16-byte vectors, row in registers -------------------
+//
+// The common transformer case (rows of 768 fp16, Scale and B of X's dtype
+// indexed by the position in the row) is memory-bound: X is read once and Y
+// written once. The generic kernels above read 2-byte elements and resolve
+// the parameter dtype and index mode per element, which makes them
+// instruction-bound. Here every thread loads whole 16-byte vectors of X,
+// Scale and B, keeps its part of the row in registers for the two-pass
+// statistics, and writes 16-byte vectors.
+
+template <typename T>
+struct alignas(16) Pack {
+  static constexpr int kCount = 16 / sizeof(T);
+  T v[kCount];
+};
+
+struct VecRowArgs {
+  int64_t rows = 0;
+  int64_t vecs = 0;    // 16-byte vectors per row
+  int64_t length = 0;  // elements per row
+  float epsilon = 0;
+  void* mean_out = nullptr;
+  void* inv_out = nullptr;
+  int stat_code = kF32;
+};
+
+// Sum over the threads of one row: its warp (kWarp) or its whole block.
+template <bool kWarp>
+__device__ __forceinline__ float RowSum(float v, float* shared) {
+  if constexpr (kWarp) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+  } else {
+    return BlockAll(v, SumOp{}, shared);
+  }
+}
+
+// kWarp: a warp per row, blockDim / 32 rows per block; else a block per row.
+// Each thread holds up to kVecs vectors of its row (vector t + i * threads).
+template <typename T, int kVecs, bool kWarp>
+__global__ void LayerNormVecKernel(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ scale,
+                                   const T* __restrict__ bias, VecRowArgs a) {
+  constexpr int kN = Pack<T>::kCount;
+  __shared__ float shared[32];
+  const int threads = kWarp ? 32 : blockDim.x;
+  const int t = kWarp ? threadIdx.x % 32 : threadIdx.x;
+  const int64_t rows_per_block = kWarp ? blockDim.x / 32 : 1;
+  const int64_t first = blockIdx.x * rows_per_block + (kWarp ? threadIdx.x / 32 : 0);
+  const int64_t step = static_cast<int64_t>(gridDim.x) * rows_per_block;
+  const auto* sv = reinterpret_cast<const Pack<T>*>(scale);
+  const auto* bv = reinterpret_cast<const Pack<T>*>(bias);
+  const float n = static_cast<float>(a.length);
+  // Every thread of a block runs the same number of iterations (BlockAll
+  // synchronises), so the loop bound is uniform per row group.
+  for (int64_t row = first; row < a.rows; row += step) {
+    const auto* xv = reinterpret_cast<const Pack<T>*>(x) + row * a.vecs;
+    auto* yv = reinterpret_cast<Pack<T>*>(y) + row * a.vecs;
+    float v[kVecs][kN];
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kVecs; ++i) {
+      const int64_t k = t + static_cast<int64_t>(i) * threads;
+      Pack<T> p;
+      if (k < a.vecs) p = xv[k];
+#pragma unroll
+      for (int e = 0; e < kN; ++e) {
+        v[i][e] = k < a.vecs ? ToFloat(p.v[e]) : 0.0f;
+        sum += v[i][e];
+      }
+    }
+    const float mean = RowSum<kWarp>(sum, shared) / n;
+    float sq = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kVecs; ++i) {
+      if (t + static_cast<int64_t>(i) * threads >= a.vecs) continue;
+#pragma unroll
+      for (int e = 0; e < kN; ++e) {
+        const float d = v[i][e] - mean;
+        sq += d * d;
+      }
+    }
+    const float inv = 1.0f / sqrtf(RowSum<kWarp>(sq, shared) / n + a.epsilon);
+    if (t == 0) {
+      if (a.mean_out) StoreParam(a.mean_out, a.stat_code, row, mean);
+      if (a.inv_out) StoreParam(a.inv_out, a.stat_code, row, inv);
+    }
+#pragma unroll
+    for (int i = 0; i < kVecs; ++i) {
+      const int64_t k = t + static_cast<int64_t>(i) * threads;
+      if (k >= a.vecs) continue;
+      const Pack<T> s = sv[k];
+      Pack<T> b;
+      if (bias) b = bv[k];
+      Pack<T> out;
+#pragma unroll
+      for (int e = 0; e < kN; ++e) {
+        float r = (v[i][e] - mean) * inv * ToFloat(s.v[e]);
+        if (bias) r += ToFloat(b.v[e]);
+        out.v[e] = FromFloat<T>(r);
+      }
+      yv[k] = out;
+    }
+  }
+}
+
+// Vectors per thread the register-resident kernels take: 4 (a row of up to
+// 4 * 32 vectors per warp, 4 * 256 per block: 1024 / 8192 fp16 elements).
+constexpr int64_t kMaxVecsPerThread = 4;
+constexpr int kVecBlockThreads = 256;
+
+bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+template <typename T, bool kWarp>
+void LaunchLayerNormVec(int vecs_per_thread, unsigned grid, int threads, const T* x, T* y, const T* s, const T* b,
+                        const VecRowArgs& a, cudaStream_t stream) {
+  switch (vecs_per_thread) {
+    case 1: LayerNormVecKernel<T, 1, kWarp><<<grid, threads, 0, stream>>>(x, y, s, b, a); break;
+    case 2: LayerNormVecKernel<T, 2, kWarp><<<grid, threads, 0, stream>>>(x, y, s, b, a); break;
+    case 3: LayerNormVecKernel<T, 3, kWarp><<<grid, threads, 0, stream>>>(x, y, s, b, a); break;
+    default: LayerNormVecKernel<T, 4, kWarp><<<grid, threads, 0, stream>>>(x, y, s, b, a); break;
+  }
+}
+
+// Runs the vectorised kernel when it applies (contiguous parameters of X's
+// dtype, 16-byte aligned rows and pointers, a row that fits in registers);
+// sets *done. Otherwise leaves *done false for the generic kernels.
+Status TryLayerNormVec(CudaKernelContext& ctx, const runtime::Tensor& x, runtime::Tensor& y,
+                       const runtime::Tensor& scale, const runtime::Tensor* bias, const SegmentArgs& a, bool* done) {
+  *done = false;
+  if (a.mode != ParamMode::kContiguous || a.segments == 0 || a.length == 0) return Status::Ok();
+  if (scale.dtype() != x.dtype() || (bias && bias->dtype() != x.dtype())) return Status::Ok();
+  const int64_t esize = ir::DataTypeBits(x.dtype()) / 8;
+  if (esize == 0 || (a.length * esize) % 16 != 0) return Status::Ok();
+  if (!Aligned16(x.raw_data()) || !Aligned16(y.raw_data()) || !Aligned16(scale.raw_data()) ||
+      (bias && !Aligned16(bias->raw_data()))) {
+    return Status::Ok();
+  }
+  VecRowArgs v;
+  v.rows = a.segments;
+  v.length = a.length;
+  v.vecs = a.length * esize / 16;
+  v.epsilon = a.epsilon;
+  v.mean_out = a.mean_out;
+  v.inv_out = a.inv_out;
+  v.stat_code = a.stat_code;
+  const bool warp = v.vecs <= 32 * kMaxVecsPerThread;
+  if (!warp && v.vecs > kVecBlockThreads * kMaxVecsPerThread) return Status::Ok();
+  const int64_t threads_per_row = warp ? 32 : kVecBlockThreads;
+  const int per_thread = static_cast<int>((v.vecs + threads_per_row - 1) / threads_per_row);
+  // A block-per-row launch with fewer vectors than threads uses fewer threads.
+  const int64_t busy = (v.vecs + per_thread - 1) / per_thread;
+  const int block_threads = warp ? 32 * kWarpRowsPerBlock
+                                 : static_cast<int>(std::min<int64_t>(kVecBlockThreads, (busy + 31) / 32 * 32));
+  const unsigned grid = GridFor(warp ? (v.rows + kWarpRowsPerBlock - 1) / kWarpRowsPerBlock : v.rows);
+  *done = true;
+  return FloatDispatch(
+      x.dtype(),
+      [&](auto tag) -> Status {
+        using T = decltype(tag);
+        const T* xs = static_cast<const T*>(x.raw_data());
+        T* ys = static_cast<T*>(y.raw_data());
+        const T* ss = static_cast<const T*>(scale.raw_data());
+        const T* bs = bias ? static_cast<const T*>(bias->raw_data()) : nullptr;
+        if (warp) {
+          LaunchLayerNormVec<T, true>(per_thread, grid, block_threads, xs, ys, ss, bs, v, ctx.stream());
+        } else {
+          LaunchLayerNormVec<T, false>(per_thread, grid, block_threads, xs, ys, ss, bs, v, ctx.stream());
+        }
+        VIGIL_CHECK_LAUNCH("LayerNormVecKernel");
+        return Status::Ok();
+      },
+      [&] { return BadDtype(ctx, 0); });
+}
+
 Status LaunchSegments(CudaKernelContext& ctx, const runtime::Tensor& x, runtime::Tensor& y, const SegmentArgs& a) {
   if (a.segments == 0) return Status::Ok();
   return FloatDispatch(
@@ -637,6 +814,9 @@ Status LayerNormalization(CudaKernelContext& ctx) {
     *stat_out[i - 1] = t->raw_data();
   }
   a.stat_code = CodeOf(stash_type);
+  bool done = false;
+  VIGIL_RETURN_IF_ERROR(TryLayerNormVec(ctx, x, *y, *params[0], params[1], a, &done));
+  if (done) return Status::Ok();
   return LaunchSegments(ctx, x, *y, a);
 }
 

@@ -1,6 +1,7 @@
 // ai.vigil.ConvNhwc on the CPU: against ONNX Conv on the same data laid out
 // NCHW (odd channel counts, groups, strides, pads, dilations, auto_pad), its
-// Relu activation, and its shape inference and errors.
+// residual Z and Relu/Relu6 activations (against ONNX Add, Relu and Clip run
+// after the Conv), and its shape inference and errors.
 #include <gtest/gtest.h>
 
 #include "backends/cpu/float_kernel_test_util.h"
@@ -38,11 +39,35 @@ struct NhwcCase {
   DataType dtype = DataType::kFloat32;
 };
 
-// Runs Conv on NCHW data and ConvNhwc on the same data in NHWC/KRSC, and
-// expects the same result (transposed), and the shape inference's dims.
-void Check(const NhwcCase& c, bool relu = false) {
+// The reference after the Conv: Add(y, z) when `z`, then Relu or Clip(0, 6)
+// for `act`, each an ONNX kernel.
+runtime::Tensor Reference(runtime::Tensor y, const runtime::Tensor* z, const std::string& act) {
+  if (z) {
+    auto sum = kt::RunKernel(kt::MakeNode("Add", {"a", "b"}, {"s"}), 17, {&y, z});
+    EXPECT_TRUE(sum.ok()) << sum.status().ToString();
+    y = std::move((*sum)[0]);
+  }
+  if (act == "Relu") {
+    auto r = kt::RunKernel(kt::MakeNode("Relu", {"a"}, {"r"}), 17, {&y});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    y = std::move((*r)[0]);
+  } else if (act == "Relu6") {
+    runtime::Tensor lo = MakeFloat(y.dtype(), {}, {0}), hi = MakeFloat(y.dtype(), {}, {6});
+    auto r = kt::RunKernel(kt::MakeNode("Clip", {"a", "lo", "hi"}, {"r"}), 17, {&y, &lo, &hi});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    y = std::move((*r)[0]);
+  }
+  return y;
+}
+
+// Runs Conv (then Add Z and the activation) on NCHW data and ConvNhwc on the
+// same data in NHWC/KRSC, and expects the same result (transposed), and the
+// shape inference's dims.
+void Check(const NhwcCase& c, bool relu = false, bool residual = false, bool relu6 = false) {
   SCOPED_TRACE(::testing::Message() << "x " << ::testing::PrintToString(c.x) << " w "
-                                    << ::testing::PrintToString(c.w) << " relu " << relu);
+                                    << ::testing::PrintToString(c.w) << " relu " << relu << " residual " << residual
+                                    << " relu6 " << relu6);
+  const std::string act = relu6 ? "Relu6" : relu ? "Relu" : "";
   std::vector<double> x = RoundTo(c.dtype, Random(Product(c.x), 1));
   std::vector<double> w = RoundTo(c.dtype, Random(Product(c.w), 2));
   std::vector<double> b = RoundTo(c.dtype, Random(c.w[0], 3));
@@ -50,27 +75,31 @@ void Check(const NhwcCase& c, bool relu = false) {
   ir::Node conv = kt::MakeNode("Conv", {"x", "w", "b"}, {"y"}, c.attrs);
   auto want = kt::RunKernel(conv, 17, {&xt, &wt, c.bias ? &bt : nullptr});
   ASSERT_TRUE(want.ok()) << want.status().ToString();
-  const runtime::Tensor& y = (*want)[0];
+  const Shape y_shape = (*want)[0].shape();
+  // Z with values of the conv's magnitude (x4: some sums pass 6).
+  std::vector<double> z = RoundTo(c.dtype, Random(Product(y_shape), 4));
+  for (double& v : z) v = static_cast<double>(RoundTo(c.dtype, {v * 4})[0]);
+  runtime::Tensor zt = MakeFloat(c.dtype, y_shape, z);
+  runtime::Tensor y = Reference(std::move((*want)[0]), residual ? &zt : nullptr, act);
   std::vector<double> expected = Permute(ReadFloat(y), y.shape(), ir::kToNhwc);
-  if (relu) {
-    for (double& v : expected) v = v < 0 ? 0 : v;
-  }
+  runtime::Tensor zn = MakeFloat(c.dtype, PermuteShape(y_shape, ir::kToNhwc), Permute(z, y_shape, ir::kToNhwc));
 
   runtime::Tensor xn = MakeFloat(c.dtype, PermuteShape(c.x, ir::kToNhwc), Permute(x, c.x, ir::kToNhwc));
   runtime::Tensor wn = MakeFloat(c.dtype, PermuteShape(c.w, ir::kToNhwc), Permute(w, c.w, ir::kToNhwc));
   std::vector<ir::Attribute> attrs = c.attrs;
-  if (relu) attrs.push_back(kt::StringAttr("activation", "Relu"));
-  ir::Node nhwc = kt::MakeNode("ConvNhwc", {"x", "w", "b"}, {"y"}, attrs);
+  if (!act.empty()) attrs.push_back(kt::StringAttr("activation", act));
+  ir::Node nhwc = kt::MakeNode("ConvNhwc", {"x", "w", c.bias ? "b" : ""}, {"y"}, attrs);
+  if (residual) nhwc.inputs.push_back("z");
   nhwc.domain = ir::kVigilDomain;
-  auto got = kt::RunKernel(nhwc, 1, {&xn, &wn, c.bias ? &bt : nullptr});
+  auto got = kt::RunKernel(nhwc, 1, {&xn, &wn, c.bias ? &bt : nullptr, residual ? &zn : nullptr});
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ((*got)[0].shape(), PermuteShape(y.shape(), ir::kToNhwc));
   EXPECT_EQ((*got)[0].dtype(), c.dtype);
   ExpectClose(ReadFloat((*got)[0]), expected, 0, 0);  // the same arithmetic, moved bytes
 
   ir::TypeInfo tx = ops::TensorType(c.dtype, xn.shape()), tw = ops::TensorType(c.dtype, wn.shape()),
-               tb = ops::TensorType(c.dtype, Shape{c.w[0]});
-  auto inferred = kt::InferNode(nhwc, 1, {&tx, &tw, c.bias ? &tb : nullptr});
+               tb = ops::TensorType(c.dtype, Shape{c.w[0]}), tz = ops::TensorType(c.dtype, zn.shape());
+  auto inferred = kt::InferNode(nhwc, 1, {&tx, &tw, c.bias ? &tb : nullptr, residual ? &tz : nullptr});
   ASSERT_TRUE(inferred.ok()) << inferred.status().ToString();
   EXPECT_EQ(DimsOf((*inferred)[0]), DimsOf(ops::TensorType(c.dtype, (*got)[0].shape())));
 }
@@ -100,6 +129,39 @@ TEST(ConvNhwc, HalfPrecisionAndRelu) {
   Check(c, /*relu=*/true);
   c.dtype = DataType::kBfloat16;
   Check(c, /*relu=*/true);
+}
+
+TEST(ConvNhwc, ResidualAndRelu6MatchAddReluClip) {
+  NhwcCase c{{2, 13, 9, 7}, {21, 13, 3, 3}, {kt::IntsAttr("pads", {1, 1, 1, 1})}};
+  for (DataType t : {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16}) {
+    c.dtype = t;
+    c.bias = true;
+    Check(c, /*relu=*/false, /*residual=*/true);
+    Check(c, /*relu=*/true, /*residual=*/true);
+    Check(c, false, false, /*relu6=*/true);
+    Check(c, false, /*residual=*/true, /*relu6=*/true);
+    c.bias = false;  // Z with an empty B slot
+    Check(c, /*relu=*/true, /*residual=*/true);
+  }
+}
+
+TEST(ConvNhwc, RefusesAResidualOfAnotherShape) {
+  runtime::Tensor x = MakeFloat(DataType::kFloat32, {1, 5, 5, 3}, Random(75, 1));
+  runtime::Tensor w = MakeFloat(DataType::kFloat32, {4, 3, 3, 3}, Random(108, 2));
+  runtime::Tensor z = MakeFloat(DataType::kFloat32, {1, 3, 3, 1}, Random(9, 3));  // Y is [1, 3, 3, 4]
+  ir::Node n = kt::MakeNode("ConvNhwc", {"x", "w", "", "z"}, {"y"});
+  n.domain = ir::kVigilDomain;
+  auto bad = kt::RunKernel(n, 1, {&x, &w, nullptr, &z});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().summary().find("Z"), std::string::npos) << bad.status().ToString();
+  ir::TypeInfo tx = Type(DataType::kFloat32, {K(1), K(5), K(5), K(3)});
+  ir::TypeInfo tw = Type(DataType::kFloat32, {K(4), K(3), K(3), K(3)});
+  ir::TypeInfo tz = Type(DataType::kFloat32, {K(1), K(3), K(3), K(1)});
+  EXPECT_FALSE(kt::InferNode(n, 1, {&tx, &tw, nullptr, &tz}).ok());
+  ir::TypeInfo tz16 = Type(DataType::kFloat16, {K(1), K(3), K(3), K(4)});
+  EXPECT_FALSE(kt::InferNode(n, 1, {&tx, &tw, nullptr, &tz16}).ok());
+  ir::TypeInfo good = Type(DataType::kFloat32, {K(1), K(3), K(3), K(4)});
+  EXPECT_TRUE(kt::InferNode(n, 1, {&tx, &tw, nullptr, &good}).ok());
 }
 
 TEST(ConvNhwc, RefusesBadOperandsAndAttributes) {

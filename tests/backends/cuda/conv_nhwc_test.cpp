@@ -1,8 +1,10 @@
 // Channels-last convolution on the GPU: the ai.vigil.ConvNhwc kernel (cuDNN
-// with NHWC strides, our bias/Relu epilogue) against the CPU reference, and
+// with NHWC strides and the fused bias/residual/Relu/Relu6 epilogue, or our
+// epilogue kernel with VIGIL_CONV_FUSION=0) against the CPU reference, and
 // a small float16 CNN run with the session's NHWC layout pass on the CUDA
 // backend against the CPU run.
 #include <cmath>
+#include <cstdlib>
 
 #include "cuda_test_util.h"
 #include "ir/layout_nhwc.h"
@@ -30,7 +32,7 @@ ir::ValueInfo Value(std::string name, ir::DataType t, std::vector<int64_t> dims)
 
 // One ConvNhwc node: x a graph input [N,H,W,C], w [M,kH,kW,C/g] and b constants.
 ir::Model ConvNhwcModel(const runtime::Tensor& x, const runtime::Tensor& w, const runtime::Tensor* b,
-                        std::vector<ir::Attribute> attrs) {
+                        std::vector<ir::Attribute> attrs, const runtime::Tensor* z = nullptr) {
   ir::Model m;
   m.ir_version = 8;
   m.opset_imports = {{"", 17}, {ir::kVigilDomain, ir::kVigilOpsetVersion}};
@@ -44,6 +46,11 @@ ir::Model ConvNhwcModel(const runtime::Tensor& x, const runtime::Tensor& w, cons
   if (b) {
     m.graph.initializers.push_back(b->AsConstant("b"));
     n.inputs.push_back("b");
+  }
+  if (z) {
+    m.graph.initializers.push_back(z->AsConstant("z"));
+    n.inputs.resize(3);  // B or the empty name
+    n.inputs.push_back("z");
   }
   n.outputs = {"y"};
   n.attributes = std::move(attrs);
@@ -118,6 +125,54 @@ TEST(CudaConvNhwc, OddChannelsPadsStridesDilations) {
     CheckConvNhwc({{1, 19, 19, 8}, {16, 3, 3, 8}, {IntsAttr("dilations", {2, 2})}, false}, t);
     CheckConvNhwc({{2, 10, 13, 64}, {64, 1, 1, 64}, {}}, t, /*relu=*/true);
   }
+}
+
+// ConvNhwc with a residual Z (and `act`) on the GPU against the CPU.
+void CheckFused(const NhwcCase& k, ir::DataType t, const std::string& act, bool residual) {
+  runtime::Tensor x = RandomTensor(t, k.x, 1), w = RandomTensor(t, k.w, 2), b = RandomTensor(t, {k.w[0]}, 3);
+  std::vector<ir::Attribute> attrs = k.attrs;
+  if (!act.empty()) attrs.push_back(StringAttr("activation", act));
+  // Y's shape from a run without Z; Z of magnitude ~4 so that Relu6 clips.
+  auto plain = RunModel(ConvNhwcModel(x, w, k.bias ? &b : nullptr, attrs), {cpu::MakeCpuBackend()}, x);
+  ASSERT_EQ(plain.size(), 1u);
+  runtime::Tensor z = RandomTensor(t, plain[0].tensor.shape(), 4, -4.0f, 4.0f);
+  ir::Model m = ConvNhwcModel(x, w, k.bias ? &b : nullptr, attrs, residual ? &z : nullptr);
+  std::vector<std::string> placement;
+  auto got = RunModel(m, {CudaBackendForTests(), cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kAsModel, &placement);
+  ASSERT_EQ(placement.size(), 1u);
+  EXPECT_EQ(placement[0], "ConvNhwc 'conv_nhwc' on cuda");
+  auto want = RunModel(m, {cpu::MakeCpuBackend()}, x);
+  const char* fusion = std::getenv("VIGIL_CONV_FUSION");
+  ExpectClose(got, want, Tol(t), fmt::format("ConvNhwc {} x[{}] w[{}] act '{}' residual {} fusion {}",
+                                             ir::DataTypeName(t), fmt::join(k.x, ","), fmt::join(k.w, ","), act,
+                                             residual, fusion ? fusion : "default"));
+}
+
+void CheckAllFusions() {
+  for (ir::DataType t : {kF16, kBF16, kF32}) {
+    const NhwcCase k{{2, 10, 13, 64}, {64, 3, 3, 64}, {IntsAttr("pads", {1, 1, 1, 1})}};
+    CheckFused(k, t, "", true);
+    CheckFused(k, t, "Relu", true);
+    CheckFused(k, t, "Relu6", false);
+    CheckFused(k, t, "Relu6", true);
+    NhwcCase no_bias = k;
+    no_bias.bias = false;
+    CheckFused(no_bias, t, "Relu", true);
+    CheckFused({{1, 9, 7, 13}, {21, 3, 3, 13}, {IntsAttr("strides", {2, 2})}}, t, "Relu", true);  // odd channels
+  }
+}
+
+TEST(CudaConvNhwc, ResidualAndRelu6Fused) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  CheckAllFusions();
+}
+
+TEST(CudaConvNhwc, ResidualAndRelu6ThroughTheEpilogueKernel) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  // FusionEnabled reads the variable on every call.
+  setenv("VIGIL_CONV_FUSION", "0", 1);
+  CheckAllFusions();
+  unsetenv("VIGIL_CONV_FUSION");
 }
 
 TEST(CudaConvNhwc, GroupedAndDepthwise) {
@@ -205,7 +260,14 @@ TEST(CudaConvNhwc, SessionLayoutPassMatchesTheCpu) {
         EXPECT_NE(p.find(" on cuda"), std::string::npos) << p;
       }
     }
-    EXPECT_EQ(nhwc_nodes, 5u);
+    // Four of the five convolutions: the depthwise one (group 16) stays NCHW
+    // by policy (runtime/conv_layout.cpp).
+    EXPECT_EQ(nhwc_nodes, 4u);
+    for (const std::string& p : placement) {
+      // The residual Add and every Relu were fused into ConvNhwc nodes.
+      EXPECT_NE(p.rfind("Add ", 0), 0u) << p;
+      EXPECT_NE(p.rfind("Relu ", 0), 0u) << p;
+    }
     ExpectClose(nhwc, want, 1e-2, fmt::format("NHWC session, {}", ir::DataTypeName(t)));
 
     std::vector<std::string> as_model;

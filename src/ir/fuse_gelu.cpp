@@ -1,0 +1,154 @@
+// GELU fusion (see fuse_gelu.h).
+#include "ir/fuse_gelu.h"
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "base/float16.h"
+#include "ir/layout_nhwc.h"  // kVigilDomain, kVigilOpsetVersion
+
+namespace vigil::ir {
+namespace {
+
+struct GeluIndex {
+  std::unordered_map<std::string, const Tensor*> constants;
+  std::unordered_map<std::string, std::vector<size_t>> consumers;
+  std::unordered_set<std::string> outputs;
+};
+
+GeluIndex IndexGraph(const Graph& g) {
+  GeluIndex idx;
+  std::unordered_set<std::string> inputs;
+  for (const ValueInfo& v : g.inputs) inputs.insert(v.name);
+  for (const Tensor& t : g.initializers) {
+    if (!inputs.count(t.name)) idx.constants[t.name] = &t;
+  }
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (const std::string& in : g.nodes[i].inputs) {
+      if (!in.empty()) idx.consumers[in].push_back(i);
+    }
+  }
+  for (const ValueInfo& v : g.outputs) idx.outputs.insert(v.name);
+  return idx;
+}
+
+// The value of a single-element float constant, or nullopt.
+std::optional<double> ScalarValue(const GeluIndex& idx, const std::string& name) {
+  auto it = idx.constants.find(name);
+  if (it == idx.constants.end()) return std::nullopt;
+  const Tensor& t = *it->second;
+  if (t.ElementCount() != 1u) return std::nullopt;
+  switch (t.dtype) {
+    case DataType::kFloat32: {
+      if (t.bytes.size() != 4) return std::nullopt;
+      float v;
+      std::memcpy(&v, t.bytes.data(), 4);
+      return v;
+    }
+    case DataType::kFloat64: {
+      if (t.bytes.size() != 8) return std::nullopt;
+      double v;
+      std::memcpy(&v, t.bytes.data(), 8);
+      return v;
+    }
+    case DataType::kFloat16:
+    case DataType::kBfloat16: {
+      if (t.bytes.size() != 2) return std::nullopt;
+      uint16_t h;
+      std::memcpy(&h, t.bytes.data(), 2);
+      return t.dtype == DataType::kFloat16 ? Float16ToFloat(h) : Bfloat16ToFloat(h);
+    }
+    default: return std::nullopt;
+  }
+}
+
+bool Near(std::optional<double> v, double want, double rel) {
+  return v && std::abs(*v - want) <= rel * std::abs(want);
+}
+
+bool IsOp(const Node& n, const char* op, size_t inputs) {
+  return n.op_type == op && (n.domain.empty() || n.domain == "ai.onnx") && n.inputs.size() == inputs &&
+         n.outputs.size() == 1;
+}
+
+// The only consumer of `value` when it is not a graph output, else -1.
+long SoleConsumer(const GeluIndex& idx, const std::string& value) {
+  if (idx.outputs.count(value)) return -1;
+  auto it = idx.consumers.find(value);
+  return it == idx.consumers.end() || it->second.size() != 1 ? -1 : static_cast<long>(it->second[0]);
+}
+
+// The operand of the binary node `n` other than `value` (which must be one
+// of its two inputs), or null.
+const std::string* Other(const Node& n, const std::string& value) {
+  if (n.inputs[0] == value) return &n.inputs[1];
+  if (n.inputs[1] == value) return &n.inputs[0];
+  return nullptr;
+}
+
+// The chain's nodes from the Div at `div` (Div, Erf, Add, Mul, Mul), or an
+// empty vector when the pattern does not hold.
+std::vector<size_t> MatchChain(const Graph& g, const GeluIndex& idx, size_t div) {
+  const Node& d = g.nodes[div];
+  if (!IsOp(d, "Div", 2) || !Near(ScalarValue(idx, d.inputs[1]), std::sqrt(2.0), 1e-3)) return {};
+  const std::string& x = d.inputs[0];
+  const long erf = SoleConsumer(idx, d.outputs[0]);
+  if (erf < 0 || !IsOp(g.nodes[erf], "Erf", 1)) return {};
+  const long add = SoleConsumer(idx, g.nodes[erf].outputs[0]);
+  if (add < 0 || !IsOp(g.nodes[add], "Add", 2)) return {};
+  const std::string* one = Other(g.nodes[add], g.nodes[erf].outputs[0]);
+  if (!one || !Near(ScalarValue(idx, *one), 1.0, 1e-6)) return {};
+  const long mul = SoleConsumer(idx, g.nodes[add].outputs[0]);
+  if (mul < 0 || !IsOp(g.nodes[mul], "Mul", 2)) return {};
+  const std::string* same_x = Other(g.nodes[mul], g.nodes[add].outputs[0]);
+  if (!same_x || *same_x != x) return {};
+  const long half = SoleConsumer(idx, g.nodes[mul].outputs[0]);
+  if (half < 0 || !IsOp(g.nodes[half], "Mul", 2)) return {};
+  const std::string* c = Other(g.nodes[half], g.nodes[mul].outputs[0]);
+  if (!c || !Near(ScalarValue(idx, *c), 0.5, 1e-6)) return {};
+  return {div, static_cast<size_t>(erf), static_cast<size_t>(add), static_cast<size_t>(mul),
+          static_cast<size_t>(half)};
+}
+
+}  // namespace
+
+Result<size_t> FuseGelu(Model& model) {
+  Graph& g = model.graph;
+  const GeluIndex idx = IndexGraph(g);
+  std::vector<bool> remove(g.nodes.size(), false);
+  size_t fused = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (remove[i]) continue;
+    std::vector<size_t> chain = MatchChain(g, idx, i);
+    if (chain.empty()) continue;
+    bool taken = false;
+    for (size_t k : chain) taken = taken || remove[k];
+    if (taken) continue;
+    // The Gelu takes the last Mul's place and writes its output.
+    Node& last = g.nodes[chain.back()];
+    Node f;
+    f.name = last.name;
+    f.op_type = kGeluOp;
+    f.domain = kVigilDomain;
+    f.inputs = {g.nodes[i].inputs[0]};
+    f.outputs = last.outputs;
+    last = std::move(f);
+    for (size_t k = 0; k + 1 < chain.size(); ++k) remove[chain[k]] = true;
+    ++fused;
+  }
+  if (fused == 0) return fused;
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!remove[i]) kept.push_back(std::move(g.nodes[i]));
+  }
+  g.nodes = std::move(kept);
+  if (model.OpsetVersion(kVigilDomain) < 0) model.opset_imports.push_back({kVigilDomain, kVigilOpsetVersion});
+  return fused;
+}
+
+}  // namespace vigil::ir

@@ -1,0 +1,135 @@
+// vigil's fused ops on the CPU against the ONNX ops they stand for, and
+// their shape inference.
+#include <cmath>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "base/float16.h"
+#include "ir/fuse_gelu.h"
+#include "ir/fuse_matmul_bias.h"
+#include "ir/layout_nhwc.h"  // kVigilDomain
+#include "kernel_test_util.h"
+
+namespace vigil::cpu {
+namespace {
+
+using namespace vigil::cpu::testing;
+
+std::vector<float> Random(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+ir::Node MatMulBiasNode() {
+  ir::Node n = MakeNode(ir::kMatMulBiasOp, {"a", "w", "b"}, {"y"});
+  n.domain = ir::kVigilDomain;
+  return n;
+}
+
+// MatMulBias(A, W, B) against Add(MatMul(A, W), B), bitwise (the same kernels).
+void ExpectMatchesComposition(const runtime::Tensor& a, const runtime::Tensor& w, const runtime::Tensor& b) {
+  auto fused = RunKernel(MatMulBiasNode(), 1, {&a, &w, &b});
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  auto product = RunKernel(MakeNode("MatMul", {"a", "w"}, {"p"}), 17, {&a, &w});
+  ASSERT_TRUE(product.ok()) << product.status().ToString();
+  auto sum = RunKernel(MakeNode("Add", {"p", "b"}, {"y"}), 17, {&(*product)[0], &b});
+  ASSERT_TRUE(sum.ok()) << sum.status().ToString();
+  EXPECT_EQ((*fused)[0].shape(), (*sum)[0].shape());
+  EXPECT_EQ((*fused)[0].dtype(), (*sum)[0].dtype());
+  EXPECT_EQ(Values<uint8_t>((*fused)[0]), Values<uint8_t>((*sum)[0]));
+}
+
+TEST(MatMulBiasCpu, MatchesMatMulThenAddFloat32) {
+  for (std::vector<int64_t> a_shape : {std::vector<int64_t>{13, 7}, {3, 13, 7}, {2, 3, 5, 7}}) {
+    uint64_t count = 1;
+    for (int64_t d : a_shape) count *= static_cast<uint64_t>(d);
+    runtime::Tensor a = F32(a_shape, Random(count, 1));
+    runtime::Tensor w = F32({7, 11}, Random(77, 2));
+    ExpectMatchesComposition(a, w, F32({11}, Random(11, 3)));
+    ExpectMatchesComposition(a, w, F32({1, 11}, Random(11, 4)));
+  }
+}
+
+TEST(MatMulBiasCpu, MatchesMatMulThenAddFloat16) {
+  auto half = [](std::vector<int64_t> shape, uint32_t seed) {
+    uint64_t count = 1;
+    for (int64_t d : shape) count *= static_cast<uint64_t>(d);
+    std::vector<uint16_t> h;
+    for (float v : Random(count, seed)) h.push_back(FloatToFloat16(v));
+    return MakeTensor(ir::DataType::kFloat16, shape, h);
+  };
+  ExpectMatchesComposition(half({2, 13, 9}, 5), half({9, 127}, 6), half({127}, 7));
+}
+
+TEST(MatMulBiasCpu, RejectsABiasThatWidensTheProduct) {
+  runtime::Tensor a = F32({2, 3}, Random(6, 1));
+  runtime::Tensor w = F32({3, 4}, Random(12, 2));
+  runtime::Tensor b = F32({5, 4}, Random(20, 3));  // does not broadcast with [2, 4]
+  auto r = RunKernel(MatMulBiasNode(), 1, {&a, &w, &b});
+  EXPECT_FALSE(r.ok());
+  runtime::Tensor b3 = F32({2, 1, 4}, Random(8, 3));  // broadcasts, but to [2, 2, 4]
+  auto r3 = RunKernel(MatMulBiasNode(), 1, {&a, &w, &b3});
+  EXPECT_FALSE(r3.ok());
+}
+
+TEST(MatMulBiasCpu, InfersMatMulsShapeAndChecksTheBias) {
+  ir::TypeInfo a = ops::TensorType(ir::DataType::kFloat16, std::vector<int64_t>{4, 197, 768});
+  ir::TypeInfo w = ops::TensorType(ir::DataType::kFloat16, std::vector<int64_t>{768, 3072});
+  ir::TypeInfo b = ops::TensorType(ir::DataType::kFloat16, std::vector<int64_t>{3072});
+  auto out = InferNode(MatMulBiasNode(), 1, {&a, &w, &b});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0].elem_type, ir::DataType::kFloat16);
+  ASSERT_EQ((*out)[0].shape.dims.size(), 3u);
+  EXPECT_EQ(*(*out)[0].shape.dims[2].value, 3072);
+  ir::TypeInfo bad = ops::TensorType(ir::DataType::kFloat16, std::vector<int64_t>{768});
+  EXPECT_FALSE(InferNode(MatMulBiasNode(), 1, {&a, &w, &bad}).ok());
+  ir::TypeInfo f32 = ops::TensorType(ir::DataType::kFloat32, std::vector<int64_t>{3072});
+  EXPECT_FALSE(InferNode(MatMulBiasNode(), 1, {&a, &w, &f32}).ok());
+  ir::TypeInfo vec = ops::TensorType(ir::DataType::kFloat16, std::vector<int64_t>{768});
+  EXPECT_FALSE(InferNode(MatMulBiasNode(), 1, {&vec, &w, &b}).ok());
+}
+
+// The float32 value of the chain the pass replaces, op by op.
+std::vector<float> GeluChain(const runtime::Tensor& x) {
+  auto run = [](const char* op, std::vector<const runtime::Tensor*> in) {
+    std::vector<std::string> names(in.size(), "i");
+    auto r = RunKernel(MakeNode(op, names, {"o"}), 17, in);
+    EXPECT_TRUE(r.ok()) << op << ": " << r.status().ToString();
+    return r.ok() ? std::move((*r)[0]) : runtime::Tensor();
+  };
+  runtime::Tensor sqrt2 = F32({}, {1.4142135f}), one = F32({}, {1.0f}), half = F32({}, {0.5f});
+  runtime::Tensor d = run("Div", {&x, &sqrt2});
+  runtime::Tensor e = run("Erf", {&d});
+  runtime::Tensor f = run("Add", {&e, &one});
+  runtime::Tensor g = run("Mul", {&x, &f});
+  return Values<float>(run("Mul", {&g, &half}));
+}
+
+TEST(GeluCpu, MatchesTheErfChain) {
+  std::vector<float> v = Random(257, 9);
+  for (float& x : v) x *= 6;
+  v.push_back(0.0f);
+  v.push_back(-40.0f);
+  v.push_back(40.0f);
+  runtime::Tensor x = F32({2, 130}, v);
+  ir::Node node = MakeNode(ir::kGeluOp, {"x"}, {"y"});
+  node.domain = ir::kVigilDomain;
+  auto got = RunKernel(node, 1, {&x});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ((*got)[0].shape(), x.shape());
+  std::vector<float> g = Values<float>((*got)[0]), want = GeluChain(x);
+  ASSERT_EQ(g.size(), want.size());
+  for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], want[i], 1e-6f * (1 + std::abs(want[i]))) << v[i];
+  ir::TypeInfo t = ops::TensorType(ir::DataType::kFloat16, std::vector<int64_t>{4, 197, 3072});
+  auto types = InferNode(node, 1, {&t});
+  ASSERT_TRUE(types.ok()) << types.status().ToString();
+  EXPECT_EQ((*types)[0].elem_type, ir::DataType::kFloat16);
+  EXPECT_EQ((*types)[0].shape.dims.size(), 3u);
+}
+
+}  // namespace
+}  // namespace vigil::cpu

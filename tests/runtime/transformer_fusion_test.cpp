@@ -1,0 +1,144 @@
+// The session's transformer fusions end to end, without a GPU: a fake
+// device backend runs every node with the CPU kernels on "device" tensors
+// in host memory, so the pass, the partition and the run can be checked
+// against a CPU-only session, which does not fuse.
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "backends/cpu/cpu_backend.h"
+#include "ir/fuse_gelu.h"
+#include "ir/fuse_matmul_bias.h"
+#include "runtime/session.h"
+#include "../ir/graph_builder.h"
+
+namespace vigil::runtime {
+namespace {
+
+using namespace vigil::ir::testing;
+using ir::DataType;
+
+// A device backend in name only (as in conv_layout_test.cpp).
+class FakeDeviceBackend : public Backend {
+ public:
+  std::string_view name() const override { return "fakegpu"; }
+  Device device() const override { return Device::kCuda; }
+  bool Supports(const ir::Node& node, int64_t opset) const override { return cpu_->Supports(node, opset); }
+  bool InputOnHost(const ir::Node&, int64_t, size_t) const override { return false; }
+  Status Run(const ir::Node& node, int64_t opset, std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs,
+             OutputAllocator& allocator) const override {
+    return cpu_->Run(node, opset, inputs, outputs, allocator);
+  }
+  Result<Tensor> AllocateDevice(ir::DataType dtype, std::vector<int64_t> shape) const override {
+    VIGIL_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(dtype, std::move(shape)));
+    return Tensor::OnDevice(Device::kCuda, t.dtype(), t.shape(), t.raw_data(), t.storage());
+  }
+  Result<Tensor> ToDevice(const Tensor& host) const override {
+    VIGIL_ASSIGN_OR_RETURN(Tensor t, AllocateDevice(host.dtype(), host.shape()));
+    if (host.byte_size()) std::memcpy(t.raw_data(), host.raw_data(), host.byte_size());
+    return t;
+  }
+  Result<Tensor> ToHost(const Tensor& device) const override {
+    VIGIL_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(device.dtype(), device.shape()));
+    if (device.byte_size()) std::memcpy(t.raw_data(), device.raw_data(), device.byte_size());
+    return t;
+  }
+
+ private:
+  std::shared_ptr<const Backend> cpu_ = cpu::MakeCpuBackend();
+};
+
+// A float32 initializer: random values in [-1, 1), or all `fill` when given.
+ir::Tensor Weights(std::string name, std::vector<int64_t> dims, uint32_t seed, float fill = NAN) {
+  ir::Tensor t = Initializer(std::move(name), DataType::kFloat32, std::move(dims));
+  uint64_t n = *t.ElementCount();
+  auto data = std::make_shared<std::vector<float>>(n);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (float& v : *data) v = std::isnan(fill) ? u(rng) : fill;
+  t.storage = ir::Tensor::Storage::kTypedDecoded;
+  t.bytes = {reinterpret_cast<const uint8_t*>(data->data()), n * 4};
+  t.keep_alive = data;
+  return t;
+}
+
+// The MLP half of a ViT block as torch.onnx writes it:
+// x [2,5,8] -> LayerNormalization -> MatMul(w1 [8,16]) -> Add(b1) ->
+// GELU as Div(1.4142) -> Erf -> Add(1) -> Mul(h) -> Mul(0.5) ->
+// MatMul(w2 [16,8]) -> Add(b2) -> Add(x) -> y
+ir::Model MlpBlock() {
+  ir::Model m;
+  m.ir_version = 8;
+  m.opset_imports = {{"", 17}};
+  m.graph.name = "mlp";
+  m.graph.inputs = {TensorValue("x", DataType::kFloat32, {2, 5, 8})};
+  m.graph.outputs = {TensorValue("y", DataType::kFloat32, {2, 5, 8})};
+  m.graph.initializers = {Weights("gamma", {8}, 1), Weights("beta", {8}, 2), Weights("w1", {8, 16}, 3),
+                          Weights("b1", {16}, 4), Weights("w2", {16, 8}, 5), Weights("b2", {8}, 6),
+                          Weights("sqrt2", {}, 0, 1.4142135f), Weights("one", {}, 0, 1.0f),
+                          Weights("half", {}, 0, 0.5f)};
+  m.graph.nodes = {MakeNode("LayerNormalization", {"x", "gamma", "beta"}, {"ln"}, "ln"),
+                   MakeNode("MatMul", {"ln", "w1"}, {"p1"}, "fc1"),
+                   MakeNode("Add", {"b1", "p1"}, {"h"}, "fc1_bias"),
+                   MakeNode("Div", {"h", "sqrt2"}, {"d"}, "div"),
+                   MakeNode("Erf", {"d"}, {"e"}, "erf"),
+                   MakeNode("Add", {"e", "one"}, {"e1"}, "add1"),
+                   MakeNode("Mul", {"h", "e1"}, {"g0"}, "mul"),
+                   MakeNode("Mul", {"g0", "half"}, {"g"}, "mul_half"),
+                   MakeNode("MatMul", {"g", "w2"}, {"p2"}, "fc2"),
+                   MakeNode("Add", {"p2", "b2"}, {"o"}, "fc2_bias"),
+                   MakeNode("Add", {"o", "x"}, {"y"}, "residual")};
+  return m;
+}
+
+SessionOptions Options(bool device) {
+  SessionOptions o;
+  if (device) o.backends.push_back(std::make_shared<FakeDeviceBackend>());
+  o.backends.push_back(cpu::MakeCpuBackend());
+  return o;
+}
+
+size_t Count(const ir::Model& m, const std::string& op) {
+  size_t n = 0;
+  for (const ir::Node& node : m.graph.nodes) n += node.op_type == op;
+  return n;
+}
+
+std::vector<float> RunOn(const Session& s) {
+  std::vector<float> x(2 * 5 * 8);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
+  auto out = s.Run({{"x", DataType::kFloat32, {2, 5, 8}, x.data(), x.size() * 4, ""}});
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  if (!out.ok()) return {};
+  const Tensor& t = (*out)[0].tensor;
+  EXPECT_EQ(t.shape(), (std::vector<int64_t>{2, 5, 8}));
+  return std::vector<float>(t.data<float>(), t.data<float>() + t.element_count());
+}
+
+TEST(TransformerFusion, DeviceSessionsFuseLinearLayersWithTheSameOutputs) {
+  auto fused = Session::Create(MlpBlock(), Options(/*device=*/true));
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  EXPECT_EQ(Count((*fused)->model(), ir::kMatMulBiasOp), 2u);
+  EXPECT_EQ(Count((*fused)->model(), "MatMul"), 0u);
+  EXPECT_EQ(Count((*fused)->model(), "Gelu"), 1u);
+  EXPECT_EQ(Count((*fused)->model(), "Erf"), 0u);
+  EXPECT_EQ(Count((*fused)->model(), "Mul"), 0u);
+  EXPECT_EQ(Count((*fused)->model(), "Add"), 1u);  // the residual
+  for (const NodePlacement& p : (*fused)->placement()) EXPECT_EQ(p.backend, "fakegpu") << p.node;
+
+  auto plain = Session::Create(MlpBlock(), Options(/*device=*/false));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(Count((*plain)->model(), ir::kMatMulBiasOp), 0u);
+  EXPECT_EQ(Count((*plain)->model(), "MatMul"), 2u);
+  EXPECT_EQ(Count((*plain)->model(), "Erf"), 1u);
+
+  std::vector<float> got = RunOn(**fused), want = RunOn(**plain);
+  ASSERT_EQ(got.size(), want.size());
+  ASSERT_FALSE(got.empty());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5f) << i;
+}
+
+}  // namespace
+}  // namespace vigil::runtime
