@@ -10,35 +10,14 @@
 #include <vector>
 
 #include "base/float16.h"
+#include "ir/graph_index.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain, kVigilOpsetVersion
 
 namespace vigil::ir {
 namespace {
 
-struct GeluIndex {
-  std::unordered_map<std::string, const Tensor*> constants;
-  std::unordered_map<std::string, std::vector<size_t>> consumers;
-  std::unordered_set<std::string> outputs;
-};
-
-GeluIndex IndexGraph(const Graph& g) {
-  GeluIndex idx;
-  std::unordered_set<std::string> inputs;
-  for (const ValueInfo& v : g.inputs) inputs.insert(v.name);
-  for (const Tensor& t : g.initializers) {
-    if (!inputs.count(t.name)) idx.constants[t.name] = &t;
-  }
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    for (const std::string& in : g.nodes[i].inputs) {
-      if (!in.empty()) idx.consumers[in].push_back(i);
-    }
-  }
-  for (const ValueInfo& v : g.outputs) idx.outputs.insert(v.name);
-  return idx;
-}
-
 // The value of a single-element float constant, or nullopt.
-std::optional<double> ScalarValue(const GeluIndex& idx, const std::string& name) {
+std::optional<double> ScalarValue(const GraphIndex& idx, const std::string& name) {
   auto it = idx.constants.find(name);
   if (it == idx.constants.end()) return std::nullopt;
   const Tensor& t = *it->second;
@@ -77,7 +56,7 @@ bool IsOp(const Node& n, const char* op, size_t inputs) {
 }
 
 // The only consumer of `value` when it is not a graph output, else -1.
-long SoleConsumer(const GeluIndex& idx, const std::string& value) {
+long SoleConsumer(const GraphIndex& idx, const std::string& value) {
   if (idx.outputs.count(value)) return -1;
   auto it = idx.consumers.find(value);
   return it == idx.consumers.end() || it->second.size() != 1 ? -1 : static_cast<long>(it->second[0]);
@@ -93,7 +72,7 @@ const std::string* Other(const Node& n, const std::string& value) {
 
 // The chain's nodes from the Div at `div` (Div, Erf, Add, Mul, Mul), or an
 // empty vector when the pattern does not hold.
-std::vector<size_t> MatchChain(const Graph& g, const GeluIndex& idx, size_t div) {
+std::vector<size_t> MatchChain(const Graph& g, const GraphIndex& idx, size_t div) {
   const Node& d = g.nodes[div];
   if (!IsOp(d, "Div", 2) || !Near(ScalarValue(idx, d.inputs[1]), std::sqrt(2.0), 1e-3)) return {};
   const std::string& x = d.inputs[0];
@@ -119,7 +98,7 @@ std::vector<size_t> MatchChain(const Graph& g, const GeluIndex& idx, size_t div)
 
 Result<size_t> FuseGelu(Model& model) {
   Graph& g = model.graph;
-  const GeluIndex idx = IndexGraph(g);
+  const GraphIndex idx = IndexGraph(g);
   std::vector<bool> remove(g.nodes.size(), false);
   size_t fused = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {

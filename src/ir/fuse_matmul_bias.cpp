@@ -5,35 +5,13 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ir/graph_index.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain, kVigilOpsetVersion
 
 namespace vigil::ir {
 namespace {
 
 bool IsDefaultDomain(const Node& n) { return n.domain.empty() || n.domain == "ai.onnx"; }
-
-struct GraphIndex {
-  std::unordered_map<std::string, const Tensor*> constants;
-  std::unordered_map<std::string, std::vector<size_t>> consumers;
-  std::unordered_set<std::string> outputs;
-};
-
-GraphIndex IndexGraph(const Graph& g) {
-  GraphIndex idx;
-  std::unordered_set<std::string> inputs;
-  for (const ValueInfo& v : g.inputs) inputs.insert(v.name);
-  // Initializers that are graph inputs may be overridden at run time.
-  for (const Tensor& t : g.initializers) {
-    if (!inputs.count(t.name)) idx.constants[t.name] = &t;
-  }
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    for (const std::string& in : g.nodes[i].inputs) {
-      if (!in.empty()) idx.consumers[in].push_back(i);
-    }
-  }
-  for (const ValueInfo& v : g.outputs) idx.outputs.insert(v.name);
-  return idx;
-}
 
 const Tensor* Constant(const GraphIndex& idx, const std::string& name) {
   auto it = idx.constants.find(name);

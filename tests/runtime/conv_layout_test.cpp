@@ -13,6 +13,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "base/float16.h"
 #include "runtime/session.h"
+#include "fake_device_backend.h"
 #include "../ir/graph_builder.h"
 
 namespace vigil::runtime {
@@ -21,36 +22,7 @@ namespace {
 using namespace vigil::ir::testing;
 using ir::DataType;
 
-// A device backend in name only: Device::kCuda tensors in host memory, every
-// node run by the CPU kernels.
-class FakeDeviceBackend : public Backend {
- public:
-  std::string_view name() const override { return "fakegpu"; }
-  Device device() const override { return Device::kCuda; }
-  bool Supports(const ir::Node& node, int64_t opset) const override { return cpu_->Supports(node, opset); }
-  bool InputOnHost(const ir::Node&, int64_t, size_t) const override { return false; }
-  Status Run(const ir::Node& node, int64_t opset, std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs,
-             OutputAllocator& allocator) const override {
-    return cpu_->Run(node, opset, inputs, outputs, allocator);
-  }
-  Result<Tensor> AllocateDevice(ir::DataType dtype, std::vector<int64_t> shape) const override {
-    VIGIL_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(dtype, std::move(shape)));
-    return Tensor::OnDevice(Device::kCuda, t.dtype(), t.shape(), t.raw_data(), t.storage());
-  }
-  Result<Tensor> ToDevice(const Tensor& host) const override {
-    VIGIL_ASSIGN_OR_RETURN(Tensor t, AllocateDevice(host.dtype(), host.shape()));
-    if (host.byte_size()) std::memcpy(t.raw_data(), host.raw_data(), host.byte_size());
-    return t;
-  }
-  Result<Tensor> ToHost(const Tensor& device) const override {
-    VIGIL_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(device.dtype(), device.shape()));
-    if (device.byte_size()) std::memcpy(t.raw_data(), device.raw_data(), device.byte_size());
-    return t;
-  }
-
- private:
-  std::shared_ptr<const Backend> cpu_ = cpu::MakeCpuBackend();
-};
+using testing::FakeDeviceBackend;
 
 ir::Tensor RandomHalf(std::string name, std::vector<int64_t> dims, uint32_t seed, DataType dtype = DataType::kFloat16) {
   ir::Tensor t = Initializer(std::move(name), dtype, std::move(dims));
