@@ -1,5 +1,6 @@
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/gelu.h"
+#include "backends/cuda/softmax.h"
 
 #include <algorithm>
 #include <array>
@@ -53,11 +54,11 @@ Status CudaKernelContext::SetOutput(size_t i, runtime::Tensor tensor) {
 
 const CudaKernelDef* FindCudaKernel(std::string_view domain, std::string_view op, int64_t opset) {
   using Family = std::span<const CudaKernelDef> (*)();
-  static constexpr std::array<Family, 14> kFamilies = {
+  static constexpr std::array<Family, 15> kFamilies = {
       ElementwiseCudaKernels,   DataMovementCudaKernels, DataMovementSpatialCudaKernels, ResizeCudaKernels,
       ReductionCudaKernels,     NormalizationCudaKernels, PoolCudaKernels,               ConvCudaKernels,
       MatMulCudaKernels,        ViewCudaKernels,          RecurrentCudaKernels,          ShapeSourceCudaKernels,
-      FusedCudaKernels,         FaultInjectionCudaKernels};
+      FusedCudaKernels,         FaultInjectionCudaKernels, SoftmaxCudaKernels};
   std::string_view d = domain == "ai.onnx" ? std::string_view() : domain;
   for (Family family : kFamilies) {
     for (const CudaKernelDef& def : family()) {
