@@ -1,5 +1,6 @@
 // `vigil bench MODEL [--input NAME=FILE ...] [--dim N=8 ...] [--warmup N]
-// [--iters N] [--json] [--profile TRACE.json]`: latency percentiles and throughput of Session::Run,
+// [--iters N] [--json] [--profile TRACE.json] [--cuda-graphs on|off]`: latency percentiles and throughput of
+// Session::Run (on cuda, replaying a recorded CUDA graph unless --cuda-graphs off),
 // with the time to first result (load + plan + first run).
 #include <unistd.h>
 
@@ -33,6 +34,7 @@ struct BenchOptions {
   bool inputs_on_device = false;
   std::string profile;  // Chrome trace file; enables per-node timing
   size_t profile_top = 25;
+  std::string cuda_graphs = "on";
 };
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -142,8 +144,10 @@ int RunBench(const BenchOptions& opt) {
     // so that host time per node is device time per node.
     setenv("VIGIL_CUDA_SYNC", "1", 1);
   }
+  BackendChoice backend = opt.backend;
+  backend.device_graphs = opt.cuda_graphs == "on" && opt.profile.empty();
   auto start = Clock::now();
-  auto session = LoadSession(opt.model_path, opt.backend);
+  auto session = LoadSession(opt.model_path, backend);
   if (!session.ok()) return ReportFailure(session.status(), opt.json);
   auto loaded = Clock::now();
   Result<InputFiles> inputs = InputFiles{};
@@ -180,6 +184,13 @@ int RunBench(const BenchOptions& opt) {
     times.push_back(Ms(t1 - t0));
   }
   double p50 = Percentile(times, 50), p90 = Percentile(times, 90), p99 = Percentile(times, 99);
+  std::string graphs = "off";
+  if (backend.device_graphs) {
+    std::vector<std::string> notes = (*session)->DeviceGraphNotes();
+    graphs.clear();
+    for (const std::string& n : notes) graphs += (graphs.empty() ? "" : "; ") + n;
+    if (graphs.empty()) graphs = "not used: no device backend";
+  }
   double load_ms = Ms(loaded - start), first_ms = Ms(first_done - first_start);
   double first_result_ms = Ms(first_done - start);
   if (opt.json) {
@@ -189,7 +200,7 @@ int RunBench(const BenchOptions& opt) {
                         {"p99_ms", p99}, {"runs_per_s", 1000.0 / p50}, {"inputs_on_device", opt.inputs_on_device},
                         {"arena_bytes", plan->arena_bytes}, {"peak_live_bytes", plan->peak_live_bytes},
                         {"device_arena_bytes", plan->device_arena_bytes},
-                        {"device_peak_live_bytes", plan->device_peak_live_bytes}};
+                        {"device_peak_live_bytes", plan->device_peak_live_bytes}, {"cuda_graphs", graphs}};
     std::printf("%s\n", j.dump(2).c_str());
     return kExitOk;
   }
@@ -200,6 +211,7 @@ int RunBench(const BenchOptions& opt) {
               opt.iters, opt.warmup);
   std::printf("throughput:   %.1f runs/s (inputs %s)\n", 1000.0 / p50,
               opt.inputs_on_device ? "already on the device" : "copied from the host in every run");
+  if (opt.backend.backend != "cpu") std::printf("cuda graphs:  %s\n", graphs.c_str());
   std::printf("memory plan:  arena %.2f MiB (peak live %.2f MiB)\n", plan->arena_bytes / 1048576.0,
               plan->peak_live_bytes / 1048576.0);
   if (plan->device_arena_bytes > 0) {
@@ -232,6 +244,12 @@ Command AddBenchCommand(CLI::App& parent) {
                   "time every node instead (with --backend cuda, a synchronisation after each node), print the "
                   "slowest nodes and the time per op type, and write one run as a Chrome trace to FILE");
   sub->add_option("--profile-top", opt->profile_top, "with --profile: how many of the slowest nodes to list (25)");
+  sub->add_option("--cuda-graphs", opt->cuda_graphs,
+                  "on (default): with --backend cuda, the first run runs normally, the second is recorded as a CUDA "
+                  "graph, and later runs replay it (one launch per run instead of one per node; only when every "
+                  "node runs on the GPU, else runs go on normally and the report says why); off: every run "
+                  "launches node by node. --profile turns it off")
+      ->check(CLI::IsMember({"on", "off"}));
   return {sub, [opt] { return RunBench(*opt); }};
 }
 

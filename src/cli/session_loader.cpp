@@ -84,6 +84,7 @@ Result<std::unique_ptr<runtime::Session>> LoadSession(const std::string& model_p
     options.backends.push_back(loaded.backend);
     options.no_fallback = choice.no_fallback;
     options.conv_layout = choice.layout == "nchw" ? runtime::ConvLayout::kAsModel : runtime::ConvLayout::kNhwcOnDevice;
+    options.device_graphs = choice.device_graphs;
   } else if (choice.backend != "cpu") {
     return InvalidInputError("unknown backend '{}'", choice.backend).WithFix("use --backend cpu or --backend cuda");
   }

@@ -174,6 +174,12 @@ constexpr PhaseRule kPhaseRules[] = {
     {"cublasLtMatmulAlgo", Match::kPrefix, CallPhase::kPlanChoice},
     {"Algorithm", Match::kContains, CallPhase::kPlanChoice},
     {"WorkspaceSize", Match::kContains, CallPhase::kPlanChoice},
+    // recording a run as a CUDA graph and configuring kernels: preparing execution
+    {"cudaStreamBeginCapture", Match::kExact, CallPhase::kPlanChoice},
+    {"cudaStreamEndCapture", Match::kExact, CallPhase::kPlanChoice},
+    {"cudaGraphInstantiate", Match::kPrefix, CallPhase::kPlanChoice},
+    {"cudaGraphUpload", Match::kExact, CallPhase::kPlanChoice},
+    {"cudaFuncSetAttribute", Match::kExact, CallPhase::kPlanChoice},
     // descriptor set-up
     {"cudnnBackend", Match::kPrefix, CallPhase::kDescriptorSetup},
     {"cudnnCreate", Match::kPrefix, CallPhase::kDescriptorSetup},

@@ -1,10 +1,14 @@
 // Schemas of vigil's own fused ops, in the domain "ai.vigil". They are not
 // expected in model files: the session's fusion passes write them for a
 // device backend (ir/fuse_matmul_bias.h documents MatMulBias, ir/fuse_gelu.h
-// Gelu).
+// Gelu, ir/fuse_attention.h Attention).
+#include <cmath>
+
+#include "ir/fuse_attention.h"
 #include "ir/fuse_gelu.h"
 #include "ir/fuse_matmul_bias.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain
+#include "ops/attributes.h"
 #include "ops/schema.h"
 #include "ops/shape_helpers.h"
 
@@ -51,9 +55,54 @@ Status InferGelu(InferenceContext& ctx) {
   return gelu->infer(ctx);
 }
 
+// Attention's attributes: num_heads >= 1 and scale (both required), layout
+// "sbe" or "bse".
+Status CheckAttentionAttributes(InferenceContext& ctx, int64_t* heads) {
+  const ir::Node& n = ctx.node();
+  if (!HasAttr(n, "num_heads") || !HasAttr(n, "scale")) {
+    return ctx.Fail("Attention needs the attributes num_heads and scale");
+  }
+  VIGIL_ASSIGN_OR_RETURN(*heads, IntAttr(n, "num_heads", 0));
+  if (*heads < 1) return ctx.Fail("num_heads is {}; it must be at least 1", *heads);
+  VIGIL_ASSIGN_OR_RETURN(float scale, FloatAttr(n, "scale", 0.0f));
+  if (!std::isfinite(scale)) return ctx.Fail("scale is {}; it must be finite", scale);
+  VIGIL_ASSIGN_OR_RETURN(std::string layout, StringAttr(n, "layout", "sbe"));
+  if (layout != "sbe" && layout != "bse") return ctx.Fail("layout is '{}'; it must be 'sbe' or 'bse'", layout);
+  return Status::Ok();
+}
+
+// QKV [S, B, 3E] (or [B, S, 3E]) of a float dtype -> Y [S, B, E] (or [B, S, E]).
+Status InferAttention(InferenceContext& ctx) {
+  int64_t heads = 0;
+  VIGIL_RETURN_IF_ERROR(CheckAttentionAttributes(ctx, &heads));
+  const ir::TypeInfo* qkv = ctx.input_type(0);
+  if (!qkv || qkv->kind != ir::TypeInfo::Kind::kTensor) return Status::Ok();
+  const ir::DataType dt = qkv->elem_type;
+  if (dt != ir::DataType::kFloat32 && dt != ir::DataType::kFloat16 && dt != ir::DataType::kBfloat16) {
+    return ctx.Fail("input 0 (QKV) has dtype {}; Attention needs float32, float16 or bfloat16",
+                    ir::DataTypeName(dt));
+  }
+  if (!HasRank(qkv)) {
+    ctx.set_output(0, TensorTypeUnknownShape(dt));
+    return Status::Ok();
+  }
+  const std::vector<ir::Dim>& d = qkv->shape.dims;
+  if (d.size() != 3) return ctx.Fail("input 0 (QKV) has rank {}; Attention needs rank 3", d.size());
+  ir::Dim e = ctx.NewSymbol();
+  if (d[2].is_known()) {
+    if (*d[2].value % (3 * heads) != 0) {
+      return ctx.Fail("input 0 (QKV) has {} columns, not a multiple of 3 * num_heads = {}", *d[2].value, 3 * heads);
+    }
+    e = ir::Dim::Known(*d[2].value / 3);
+  }
+  ctx.set_output(0, TensorType(dt, {d[0], d[1], e}));
+  return Status::Ok();
+}
+
 const OpSchema kFusedSchemas[] = {
     {ir::kVigilDomain, ir::kMatMulBiasOp, 1, kLatest, 3, 3, 1, 1, InferMatMulBias},
     {ir::kVigilDomain, ir::kGeluOp, 1, kLatest, 1, 1, 1, 1, InferGelu},
+    {ir::kVigilDomain, ir::kAttentionOp, 1, kLatest, 1, 1, 1, 1, InferAttention},
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 // libvigil_cuda.so) can refuse a mismatched core.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -19,7 +20,9 @@ namespace vigil::runtime {
 
 // 2: backends may keep their values in device memory (Device, transfers,
 // SupportsTyped, InputOnHost, PlannedType).
-inline constexpr int kBackendInterfaceVersion = 2;
+// 3: device backends may record a run as a graph and replay it
+// (BeginCapture, EndCapture, Replay, CopyInto).
+inline constexpr int kBackendInterfaceVersion = 3;
 
 // Gives a node its output buffers: the run's arena slot when the memory plan
 // has one of the right size for that output, a fresh buffer otherwise. The
@@ -86,6 +89,28 @@ class Backend {
   // on the device (arena + outputs); refuses a run that cannot fit.
   virtual Status CheckDeviceMemory(uint64_t planned_bytes, const std::string& largest_tensors) const {
     return Status::Ok();
+  }
+  // Copies `src` (host memory, or this backend's device) into the device
+  // tensor `dst` of the same byte size, ordered on the calling thread's stream.
+  virtual Status CopyInto(const Tensor& src, const Tensor& dst) const {
+    return InternalError("the {} backend has no device memory", name());
+  }
+
+  // Recording (device backends that have graphs, e.g. CUDA graphs). Between
+  // BeginCapture and EndCapture the calling thread's device work is recorded
+  // instead of run; memory allocated meanwhile keeps its address for as long
+  // as the recording lives. Unsupported: this backend cannot record.
+  virtual Status BeginCapture() const {
+    return UnsupportedError("the {} backend cannot record a run as a graph", name());
+  }
+  // Ends the recording and returns a replayable graph (opaque; released with
+  // its last reference). Also ends a recording abandoned after a failed step.
+  virtual Result<std::shared_ptr<const void>> EndCapture() const {
+    return UnsupportedError("the {} backend cannot record a run as a graph", name());
+  }
+  // Queues one replay of `graph` on the calling thread's stream.
+  virtual Status Replay(const void* graph) const {
+    return UnsupportedError("the {} backend cannot record a run as a graph", name());
   }
 };
 

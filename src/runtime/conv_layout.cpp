@@ -1,6 +1,8 @@
 #include "runtime/conv_layout.h"
 
+#include <cstdlib>
 #include <optional>
+#include <string_view>
 
 #include "ops/attributes.h"
 #include "ops/shape_helpers.h"
@@ -71,6 +73,21 @@ bool DeviceTakesNhwc(const ir::Node& conv, const std::unordered_map<std::string,
   return device.SupportsTyped(probe, ir::kVigilOpsetVersion, nt, nullptr);
 }
 
+// Whether `conv` (with `group` groups) is a depthwise convolution with
+// channel multiplier 1: group == C == M, W [M, 1, kH, kW], with C and M
+// known (per `types`). VIGIL_DEPTHWISE=cudnn keeps them NCHW on cuDNN, as
+// before the CUDA backend had its own kernel, to measure the difference.
+bool IsDepthwise(const ir::Node& conv, const std::unordered_map<std::string, ir::TypeInfo>& types, int64_t group) {
+  if (const char* v = std::getenv("VIGIL_DEPTHWISE"); v != nullptr && std::string_view(v) == "cudnn") return false;
+  const ir::TypeInfo* x = TypeOf(types, conv.inputs[0]);
+  const ir::TypeInfo* w = TypeOf(types, conv.inputs[1]);
+  if (!IsRank4Tensor(x) || !IsRank4Tensor(w)) return false;
+  const ir::Dim& c = x->shape.dims[1];
+  const ir::Dim& m = w->shape.dims[0];
+  const ir::Dim& per_group = w->shape.dims[1];
+  return group > 1 && c.value == group && m.value == group && per_group.value == 1;
+}
+
 }  // namespace
 
 std::vector<size_t> SelectNhwcConvs(const ir::Model& model, const std::unordered_map<std::string, ir::TypeInfo>& types,
@@ -86,10 +103,14 @@ std::vector<size_t> SelectNhwcConvs(const ir::Model& model, const std::unordered
     }
     // Weights are transposed once, at load; a computed W would need a transpose every run.
     if (!FindInitializer(g, n.inputs[1])) continue;
-    // Grouped (and depthwise) convolutions stay NCHW: with cuDNN 9.14 on an
-    // H100 their NHWC fp16 engines were slower, MobileNetV2 batch 64 going
-    // from 3.97 to 8.84 ms with them converted (bench/results/).
-    if (auto group = ops::IntAttr(n, "group", 1); !group.ok() || *group != 1) continue;
+    // Grouped convolutions stay NCHW: with cuDNN 9.14 on an H100 their NHWC
+    // fp16 engines were slower, MobileNetV2 batch 64 going from 3.97 to
+    // 8.84 ms with them converted (bench/results/). Depthwise ones are the
+    // exception: the CUDA backend runs them channels-last with its own
+    // kernel (backends/cuda/conv_depthwise.h), which keeps a MobileNet body
+    // NHWC from end to end, with no transposes around them.
+    auto group = ops::IntAttr(n, "group", 1);
+    if (!group.ok() || (*group != 1 && !IsDepthwise(n, types, *group))) continue;
     if (DeviceTakesNhwc(n, types, device, "")) picked.push_back(i);
   }
   return picked;

@@ -27,8 +27,11 @@ enum class ConvLayout {
 // The Conv nodes of `model` that kNhwcOnDevice moves to NHWC on `device`
 // (the session's first backend): default-domain Conv, X a float16 or
 // bfloat16 tensor of known rank 4 (per `types`, from load-time inference), W
-// a constant initializer of rank 4, and `device` accepts the rewritten
-// ConvNhwc node with those types. Empty when `device` runs on the host.
+// a constant initializer of rank 4, group 1 or depthwise (group == C == M,
+// one input channel per group, unless the environment variable
+// VIGIL_DEPTHWISE is "cudnn"; other grouped convolutions stay NCHW), and
+// `device` accepts the rewritten ConvNhwc node with those types. Empty when
+// `device` runs on the host.
 std::vector<size_t> SelectNhwcConvs(const ir::Model& model, const std::unordered_map<std::string, ir::TypeInfo>& types,
                                     const Backend& device);
 

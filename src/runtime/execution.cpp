@@ -201,55 +201,6 @@ Result<std::shared_ptr<const ExecutionPlan>> BuildExecutionPlan(const ir::Model&
 
 namespace {
 
-// The values of one run, each in the place its producer left it, plus copies
-// moved to the other side of a host/device boundary for the readers there.
-class RunValues {
- public:
-  RunValues(const ExecutionPlan& plan, const std::unordered_map<std::string, Tensor>& constants,
-            const std::unordered_map<std::string, Tensor>& device_constants)
-      : plan_(plan), constants_(constants), device_constants_(device_constants) {}
-
-  void Set(const std::string& name, Tensor t) {
-    moved_.erase(name);
-    values_[name] = std::move(t);
-  }
-  void Erase(const std::string& name) {
-    values_.erase(name);
-    moved_.erase(name);
-  }
-  const Tensor* Find(const std::string& name) const {
-    if (auto it = values_.find(name); it != values_.end()) return &it->second;
-    if (auto it = plan_.plan_values.find(name); it != plan_.plan_values.end()) return &it->second;
-    if (auto it = constants_.find(name); it != constants_.end()) return &it->second;
-    return nullptr;
-  }
-  // The value in the wanted place, moving (and remembering) it if needed.
-  Result<const Tensor*> In(const std::string& name, Device want) {
-    const Tensor* t = Find(name);
-    if (!t || t->device() == want) return t;
-    if (auto it = moved_.find(name); it != moved_.end()) return &it->second;
-    if (want != Device::kHost) {
-      if (auto it = device_constants_.find(name); it != device_constants_.end()) return &it->second;
-    }
-    const Backend* dev = plan_.device_backend;
-    if (!dev) return InternalError("value '{}' is on a device but the plan has no device backend", name);
-    Result<Tensor> moved = want == Device::kHost ? dev->ToHost(*t) : dev->ToDevice(*t);
-    if (!moved.ok()) {
-      return std::move(moved).TakeStatus().WithContext(
-          fmt::format("moving '{}' ({}) to the {}", name, t->Describe(), want == Device::kHost ? "host" : "device"));
-    }
-    auto [it, _] = moved_.insert_or_assign(name, std::move(moved).value());
-    return &it->second;
-  }
-
- private:
-  const ExecutionPlan& plan_;
-  const std::unordered_map<std::string, Tensor>& constants_;
-  const std::unordered_map<std::string, Tensor>& device_constants_;
-  std::unordered_map<std::string, Tensor> values_;
-  std::unordered_map<std::string, Tensor> moved_;
-};
-
 // "'a' float16[64,128,56,56] 51.4 MB, ..." for the largest planned device tensors.
 std::string LargestTensors(const ExecutionPlan& plan, const MemoryPlan& memory) {
   std::vector<const PlannedTensor*> v;
@@ -279,29 +230,30 @@ uint64_t OutputBytes(const ir::Model& model, const ExecutionPlan& plan) {
 
 }  // namespace
 
-Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const ExecutionPlan& plan,
-                                             const std::unordered_map<std::string, Tensor>& constants,
-                                             const std::unordered_map<std::string, Tensor>& device_constants,
-                                             const std::vector<InputBinding>& inputs, bool keep_all,
-                                             const NodeObserver* observer) {
+Result<const Tensor*> RunValues::In(const std::string& name, Device want) {
+  const Tensor* t = Find(name);
+  if (!t || t->device() == want) return t;
+  if (auto it = moved_.find(name); it != moved_.end()) return &it->second;
+  if (want != Device::kHost) {
+    if (auto it = device_constants_.find(name); it != device_constants_.end()) return &it->second;
+  }
+  const Backend* dev = plan_.device_backend;
+  if (!dev) return InternalError("value '{}' is on a device but the plan has no device backend", name);
+  if (recording_) {
+    return UnsupportedError("'{}' ({}) would move to the {} during the run, which a recorded graph cannot do", name,
+                            t->Describe(), want == Device::kHost ? "host" : "device");
+  }
+  Result<Tensor> moved = want == Device::kHost ? dev->ToHost(*t) : dev->ToDevice(*t);
+  if (!moved.ok()) {
+    return std::move(moved).TakeStatus().WithContext(
+        fmt::format("moving '{}' ({}) to the {}", name, t->Describe(), want == Device::kHost ? "host" : "device"));
+  }
+  auto [it, _] = moved_.insert_or_assign(name, std::move(moved).value());
+  return &it->second;
+}
+
+Status BindInputs(const ExecutionPlan& plan, const std::vector<InputBinding>& inputs, RunValues& values) {
   const Backend* dev = plan.device_backend;
-  std::optional<Tensor> host_arena_storage, device_arena_storage;
-  if (!keep_all && plan.memory.arena_bytes > 0) {
-    VIGIL_ASSIGN_OR_RETURN(host_arena_storage, Tensor::Allocate(ir::DataType::kUint8,
-                                                                {static_cast<int64_t>(plan.memory.arena_bytes)}));
-  }
-  if (dev) {
-    uint64_t arena_bytes = keep_all ? 0 : plan.device_memory.arena_bytes;
-    uint64_t need = keep_all ? plan.device_memory.peak_live_bytes : arena_bytes;
-    VIGIL_RETURN_IF_ERROR(dev->CheckDeviceMemory(need + OutputBytes(model, plan), LargestTensors(plan, plan.device_memory)));
-    if (arena_bytes > 0) {
-      VIGIL_ASSIGN_OR_RETURN(device_arena_storage,
-                             dev->AllocateDevice(ir::DataType::kUint8, {static_cast<int64_t>(arena_bytes)}));
-    }
-  }
-  const Tensor* host_arena = host_arena_storage ? &*host_arena_storage : nullptr;
-  const Tensor* device_arena = device_arena_storage ? &*device_arena_storage : nullptr;
-  RunValues values(plan, constants, device_constants);
   for (const InputBinding& b : inputs) {
     void* data = const_cast<void*>(b.data);
     if (b.device == Device::kHost) {
@@ -314,7 +266,13 @@ Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const Execu
           .WithFix("bind host memory, or let the session run on the device (--backend cuda)");
     }
   }
-  std::vector<std::string> produced;
+  return Status::Ok();
+}
+
+Status RunSteps(const ir::Model& model, const ExecutionPlan& plan, RunValues& values, const Tensor* host_arena,
+                const Tensor* device_arena, bool keep_all, const NodeObserver* observer,
+                std::vector<std::string>* produced) {
+  const Backend* dev = plan.device_backend;
   for (size_t pos = 0; pos < plan.steps.size(); ++pos) {
     const ExecutionStep& step = plan.steps[pos];
     const ir::Node& node = model.graph.nodes[step.node_index];
@@ -360,7 +318,7 @@ Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const Execu
         VIGIL_ASSIGN_OR_RETURN(out[i], Copy(out[i], dev));
       }
       values.Set(name, std::move(out[i]));
-      produced.push_back(name);
+      if (produced) produced->push_back(name);
     }
     if (keep_all) continue;
     for (const std::string& name : node.inputs) {
@@ -370,6 +328,35 @@ Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const Execu
       }
     }
   }
+  return Status::Ok();
+}
+
+Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const ExecutionPlan& plan,
+                                             const std::unordered_map<std::string, Tensor>& constants,
+                                             const std::unordered_map<std::string, Tensor>& device_constants,
+                                             const std::vector<InputBinding>& inputs, bool keep_all,
+                                             const NodeObserver* observer) {
+  const Backend* dev = plan.device_backend;
+  std::optional<Tensor> host_arena_storage, device_arena_storage;
+  if (!keep_all && plan.memory.arena_bytes > 0) {
+    VIGIL_ASSIGN_OR_RETURN(host_arena_storage, Tensor::Allocate(ir::DataType::kUint8,
+                                                                {static_cast<int64_t>(plan.memory.arena_bytes)}));
+  }
+  if (dev) {
+    uint64_t arena_bytes = keep_all ? 0 : plan.device_memory.arena_bytes;
+    uint64_t need = keep_all ? plan.device_memory.peak_live_bytes : arena_bytes;
+    VIGIL_RETURN_IF_ERROR(dev->CheckDeviceMemory(need + OutputBytes(model, plan), LargestTensors(plan, plan.device_memory)));
+    if (arena_bytes > 0) {
+      VIGIL_ASSIGN_OR_RETURN(device_arena_storage,
+                             dev->AllocateDevice(ir::DataType::kUint8, {static_cast<int64_t>(arena_bytes)}));
+    }
+  }
+  const Tensor* host_arena = host_arena_storage ? &*host_arena_storage : nullptr;
+  const Tensor* device_arena = device_arena_storage ? &*device_arena_storage : nullptr;
+  RunValues values(plan, constants, device_constants);
+  VIGIL_RETURN_IF_ERROR(BindInputs(plan, inputs, values));
+  std::vector<std::string> produced;
+  VIGIL_RETURN_IF_ERROR(RunSteps(model, plan, values, host_arena, device_arena, keep_all, observer, &produced));
   std::vector<NamedTensor> result;
   auto to_result = [&](const std::string& name) -> Status {
     VIGIL_ASSIGN_OR_RETURN(const Tensor* t, values.In(name, Device::kHost));

@@ -52,6 +52,53 @@ Result<std::shared_ptr<const ExecutionPlan>> BuildExecutionPlan(const ir::Model&
                                                                 const std::vector<const Backend*>& node_backend,
                                                                 InferredGraph inferred);
 
+// The values of one run, each in the place its producer left it, plus copies
+// moved to the other side of a host/device boundary for the readers there.
+class RunValues {
+ public:
+  RunValues(const ExecutionPlan& plan, const std::unordered_map<std::string, Tensor>& constants,
+            const std::unordered_map<std::string, Tensor>& device_constants)
+      : plan_(plan), constants_(constants), device_constants_(device_constants) {}
+
+  void Set(const std::string& name, Tensor t) {
+    moved_.erase(name);
+    values_[name] = std::move(t);
+  }
+  void Erase(const std::string& name) {
+    values_.erase(name);
+    moved_.erase(name);
+  }
+  const Tensor* Find(const std::string& name) const {
+    if (auto it = values_.find(name); it != values_.end()) return &it->second;
+    if (auto it = plan_.plan_values.find(name); it != plan_.plan_values.end()) return &it->second;
+    if (auto it = constants_.find(name); it != constants_.end()) return &it->second;
+    return nullptr;
+  }
+  // The value in the wanted place, moving (and remembering) it if needed.
+  Result<const Tensor*> In(const std::string& name, Device want);
+  // While a run is recorded as a graph, a move between host and device
+  // cannot be part of it: In() then refuses (Unsupported) instead.
+  void set_recording(bool recording) { recording_ = recording; }
+
+ private:
+  const ExecutionPlan& plan_;
+  const std::unordered_map<std::string, Tensor>& constants_;
+  const std::unordered_map<std::string, Tensor>& device_constants_;
+  std::unordered_map<std::string, Tensor> values_;
+  std::unordered_map<std::string, Tensor> moved_;
+  bool recording_ = false;
+};
+
+// Binds the caller's input buffers as values (views: no copy).
+Status BindInputs(const ExecutionPlan& plan, const std::vector<InputBinding>& inputs, RunValues& values);
+
+// Runs every step of `plan` in order on `values`; outputs go to the arenas'
+// planned slots (none with keep_all). Names each value it sets in `produced`
+// (if given). Frees each value after its last reader unless keep_all.
+Status RunSteps(const ir::Model& model, const ExecutionPlan& plan, RunValues& values, const Tensor* host_arena,
+                const Tensor* device_arena, bool keep_all, const NodeObserver* observer,
+                std::vector<std::string>* produced);
+
 // Runs `plan`. With keep_all, every value is kept (no arena, no freeing) and
 // returned after the graph outputs, in step order. `device_constants` holds
 // device copies of constants that device steps read (uploaded once per

@@ -1,19 +1,25 @@
 #include "runtime/session.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
 
+#include "ir/fuse_attention.h"
 #include "ir/fuse_gelu.h"
 #include "ir/fuse_matmul_bias.h"
+#include "ir/layout_nhwc.h"  // kVigilDomain
 #include "ir/validate.h"
 #include "ops/attributes.h"
 #include "ops/shape_helpers.h"
+#include "runtime/captured_run.h"
 #include "runtime/execution.h"
 #include "runtime/type_inference.h"
 
@@ -98,6 +104,18 @@ struct Session::State {
   mutable std::mutex plan_mutex;
   mutable std::map<std::string, std::shared_ptr<const ExecutionPlan>> plans;
 
+  // Recorded runs (options.device_graphs), per thread and plan.
+  struct GraphSlot {
+    int normal_runs = 0;
+    bool unavailable = false;
+    std::string note;
+    std::unique_ptr<CapturedRun> run;
+  };
+  mutable std::mutex graph_mutex;
+  mutable std::map<std::pair<std::thread::id, const ExecutionPlan*>, GraphSlot> graphs;
+  Result<std::vector<NamedTensor>> RunWithGraphs(const std::shared_ptr<const ExecutionPlan>& plan,
+                                                 const std::vector<InputBinding>& inputs) const;
+
   Result<std::shared_ptr<const ExecutionPlan>> GetPlan(const std::vector<InputBinding>& bindings) const;
   Status UploadConstants();
 };
@@ -168,7 +186,21 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
     // inferred types stay valid.
     VIGIL_ASSIGN_OR_RETURN(size_t linear, ir::FuseMatMulBias(state->model, inferred.types));
     VIGIL_ASSIGN_OR_RETURN(size_t gelu, ir::FuseGelu(state->model));
-    static_cast<void>(linear + gelu);
+    // Self-attention chains (after MatMulBias, which writes their packed
+    // projection) as one ai.vigil.Attention, where the device has a kernel
+    // for it (the CPU fallback is a reference, far slower than the chain);
+    // VIGIL_FUSE_ATTENTION=0 keeps them, for before/after measurements. The
+    // pass records the types of the values it creates.
+    size_t attention = 0;
+    const char* fuse_attention = std::getenv("VIGIL_FUSE_ATTENTION");
+    ir::Node probe;
+    probe.op_type = ir::kAttentionOp;
+    probe.domain = ir::kVigilDomain;
+    if ((!fuse_attention || std::string_view(fuse_attention) != "0") &&
+        state->options.backends[0]->Supports(probe, ir::kVigilOpsetVersion)) {
+      VIGIL_ASSIGN_OR_RETURN(attention, ir::FuseAttention(state->model, inferred.types));
+    }
+    static_cast<void>(linear + gelu + attention);
   }
   VIGIL_ASSIGN_OR_RETURN(bool relaid, ApplyConvLayout(state->model, inferred.types, state->options.conv_layout,
                                                       *state->options.backends[0]));
@@ -249,9 +281,54 @@ Result<MemoryPlan> Session::Plan(std::vector<InputBinding> inputs) const {
   return memory;
 }
 
+// The first run at a plan's shapes runs normally (it builds the library
+// plans and workspaces a recording must not allocate); the second records
+// and replays; later ones replay. Where recording is impossible or fails,
+// runs go on normally and the slot's note says why.
+Result<std::vector<NamedTensor>> Session::State::RunWithGraphs(const std::shared_ptr<const ExecutionPlan>& plan,
+                                                               const std::vector<InputBinding>& bindings) const {
+  GraphSlot* slot = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(graph_mutex);
+    slot = &graphs[{std::this_thread::get_id(), plan.get()}];  // map nodes stay put
+  }
+  if (slot->run) return slot->run->Replay(bindings);
+  if (!slot->unavailable && slot->normal_runs == 0) {
+    std::string why_not;
+    if (!CapturedRun::Recordable(model, *plan, &why_not)) {
+      slot->unavailable = true;
+      slot->note = "not used: " + why_not;
+    }
+  }
+  if (!slot->unavailable && slot->normal_runs >= 1) {
+    auto recorded = CapturedRun::Record(model, plan, constants, device_constants, bindings);
+    if (recorded.ok()) {
+      slot->run = std::move(recorded).value();
+      slot->note = fmt::format("replaying a recording of the whole run ({} steps)", plan->steps.size());
+      return slot->run->Replay(bindings);
+    }
+    slot->unavailable = true;
+    slot->note = "not used: " + recorded.status().summary();
+  }
+  ++slot->normal_runs;
+  return ExecutePlan(model, *plan, constants, device_constants, bindings, /*keep_all=*/false);
+}
+
+std::vector<std::string> Session::DeviceGraphNotes() const {
+  std::lock_guard<std::mutex> lock(state_->graph_mutex);
+  std::vector<std::string> notes;
+  for (const auto& [key, slot] : state_->graphs) {
+    if (!slot.note.empty() && std::find(notes.begin(), notes.end(), slot.note) == notes.end()) {
+      notes.push_back(slot.note);
+    }
+  }
+  return notes;
+}
+
 Result<std::vector<NamedTensor>> Session::Run(std::vector<InputBinding> inputs) const {
   VIGIL_RETURN_IF_ERROR(Check(inputs).status());
   VIGIL_ASSIGN_OR_RETURN(auto plan, state_->GetPlan(inputs));
+  if (state_->options.device_graphs) return state_->RunWithGraphs(plan, inputs);
   return ExecutePlan(state_->model, *plan, state_->constants, state_->device_constants, inputs, /*keep_all=*/false);
 }
 

@@ -32,6 +32,13 @@ struct SessionOptions {
   // kNhwcOnDevice: float16/bfloat16 convolutions the device backend can run
   // channels-last are rewritten to NHWC at load (runtime/conv_layout.h).
   ConvLayout conv_layout = ConvLayout::kAsModel;
+  // Record runs as device graphs (CUDA graphs) and replay them: per thread
+  // and input shapes, the first Run runs normally, the second records the
+  // whole run and replays it, later ones replay (one launch instead of one
+  // per node). Only where every node runs on the device backend; where a run
+  // cannot be recorded it runs normally, and DeviceGraphNotes() says why.
+  // Run with an observer never replays.
+  bool device_graphs = false;
 };
 
 struct NamedTensor {
@@ -84,6 +91,11 @@ class Session {
   // to bind as an input with InputBinding::device (no copy per run).
   // InvalidInput when no node runs on a device.
   Result<Tensor> UploadInput(const Tensor& host) const;
+
+  // What device_graphs did, one line per distinct outcome ("replaying a
+  // recording of the whole run (161 steps)", "not used: ..."); empty before
+  // the first run or when device_graphs is off.
+  std::vector<std::string> DeviceGraphNotes() const;
 
   // Runs and also returns every intermediate value (for compare --per-node).
   Result<std::vector<NamedTensor>> RunKeepingAll(std::vector<InputBinding> inputs) const;

@@ -5,6 +5,7 @@
 #include "runtime/conv_layout.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -229,6 +230,70 @@ TEST(ConvLayout, GroupedConvsStayNchw) {
   auto s = Session::Create(std::move(m), Options(ConvLayout::kNhwcOnDevice));
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(Count((*s)->model(), "ConvNhwc"), 1u);
+  EXPECT_EQ(Count((*s)->model(), "Conv"), 1u);
+  RunOn(**s, DataType::kFloat16);
+}
+
+// x [2,3,9,8] -> Conv 1x1 (16 channels, bias) -> Clip(0, 6) -> depthwise
+// Conv 3x3 stride 2 (16 * multiplier channels, group 16, bias) -> Clip(0, 6)
+// -> Conv 1x1 (8 channels) -> GlobalAveragePool -> y [2,8,1,1]: a MobileNetV2
+// inverted-residual body.
+ir::Model MobileBlock(int64_t multiplier) {
+  ir::Model m = SmallCnn();
+  const int64_t mid = 16 * multiplier;
+  m.graph.initializers = {RandomHalf("w0", {16, 3, 1, 1}, 1), RandomHalf("b0", {16}, 2),
+                          RandomHalf("wd", {mid, 1, 3, 3}, 3), RandomHalf("bd", {mid}, 4),
+                          RandomHalf("wp", {8, mid, 1, 1}, 5), HalfScalar("lo", 0), HalfScalar("hi", 6)};
+  ir::Node dw = MakeNode("Conv", {"r0", "wd", "bd"}, {"c1"}, "depthwise");
+  ir::Attribute group;
+  group.name = "group";
+  group.type = ir::AttributeType::kInt;
+  group.i = 16;
+  dw.attributes = {Ints("pads", {1, 1, 1, 1}), Ints("strides", {2, 2}), group};
+  m.graph.nodes = {MakeNode("Conv", {"x", "w0", "b0"}, {"c0"}, "expand"),
+                   MakeNode("Clip", {"c0", "lo", "hi"}, {"r0"}, "relu6_0"),
+                   dw,
+                   MakeNode("Clip", {"c1", "lo", "hi"}, {"r1"}, "relu6_1"),
+                   MakeNode("Conv", {"r1", "wp"}, {"p"}, "project"),
+                   MakeNode("GlobalAveragePool", {"p"}, {"y"}, "gap")};
+  return m;
+}
+
+TEST(ConvLayout, DepthwiseConvsRunNhwcWithNoTransposesAroundThem) {
+  auto nhwc = Session::Create(MobileBlock(1), Options(ConvLayout::kNhwcOnDevice));
+  ASSERT_TRUE(nhwc.ok()) << nhwc.status().ToString();
+  const ir::Model& m = (*nhwc)->model();
+  EXPECT_EQ(Count(m, "ConvNhwc"), 3u);
+  EXPECT_EQ(Count(m, "Conv"), 0u);
+  EXPECT_EQ(Count(m, "Clip"), 0u);       // both ReLU6s fused
+  EXPECT_EQ(Count(m, "Transpose"), 2u);  // x in, and out in front of GlobalAveragePool
+  auto plain = Session::Create(MobileBlock(1), Options(ConvLayout::kAsModel, /*device=*/false));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  std::vector<float> got = RunOn(**nhwc, DataType::kFloat16), want = RunOn(**plain, DataType::kFloat16);
+  ASSERT_EQ(got.size(), want.size());
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err += (got[i] - want[i]) * (got[i] - want[i]);
+    norm += want[i] * want[i];
+  }
+  EXPECT_LE(std::sqrt(err / norm), 1e-3);
+}
+
+TEST(ConvLayout, DepthwiseConvsStayNchwWhenCudnnIsAskedFor) {
+  // VIGIL_DEPTHWISE=cudnn (read at load) restores the layout from before the depthwise kernel.
+  setenv("VIGIL_DEPTHWISE", "cudnn", 1);
+  auto s = Session::Create(MobileBlock(1), Options(ConvLayout::kNhwcOnDevice));
+  unsetenv("VIGIL_DEPTHWISE");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(Count((*s)->model(), "ConvNhwc"), 2u);
+  EXPECT_EQ(Count((*s)->model(), "Conv"), 1u);
+}
+
+TEST(ConvLayout, DepthwiseWithAChannelMultiplierStaysNchw) {
+  // group 16 with 32 output channels: grouped, not depthwise in the kernel's sense.
+  auto s = Session::Create(MobileBlock(2), Options(ConvLayout::kNhwcOnDevice));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(Count((*s)->model(), "ConvNhwc"), 2u);
   EXPECT_EQ(Count((*s)->model(), "Conv"), 1u);
   RunOn(**s, DataType::kFloat16);
 }

@@ -30,6 +30,11 @@ class FakeDeviceBackend : public Backend {
     if (host.byte_size()) std::memcpy(t.raw_data(), host.raw_data(), host.byte_size());
     return t;
   }
+  Status CopyInto(const Tensor& src, const Tensor& dst) const override {
+    if (src.byte_size() != dst.byte_size()) return InternalError("CopyInto: sizes differ");
+    if (src.byte_size()) std::memcpy(const_cast<void*>(dst.raw_data()), src.raw_data(), src.byte_size());
+    return Status::Ok();
+  }
   Result<Tensor> ToHost(const Tensor& device) const override {
     VIGIL_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(device.dtype(), device.shape()));
     if (device.byte_size()) std::memcpy(t.raw_data(), device.raw_data(), device.byte_size());

@@ -3,8 +3,14 @@
 // through their own CPU kernels, so the semantics cannot drift:
 //   ai.vigil.MatMulBias(A, W, B) = Add(MatMul(A, W), B)   (ir/fuse_matmul_bias.h)
 //   ai.vigil.Gelu(X) = ONNX Gelu-20, approximate="none"   (ir/fuse_gelu.h)
+// Attention has no single ONNX op to defer to before opset 23; its kernel is
+// the spec's formula as plain loops in double (ir/fuse_attention.h).
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
+#include "backends/cpu/element_codec.h"
+#include "ir/fuse_attention.h"
 #include "ir/fuse_gelu.h"
 #include "backends/cpu/kernel.h"
 #include "ir/fuse_matmul_bias.h"
@@ -64,9 +70,88 @@ Status GeluKernel(KernelContext& ctx) {
   return def->fn(ctx);
 }
 
+// Where one head's rows live in QKV and in Y, per layout (in elements).
+struct AttentionGeometry {
+  int64_t seq = 0, batch = 0, embed = 0, heads = 0, head_dim = 0;
+  int64_t in_row = 0, in_batch = 0, out_row = 0, out_batch = 0;
+  float scale = 1;
+  std::vector<int64_t> out_shape;
+};
+
+Result<AttentionGeometry> AttentionShape(KernelContext& ctx) {
+  const ir::Node& n = ctx.node();
+  AttentionGeometry g;
+  VIGIL_ASSIGN_OR_RETURN(g.heads, ops::RequiredIntAttr(n, "num_heads"));
+  if (!ops::HasAttr(n, "scale")) return AttributeError(ctx, "the attribute scale is missing");
+  VIGIL_ASSIGN_OR_RETURN(g.scale, ops::FloatAttr(n, "scale", 1.0f));
+  VIGIL_ASSIGN_OR_RETURN(std::string layout, ops::StringAttr(n, "layout", "sbe"));
+  if (g.heads < 1) return AttributeError(ctx, "num_heads is {}; it must be at least 1", g.heads);
+  if (layout != "sbe" && layout != "bse") return AttributeError(ctx, "layout '{}' is not 'sbe' or 'bse'", layout);
+  const std::vector<int64_t>& d = ctx.input(0)->shape();
+  if (d.size() != 3 || d[2] % (3 * g.heads) != 0) {
+    return ctx.Fail("input 0 (QKV) is {}; Attention needs rank 3 with the last dim a multiple of 3 * {}",
+                    ctx.input(0)->Describe(), g.heads);
+  }
+  const bool sbe = layout == "sbe";
+  g.seq = sbe ? d[0] : d[1];
+  g.batch = sbe ? d[1] : d[0];
+  g.embed = d[2] / 3;
+  g.head_dim = g.embed / g.heads;
+  g.in_row = sbe ? g.batch * 3 * g.embed : 3 * g.embed;
+  g.in_batch = sbe ? 3 * g.embed : g.seq * 3 * g.embed;
+  g.out_row = sbe ? g.batch * g.embed : g.embed;
+  g.out_batch = sbe ? g.embed : g.seq * g.embed;
+  g.out_shape = {d[0], d[1], g.embed};
+  return g;
+}
+
+// One (batch, head): softmax(scale * Q K^T) V, with the max subtracted.
+template <typename T, typename Store>
+void AttendHead(const AttentionGeometry& g, const T* x, int64_t b, int64_t h, Store store) {
+  std::vector<double> p(static_cast<size_t>(g.seq)), acc(static_cast<size_t>(g.head_dim));
+  const T* q = x + b * g.in_batch + h * g.head_dim;
+  const T* k = q + g.embed;
+  const T* v = q + 2 * g.embed;
+  for (int64_t s = 0; s < g.seq; ++s) {
+    double top = -INFINITY;
+    for (int64_t t = 0; t < g.seq; ++t) {
+      double dot = 0;
+      for (int64_t j = 0; j < g.head_dim; ++j) dot += double{q[s * g.in_row + j]} * double{k[t * g.in_row + j]};
+      p[t] = double{g.scale} * dot;
+      top = std::max(top, p[t]);
+    }
+    double sum = 0;
+    for (double& e : p) sum += (e = std::exp(e - top));
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int64_t t = 0; t < g.seq; ++t) {
+      for (int64_t i = 0; i < g.head_dim; ++i) acc[i] += p[t] * double{v[t * g.in_row + i]};
+    }
+    for (int64_t i = 0; i < g.head_dim; ++i) store(b * g.out_batch + s * g.out_row + h * g.head_dim + i, acc[i] / sum);
+  }
+}
+
+Status AttentionKernel(KernelContext& ctx) {
+  VIGIL_RETURN_IF_ERROR(RequireInputs(ctx, 1));
+  VIGIL_ASSIGN_OR_RETURN(AttentionGeometry g, AttentionShape(ctx));
+  return DispatchFloat(ctx, 0, [&]<ir::DataType D>() -> Status {
+    using C = ElementCodec<D>;
+    using S = typename C::Storage;
+    std::vector<typename C::Compute> scratch;
+    VIGIL_ASSIGN_OR_RETURN(const typename C::Compute* x, ComputeView<D>(ctx, *ctx.input(0), scratch));
+    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, ctx.input(0)->dtype(), g.out_shape));
+    S* out = static_cast<S*>(y->raw_data());
+    auto store = [&](int64_t i, double v) { out[i] = C::Store(static_cast<typename C::Compute>(v)); };
+    for (int64_t b = 0; b < g.batch; ++b) {
+      for (int64_t h = 0; h < g.heads; ++h) AttendHead(g, x, b, h, store);
+    }
+    return Status::Ok();
+  });
+}
+
 const KernelDef kFusedKernels[] = {
     {ir::kVigilDomain, ir::kMatMulBiasOp, 1, kLatest, MatMulBiasKernel},
     {ir::kVigilDomain, ir::kGeluOp, 1, kLatest, GeluKernel},
+    {ir::kVigilDomain, ir::kAttentionOp, 1, kLatest, AttentionKernel},
 };
 
 }  // namespace

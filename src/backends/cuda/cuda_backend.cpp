@@ -4,6 +4,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -19,6 +20,33 @@ bool SyncEachNode() {
   return v && v[0] == '1';
 }
 
+}  // namespace
+
+// Blocks allocated while recording; freed (synchronously, after the graph
+// and every tensor that shares them are gone) with the last reference.
+struct CaptureMemory {
+  int device = 0;
+  std::vector<void*> blocks;
+  std::shared_ptr<void> workspace;  // the workspace the recording used
+  ~CaptureMemory() {
+    cudaSetDevice(device);
+    for (void* p : blocks) cudaFree(p);
+  }
+};
+
+namespace {
+
+// An instantiated CUDA graph and the memory its kernels use.
+struct RecordedGraph {
+  int device = 0;
+  cudaGraphExec_t exec = nullptr;
+  std::shared_ptr<CaptureMemory> memory;
+  ~RecordedGraph() {
+    cudaSetDevice(device);
+    if (exec) cudaGraphExecDestroy(exec);
+  }
+};
+
 class CudaBackend final : public runtime::Backend {
  public:
   explicit CudaBackend(const CudaOptions& options) : options_(options), sync_each_node_(SyncEachNode()) {
@@ -31,7 +59,7 @@ class CudaBackend final : public runtime::Backend {
     cudaSetDevice(options_.device);
     for (auto& [id, c] : contexts_) {
       cudaStreamSynchronize(c->stream);
-      if (c->workspace) cudaFreeAsync(c->workspace, c->stream);
+      c->workspace_owner.reset();
       if (c->lt) cublasLtDestroy(c->lt);
       if (c->cudnn) cudnnDestroy(c->cudnn);
       cudaStreamSynchronize(c->stream);
@@ -100,6 +128,7 @@ class CudaBackend final : public runtime::Backend {
     VIGIL_ASSIGN_OR_RETURN(StreamContext * c, Context());
     void* p = nullptr;
     size_t size = *bytes == 0 ? 256 : static_cast<size_t>(*bytes);
+    if (c->capture) return AllocateWhileRecording(*c, dtype, std::move(shape), size);
     cudaError_t e = cudaMallocAsync(&p, size, c->stream);
     if (e != cudaSuccess) {
       Status s = CudaCallFailed(e, {"cudaMallocAsync", __FILE__, __LINE__});
@@ -118,6 +147,61 @@ class CudaBackend final : public runtime::Backend {
       VIGIL_CUDA_CALL(cudaMemcpyAsync(d.raw_data(), host.raw_data(), host.byte_size(), cudaMemcpyHostToDevice, c->stream));
     }
     return d;
+  }
+
+  Status CopyInto(const runtime::Tensor& src, const runtime::Tensor& dst) const override {
+    if (dst.on_host()) return InternalError("CopyInto: {} is not on the device", dst.Describe());
+    if (src.byte_size() != dst.byte_size()) {
+      return InternalError("CopyInto: {} does not fit {}", src.Describe(), dst.Describe());
+    }
+    VIGIL_ASSIGN_OR_RETURN(StreamContext * c, Context());
+    if (src.byte_size()) {
+      VIGIL_CUDA_CALL(cudaMemcpyAsync(const_cast<void*>(dst.raw_data()), src.raw_data(), src.byte_size(),
+                                      src.on_host() ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice, c->stream));
+    }
+    return Status::Ok();
+  }
+
+  // Relaxed mode: blocks for outputs outside the arena are cudaMalloc'ed
+  // while recording (they must outlive the recording at fixed addresses).
+  Status BeginCapture() const override {
+    VIGIL_RETURN_IF_ERROR(StickyError());
+    VIGIL_ASSIGN_OR_RETURN(StreamContext * c, Context());
+    if (c->capture) return InternalError("this thread is already recording a CUDA graph");
+    auto memory = std::make_shared<CaptureMemory>();
+    memory->device = options_.device;
+    memory->workspace = c->workspace_owner;
+    VIGIL_CUDA_CALL(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeRelaxed));
+    c->capture = std::move(memory);
+    return Status::Ok();
+  }
+
+  Result<std::shared_ptr<const void>> EndCapture() const override {
+    VIGIL_ASSIGN_OR_RETURN(StreamContext * c, Context());
+    auto graph = std::make_shared<RecordedGraph>();
+    graph->device = options_.device;
+    graph->memory = std::move(c->capture);
+    c->capture = nullptr;
+    cudaGraph_t recorded = nullptr;
+    cudaError_t e = cudaStreamEndCapture(c->stream, &recorded);
+    cudaGetLastError();  // a failed recording leaves a per-thread error behind; it is reported here
+    if (e != cudaSuccess) {
+      if (recorded) cudaGraphDestroy(recorded);
+      return CudaCallFailed(e, {"cudaStreamEndCapture(stream, &graph)", __FILE__, __LINE__});
+    }
+    e = cudaGraphInstantiateWithFlags(&graph->exec, recorded, 0);
+    cudaGraphDestroy(recorded);
+    if (e != cudaSuccess) return CudaCallFailed(e, {"cudaGraphInstantiateWithFlags(&exec, graph, 0)", __FILE__, __LINE__});
+    VIGIL_CUDA_CALL(cudaGraphUpload(graph->exec, c->stream));
+    return std::shared_ptr<const void>(graph, graph.get());
+  }
+
+  Status Replay(const void* graph) const override {
+    VIGIL_RETURN_IF_ERROR(StickyError());
+    VIGIL_ASSIGN_OR_RETURN(StreamContext * c, Context());
+    VIGIL_CUDA_CALL(cudaGraphLaunch(static_cast<const RecordedGraph*>(graph)->exec, c->stream));
+    if (sync_each_node_) VIGIL_CUDA_CALL(cudaStreamSynchronize(c->stream));
+    return Status::Ok();
   }
 
   Result<runtime::Tensor> ToHost(const runtime::Tensor& dev) const override {
@@ -194,6 +278,20 @@ class CudaBackend final : public runtime::Backend {
     StreamContext* raw = c.get();
     contexts_.emplace(id, std::move(c));
     return raw;
+  }
+
+  Result<runtime::Tensor> AllocateWhileRecording(StreamContext& c, ir::DataType dtype, std::vector<int64_t> shape,
+                                                 size_t size) const {
+    void* p = nullptr;
+    cudaError_t e = cudaMalloc(&p, size);
+    if (e != cudaSuccess) {
+      Status s = CudaCallFailed(e, {"cudaMalloc (while recording a CUDA graph)", __FILE__, __LINE__});
+      return s.WithFact("requested", fmt::format("{} bytes for {}", size, ir::DataTypeName(dtype)));
+    }
+    c.capture->blocks.push_back(p);
+    std::shared_ptr<CaptureMemory> memory = c.capture;
+    std::shared_ptr<const void> owner(p, [memory](const void*) {});  // freed with the recording
+    return runtime::Tensor::OnDevice(runtime::Device::kCuda, dtype, std::move(shape), p, std::move(owner));
   }
 
   CudaOptions options_;

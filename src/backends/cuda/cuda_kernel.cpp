@@ -1,4 +1,5 @@
 #include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/attention.h"
 #include "backends/cuda/gelu.h"
 #include "backends/cuda/softmax.h"
 
@@ -11,13 +12,28 @@ namespace vigil::cuda {
 
 Result<void*> StreamContext::Workspace(size_t bytes) {
   if (bytes <= workspace_bytes) return workspace;
-  if (workspace) VIGIL_CUDA_CALL(cudaFreeAsync(workspace, stream));
+  if (capture) {
+    return UnsupportedError("the workspace would grow from {} to {} bytes while recording a CUDA graph",
+                            workspace_bytes, bytes)
+        .WithCause("no normal run at these shapes preceded the recording");
+  }
+  // The old block goes when its last recorded graph does.
+  workspace_owner.reset();
   workspace = nullptr;
   workspace_bytes = 0;
   size_t rounded = (bytes + (1 << 20) - 1) / (1 << 20) * (1 << 20);
-  VIGIL_CUDA_CALL(cudaMallocAsync(&workspace, rounded, stream));
+  void* p = nullptr;
+  VIGIL_CUDA_CALL(cudaMallocAsync(&p, rounded, stream));
+  cudaStream_t s = stream;
+  workspace_owner = std::shared_ptr<void>(p, [s](void* q) { cudaFreeAsync(q, s); });
+  workspace = p;
   workspace_bytes = rounded;
   return workspace;
+}
+
+Status StreamContext::RefuseWhileRecording(const ir::Node& node, const char* what) const {
+  if (!capture) return Status::Ok();
+  return UnsupportedError("{}: {}, which a recorded CUDA graph cannot hold", ops::NodeLabel(node), what);
 }
 
 Result<runtime::Tensor*> CudaKernelContext::Output(size_t i) {
@@ -54,11 +70,11 @@ Status CudaKernelContext::SetOutput(size_t i, runtime::Tensor tensor) {
 
 const CudaKernelDef* FindCudaKernel(std::string_view domain, std::string_view op, int64_t opset) {
   using Family = std::span<const CudaKernelDef> (*)();
-  static constexpr std::array<Family, 15> kFamilies = {
+  static constexpr std::array<Family, 16> kFamilies = {
       ElementwiseCudaKernels,   DataMovementCudaKernels, DataMovementSpatialCudaKernels, ResizeCudaKernels,
       ReductionCudaKernels,     NormalizationCudaKernels, PoolCudaKernels,               ConvCudaKernels,
       MatMulCudaKernels,        ViewCudaKernels,          RecurrentCudaKernels,          ShapeSourceCudaKernels,
-      FusedCudaKernels,         FaultInjectionCudaKernels, SoftmaxCudaKernels};
+      FusedCudaKernels,         FaultInjectionCudaKernels, SoftmaxCudaKernels,            AttentionCudaKernels};
   std::string_view d = domain == "ai.onnx" ? std::string_view() : domain;
   for (Family family : kFamilies) {
     for (const CudaKernelDef& def : family()) {

@@ -40,17 +40,28 @@ struct CudaOptions {
 
 // One per thread that runs the session: its stream, its library handles and
 // its workspace. Handles are never shared between threads (cuDNN requires it).
+// Memory handed out while a run is being recorded as a CUDA graph: it must
+// keep its address for as long as the graph lives (cuda_backend.cpp).
+struct CaptureMemory;
+
 struct StreamContext {
   cudaStream_t stream = nullptr;
   cudnnHandle_t cudnn = nullptr;
   cublasLtHandle_t lt = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  std::shared_ptr<void> workspace_owner;  // recorded graphs share it, so a grown workspace outlives them
+  // Set between BeginCapture and EndCapture: work on `stream` is recorded.
+  std::shared_ptr<CaptureMemory> capture;
   // Per-thread caches of built library plans (cuDNN execution plans are tied
   // to a handle), keyed by the op's shapes, dtypes and attributes.
   std::unordered_map<std::string, std::shared_ptr<void>> plans;
   // A workspace of at least `bytes` on this stream (grows; never shrinks).
+  // While recording it cannot grow (Unsupported): a first normal run at the
+  // same shapes has grown it already.
   Result<void*> Workspace(size_t bytes);
+  // Unsupported while recording, naming `what` needs the host during the run.
+  Status RefuseWhileRecording(const ir::Node& node, const char* what) const;
 };
 
 class CudaKernelContext {

@@ -18,6 +18,7 @@ namespace {
 // returns once the bytes are staged, so `values` may go away after it).
 Status WriteValues(CudaKernelContext& ctx, ir::DataType dtype, std::vector<int64_t> shape,
                    const std::vector<int64_t>& values) {
+  VIGIL_RETURN_IF_ERROR(ctx.stream_context().RefuseWhileRecording(ctx.node(), "it copies host values to the device"));
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * out, ctx.Output(0, dtype, std::move(shape)));
   if (out->byte_size() != values.size() * sizeof(int64_t)) {
     return InternalError("{}: {} values for {}", ops::NodeLabel(ctx.node()), values.size(), out->Describe());
@@ -66,6 +67,7 @@ Status ConstantOfShapeOp(CudaKernelContext& ctx) {
   }
   // One element on the device, broadcast to the output (stream-ordered, so
   // freeing it right after the launch is safe).
+  VIGIL_RETURN_IF_ERROR(ctx.stream_context().RefuseWhileRecording(ctx.node(), "it copies a host value to the device"));
   void* one = nullptr;
   VIGIL_CUDA_CALL(cudaMallocAsync(&one, eb, ctx.stream()));
   Status s = [&]() -> Status {

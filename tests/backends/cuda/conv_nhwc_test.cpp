@@ -260,9 +260,9 @@ TEST(CudaConvNhwc, SessionLayoutPassMatchesTheCpu) {
         EXPECT_NE(p.find(" on cuda"), std::string::npos) << p;
       }
     }
-    // Four of the five convolutions: the depthwise one (group 16) stays NCHW
-    // by policy (runtime/conv_layout.cpp).
-    EXPECT_EQ(nhwc_nodes, 4u);
+    // All five convolutions, the depthwise one (group 16) included: it runs
+    // channels-last on our kernel (runtime/conv_layout.cpp).
+    EXPECT_EQ(nhwc_nodes, 5u);
     for (const std::string& p : placement) {
       // The residual Add and every Relu were fused into ConvNhwc nodes.
       EXPECT_NE(p.rfind("Add ", 0), 0u) << p;

@@ -1,0 +1,58 @@
+// The attention fusion pass for transformer models. torch.onnx writes
+// nn.MultiheadAttention (self-attention, packed in-projection) as a chain of
+// ~20 nodes per layer: a Reshape/Unsqueeze/Transpose/Squeeze/Gather split of
+// the projection into q, k, v, per tensor a Reshape to [S, B*H, D], a
+// Transpose and a Reshape to [B, H, S, D], scale Muls, MatMul, Softmax,
+// MatMul and a Transpose back to [S, B, H, D]. Each Transpose copies the
+// whole activation; the fused op reads q, k and v in place from the
+// projection output.
+//
+// The op it writes, ai.vigil.Attention (opset 1 of domain "ai.vigil"):
+//   Y = Attention(QKV), attributes num_heads (int), scale (float), layout
+//   ("sbe" | "bse"). QKV [S, B, 3E] ("sbe") or [B, S, 3E] ("bse") of a float
+//   dtype holds Q, K, V in [0,E), [E,2E), [2E,3E) of its last axis, head h in
+//   [h*D, (h+1)*D) of each, D = E / num_heads. Y [S, B, E] (or [B, S, E]):
+//   Y[s,b,h*D+i] = sum_t P[b,h,s,t] V[t,b,h*D+i],
+//   P[b,h,s,:] = softmax_t(scale * sum_j Q[s,b,h*D+j] K[t,b,h*D+j]).
+//   No mask, no dropout.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <unordered_map>
+
+#include "base/status.h"
+#include "ir/graph.h"
+
+namespace vigil::ir {
+
+inline constexpr const char kAttentionOp[] = "Attention";
+
+// Rewrites, in the main graph, every self-attention chain
+//   r = Reshape(qkv) [S,B,3,E] -> Unsqueeze [1,S,B,3,E]
+//     -> Transpose(perm 3,1,2,0,4) -> Squeeze [3,S,B,E]
+//     -> Gather(axis 0, index 0 | 1 | 2) = q | k | v [S,B,E];
+//   each: Reshape [S,B*H,D] -> Transpose(1,0,2) -> Reshape [B,H,S,D];
+//   k also Transpose(0,1,3,2); scores = MatMul(q', k'^T), at most one scale
+//   (Mul by, or Div by, a single-element value) on q', on k' (before or after
+//   its Transpose) and on the scores; Softmax(last axis);
+//   MatMul(P, v') -> Transpose(2,0,1,3) [S,B,H,D]
+// into y = ai.vigil.Attention(qkv) [S,B,E] (layout "sbe") followed by
+// Reshape(y, [0,0,H,D]), which writes the last Transpose's output. qkv must
+// have a known type of rank 3 with a known last dim 3E; every dim above is
+// proven by symbolic evaluation of the Reshape targets (ir/symbolic_shapes.h),
+// S and B may be symbolic, H and D must be numbers. The scale is the product
+// of the scale operands, each a constant or constant arithmetic over shapes
+// (torch computes sqrt(1/sqrt(D)) from Shape(q) at run time). No value of
+// the chain but the last may be read by a node that still has a path to a
+// graph output once the chain is gone (the chain's own shape arithmetic
+// reads them, and goes with it), nor be a graph output. Anything else leaves
+// the chain unchanged. When anything is fused, every node left without a
+// path to a graph output is removed.
+//
+// Adds to `types` the types of the values it creates, adds the opset import
+// of "ai.vigil" when it fuses anything, and returns the number of chains
+// fused.
+Result<size_t> FuseAttention(Model& model, std::unordered_map<std::string, TypeInfo>& types);
+
+}  // namespace vigil::ir

@@ -1,0 +1,274 @@
+// ai.vigil.Attention on the GPU (backends/cuda/attention.cu) against a
+// double-precision reference written here from the op's definition, for
+// float16, bfloat16 and float32, both layouts, every supported head size,
+// sequence lengths that leave partial 64-row tiles, and S = 1. The node runs
+// on the CUDA backend directly (no session, so no dependence on the op's
+// schema or CPU kernel); Y is poisoned with NaN before the run, so an element
+// the kernel does not write fails the comparison.
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "backends/cpu/kernel_test_util.h"
+#include "backends/cuda/cuda_test_util.h"
+#include "ir/fuse_attention.h"
+#include "ir/layout_nhwc.h"  // kVigilDomain
+#include "ops/shape_helpers.h"
+#include "runtime/tensor_compare.h"  // ElementAsDouble
+
+namespace vigil::cuda {
+namespace {
+
+using ir::DataType;
+using testing::CudaBackendForTests;
+using testing::RandomTensor;
+
+constexpr DataType kF32 = DataType::kFloat32;
+constexpr DataType kF16 = DataType::kFloat16;
+constexpr DataType kBF16 = DataType::kBfloat16;
+
+// Relative L2 error allowed against the float64 reference. fp16/bf16: P is
+// rounded to the input dtype for P.V (as flash attention does) and Y once.
+constexpr double kTolF16 = 5e-3;
+constexpr double kTolBF16 = 2e-2;
+constexpr double kTolF32 = 1e-5;
+
+double Tolerance(DataType t) { return t == kF16 ? kTolF16 : t == kBF16 ? kTolBF16 : kTolF32; }
+
+struct AttentionCase {
+  int64_t seq, batch, heads, head_size;
+  bool sbe;
+  std::string Name() const {
+    return "S=" + std::to_string(seq) + " B=" + std::to_string(batch) + " H=" + std::to_string(heads) +
+           " D=" + std::to_string(head_size) + (sbe ? " sbe" : " bse");
+  }
+  int64_t embed() const { return heads * head_size; }
+  std::vector<int64_t> InputShape() const {
+    return sbe ? std::vector<int64_t>{seq, batch, 3 * embed()} : std::vector<int64_t>{batch, seq, 3 * embed()};
+  }
+  std::vector<int64_t> OutputShape() const {
+    return sbe ? std::vector<int64_t>{seq, batch, embed()} : std::vector<int64_t>{batch, seq, embed()};
+  }
+  float scale() const { return 1.0f / std::sqrt(static_cast<float>(head_size)); }
+};
+
+ir::Node AttentionNode(const AttentionCase& c) {
+  ir::Node node = cpu::testing::MakeNode(ir::kAttentionOp, {"qkv"}, {"y"},
+                                         {cpu::testing::IntAttr("num_heads", c.heads),
+                                          cpu::testing::FloatAttr("scale", c.scale()),
+                                          cpu::testing::StringAttr("layout", c.sbe ? "sbe" : "bse")});
+  node.domain = ir::kVigilDomain;
+  return node;
+}
+
+// Y from the definition: per (b, h, s), softmax over t of scale * q.k with
+// the max subtracted, then the P-weighted sum of V rows; all in double.
+std::vector<double> Reference(const runtime::Tensor& qkv, const AttentionCase& c) {
+  const int64_t e = c.embed(), d = c.head_size;
+  auto in = [&](int64_t s, int64_t b, int64_t col) {
+    const int64_t row = c.sbe ? s * c.batch + b : b * c.seq + s;
+    return runtime::ElementAsDouble(qkv, static_cast<uint64_t>(row * 3 * e + col));
+  };
+  std::vector<double> y(static_cast<size_t>(c.seq * c.batch * e));
+  std::vector<double> p(static_cast<size_t>(c.seq));
+  for (int64_t b = 0; b < c.batch; ++b) {
+    for (int64_t h = 0; h < c.heads; ++h) {
+      for (int64_t s = 0; s < c.seq; ++s) {
+        double max = -INFINITY;
+        for (int64_t t = 0; t < c.seq; ++t) {
+          double dot = 0;
+          for (int64_t j = 0; j < d; ++j) dot += in(s, b, h * d + j) * in(t, b, e + h * d + j);
+          p[t] = static_cast<double>(c.scale()) * dot;
+          max = std::max(max, p[t]);
+        }
+        double sum = 0;
+        for (int64_t t = 0; t < c.seq; ++t) sum += p[t] = std::exp(p[t] - max);
+        const int64_t out_row = c.sbe ? s * c.batch + b : b * c.seq + s;
+        for (int64_t i = 0; i < d; ++i) {
+          double acc = 0;
+          for (int64_t t = 0; t < c.seq; ++t) acc += p[t] * in(t, b, 2 * e + h * d + i);
+          y[static_cast<size_t>(out_row * e + h * d + i)] = acc / sum;
+        }
+      }
+    }
+  }
+  return y;
+}
+
+// Device outputs filled with all-ones bytes first: NaN in float32, float16
+// and bfloat16, so that an unwritten element cannot pass.
+class PoisonedDeviceOutputs : public runtime::OutputAllocator {
+ public:
+  explicit PoisonedDeviceOutputs(const runtime::Backend& backend) : backend_(backend) {}
+  Result<runtime::Tensor> Allocate(size_t, DataType dtype, std::vector<int64_t> shape) override {
+    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor host, runtime::Tensor::Allocate(dtype, std::move(shape)));
+    std::memset(host.raw_data(), 0xFF, host.byte_size());
+    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor device, backend_.ToDevice(host));
+    VIGIL_RETURN_IF_ERROR(backend_.Synchronize());  // `host` goes away on return
+    return device;
+  }
+
+ private:
+  const runtime::Backend& backend_;
+};
+
+// Runs the node on the CUDA backend with `qkv` (device) as input; Y on the host.
+Result<runtime::Tensor> RunOnDevice(const ir::Node& node, const runtime::Tensor& qkv) {
+  auto backend = CudaBackendForTests();
+  const runtime::Tensor* inputs[] = {&qkv};
+  std::vector<runtime::Tensor> outputs;
+  PoisonedDeviceOutputs allocator(*backend);
+  VIGIL_RETURN_IF_ERROR(backend->Run(node, 1, inputs, outputs, allocator));
+  VIGIL_RETURN_IF_ERROR(backend->Synchronize());
+  if (outputs.size() != 1) return InternalError("{} outputs", outputs.size());
+  return backend->ToHost(outputs[0]);
+}
+
+// `host` on the device, starting `offset` elements into its allocation (an
+// offset of 1 makes every row start misaligned for 16-byte loads).
+Result<runtime::Tensor> OnDevice(const runtime::Tensor& host, int64_t offset) {
+  auto backend = CudaBackendForTests();
+  const int64_t n = static_cast<int64_t>(host.element_count());
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor padded, runtime::Tensor::Allocate(host.dtype(), {n + offset}));
+  const size_t elem = host.byte_size() / std::max<int64_t>(n, 1);
+  std::memset(padded.raw_data(), 0, padded.byte_size());
+  std::memcpy(static_cast<char*>(padded.raw_data()) + offset * elem, host.raw_data(), host.byte_size());
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor device, backend->ToDevice(padded));
+  VIGIL_RETURN_IF_ERROR(backend->Synchronize());
+  auto owner = std::make_shared<runtime::Tensor>(device);
+  return runtime::Tensor::OnDevice(runtime::Device::kCuda, host.dtype(), host.shape(),
+                                   static_cast<char*>(device.raw_data()) + offset * elem, owner);
+}
+
+void ExpectMatchesReference(DataType dtype, const AttentionCase& c, int64_t misalign = 0) {
+  SCOPED_TRACE(std::string(ir::DataTypeName(dtype)) + " " + c.Name() + (misalign ? " misaligned" : ""));
+  // [-2, 2]: scores of a few units, so the softmax is far from uniform.
+  runtime::Tensor qkv = RandomTensor(dtype, c.InputShape(), static_cast<uint32_t>(c.seq * 131 + c.head_size), -2, 2);
+  auto device_qkv = OnDevice(qkv, misalign);
+  ASSERT_TRUE(device_qkv.ok()) << device_qkv.status().ToString();
+  auto y = RunOnDevice(AttentionNode(c), *device_qkv);
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  ASSERT_EQ(y->dtype(), dtype);
+  ASSERT_EQ(y->shape(), c.OutputShape());
+  const std::vector<double> want = Reference(qkv, c);
+  ASSERT_EQ(y->element_count(), want.size());
+  double err = 0, norm = 0;
+  uint64_t not_finite = 0;
+  for (uint64_t i = 0; i < want.size(); ++i) {
+    const double got = runtime::ElementAsDouble(*y, i);
+    if (!std::isfinite(got)) {
+      ++not_finite;
+      continue;
+    }
+    err += (got - want[i]) * (got - want[i]);
+    norm += want[i] * want[i];
+  }
+  EXPECT_EQ(not_finite, 0u) << "elements not written, or NaN/inf";
+  const double rel = norm > 0 ? std::sqrt(err / norm) : std::sqrt(err);
+  EXPECT_LE(rel, Tolerance(dtype)) << "relative L2 error";
+}
+
+std::vector<AttentionCase> Cases() {
+  std::vector<AttentionCase> cases;
+  for (bool sbe : {true, false}) {
+    cases.push_back({197, 2, 12, 64, sbe});  // ViT-B/16's attention, batch 2
+    cases.push_back({7, 3, 2, 16, sbe});     // the tiny test model's head size
+    cases.push_back({65, 1, 1, 32, sbe});    // one row past a 64-row tile
+    cases.push_back({130, 2, 4, 128, sbe});  // largest head size, partial tiles
+    cases.push_back({1, 3, 2, 64, sbe});     // one token
+  }
+  return cases;
+}
+
+void ExpectAllCasesMatch(DataType dtype) {
+  for (const AttentionCase& c : Cases()) ExpectMatchesReference(dtype, c);
+}
+
+TEST(CudaAttention, Float16MatchesReference) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  ExpectAllCasesMatch(kF16);
+}
+
+TEST(CudaAttention, Bfloat16MatchesReference) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  ExpectAllCasesMatch(kBF16);
+}
+
+TEST(CudaAttention, Float32MatchesReference) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  ExpectAllCasesMatch(kF32);
+}
+
+// QKV not 16-byte aligned takes the kernel's element-wise loads.
+TEST(CudaAttention, MisalignedInputMatchesReference) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  for (DataType dtype : {kF16, kBF16, kF32}) {
+    ExpectMatchesReference(dtype, {70, 2, 2, 64, true}, /*misalign=*/1);
+    ExpectMatchesReference(dtype, {33, 1, 3, 16, false}, /*misalign=*/1);
+  }
+}
+
+TEST(CudaAttention, RefusesUnsupportedHeadSize) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  const AttentionCase c{5, 1, 2, 48, true};
+  ir::Node node = AttentionNode(c);
+  ir::TypeInfo in = ops::TensorType(kF16, c.InputShape());
+  runtime::NodeTypes types;
+  types.inputs = {&in};
+  std::string why;
+  EXPECT_FALSE(CudaBackendForTests()->SupportsTyped(node, 1, types, &why));
+  EXPECT_EQ(why, "head size D=48 (supported: 16, 32, 64, 128)");
+  // Run anyway: an Unsupported error, not a launch.
+  runtime::Tensor qkv = RandomTensor(kF16, c.InputShape(), 7);
+  auto device_qkv = OnDevice(qkv, 0);
+  ASSERT_TRUE(device_qkv.ok()) << device_qkv.status().ToString();
+  auto y = RunOnDevice(node, *device_qkv);
+  ASSERT_FALSE(y.ok());
+  EXPECT_EQ(y.status().code(), ErrorCode::kUnsupported) << y.status().ToString();
+  EXPECT_NE(y.status().ToString().find("head size D=48"), std::string::npos) << y.status().ToString();
+}
+
+TEST(CudaAttention, SupportsTheFloatDtypesOnly) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  const AttentionCase c{5, 1, 2, 64, true};
+  ir::Node node = AttentionNode(c);
+  for (DataType dtype : {kF16, kBF16, kF32}) {
+    ir::TypeInfo in = ops::TensorType(dtype, c.InputShape());
+    runtime::NodeTypes types;
+    types.inputs = {&in};
+    std::string why;
+    EXPECT_TRUE(CudaBackendForTests()->SupportsTyped(node, 1, types, &why)) << why;
+  }
+  ir::TypeInfo in = ops::TensorType(DataType::kFloat64, c.InputShape());
+  runtime::NodeTypes types;
+  types.inputs = {&in};
+  std::string why;
+  EXPECT_FALSE(CudaBackendForTests()->SupportsTyped(node, 1, types, &why));
+  EXPECT_EQ(why, "dtype float64 of input 0");
+}
+
+TEST(CudaAttention, BadInputIsAnErrorNotACrash) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  const AttentionCase c{4, 2, 2, 16, true};
+  // Rank 2 instead of 3.
+  runtime::Tensor flat = RandomTensor(kF16, {8, 3 * c.embed()}, 3);
+  auto device_flat = OnDevice(flat, 0);
+  ASSERT_TRUE(device_flat.ok()) << device_flat.status().ToString();
+  auto y = RunOnDevice(AttentionNode(c), *device_flat);
+  ASSERT_FALSE(y.ok());
+  EXPECT_EQ(y.status().code(), ErrorCode::kInvalidInput) << y.status().ToString();
+  // A last dim that is not 3 * E with E divisible by num_heads.
+  runtime::Tensor odd = RandomTensor(kF16, {4, 2, 3 * c.embed() + 3}, 4);
+  auto device_odd = OnDevice(odd, 0);
+  ASSERT_TRUE(device_odd.ok()) << device_odd.status().ToString();
+  y = RunOnDevice(AttentionNode(c), *device_odd);
+  ASSERT_FALSE(y.ok());
+  EXPECT_EQ(y.status().code(), ErrorCode::kInvalidInput) << y.status().ToString();
+}
+
+}  // namespace
+}  // namespace vigil::cuda
