@@ -233,6 +233,21 @@ Tensor HeadShape(const std::string& name, int64_t heads, int64_t head_dim) {
   return t;
 }
 
+// The Attention node for `m`, reading qkv; its name and output are the
+// caller's.
+Node AttentionNode(const AttentionMatch& m) {
+  Node att;
+  att.op_type = kAttentionOp;
+  att.domain = kVigilDomain;
+  att.inputs = {m.qkv};
+  Attribute heads, scale, layout;
+  heads.name = "num_heads", heads.type = AttributeType::kInt, heads.i = m.heads;
+  scale.name = "scale", scale.type = AttributeType::kFloat, scale.f = static_cast<float>(m.scale);
+  layout.name = "layout", layout.type = AttributeType::kString, layout.s = "sbe";
+  att.attributes = {heads, scale, layout};
+  return att;
+}
+
 // The fused pair for `m`: Attention, then the Reshape that writes the
 // replaced Transpose's output. Records the new values' types.
 std::vector<Node> Rewrite(Graph& g, const AttentionMatch& m, std::unordered_set<std::string>& taken,
@@ -244,17 +259,9 @@ std::vector<Node> Rewrite(Graph& g, const AttentionMatch& m, std::unordered_set<
   taken.insert(shape);
   g.initializers.push_back(HeadShape(shape, m.heads, m.head_dim));
 
-  Node att;
+  Node att = AttentionNode(m);
   att.name = (tr.name.empty() ? y : tr.name) + "/Attention";
-  att.op_type = kAttentionOp;
-  att.domain = kVigilDomain;
-  att.inputs = {m.qkv};
   att.outputs = {y};
-  Attribute heads, scale, layout;
-  heads.name = "num_heads", heads.type = AttributeType::kInt, heads.i = m.heads;
-  scale.name = "scale", scale.type = AttributeType::kFloat, scale.f = static_cast<float>(m.scale);
-  layout.name = "layout", layout.type = AttributeType::kString, layout.s = "sbe";
-  att.attributes = {heads, scale, layout};
 
   Node view;
   view.name = tr.name;
@@ -319,7 +326,8 @@ std::vector<bool> LiveAfterRewrite(const Graph& g, std::vector<AttentionMatch>& 
 
 }  // namespace
 
-Result<size_t> FuseAttention(Model& model, std::unordered_map<std::string, TypeInfo>& types) {
+Result<size_t> FuseAttention(Model& model, std::unordered_map<std::string, TypeInfo>& types,
+                             const AttentionAcceptor& accept) {
   Graph& g = model.graph;
   std::vector<AttentionMatch> matches;
   {
@@ -329,6 +337,10 @@ Result<size_t> FuseAttention(Model& model, std::unordered_map<std::string, TypeI
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       std::optional<AttentionMatch> m = matcher.Match(i);
       if (!m) continue;
+      if (accept) {
+        auto qkv = types.find(m->qkv);
+        if (qkv == types.end() || !accept(AttentionNode(*m), qkv->second)) continue;
+      }
       bool overlap = false;
       for (size_t j : m->chain) overlap = overlap || taken.count(j);
       if (overlap) continue;

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <unordered_map>
 
@@ -53,6 +54,13 @@ inline constexpr const char kAttentionOp[] = "Attention";
 // Adds to `types` the types of the values it creates, adds the opset import
 // of "ai.vigil" when it fuses anything, and returns the number of chains
 // fused.
-Result<size_t> FuseAttention(Model& model, std::unordered_map<std::string, TypeInfo>& types);
+//
+// `accept`, when given, is asked about each match first, with the Attention
+// node the rewrite would write (attributes set) and the type of qkv; a match
+// it refuses stays unfused (the session asks the device backend, which
+// takes only the dtypes and head sizes it has a fast kernel for).
+using AttentionAcceptor = std::function<bool(const Node& attention, const TypeInfo& qkv)>;
+Result<size_t> FuseAttention(Model& model, std::unordered_map<std::string, TypeInfo>& types,
+                             const AttentionAcceptor& accept = {});
 
 }  // namespace vigil::ir

@@ -9,6 +9,7 @@
 
 #include "base/float16.h"
 #include "ir/extract_subgraph.h"
+#include "ir/layout_nhwc_pool.h"
 #include "ir/validate.h"
 
 namespace vigil::ir {
@@ -149,10 +150,13 @@ class NhwcRewriter {
   }
 
   void ConvertConv(size_t index);
+  // The pool op types Optimize moves to channels-last (NhwcOptions::nhwc_pools).
+  void SetNhwcPools(std::vector<std::string> ops) { nhwc_pools_ = std::move(ops); }
   // Sinks and cancels transposes until nothing changes.
   void Optimize();
   void FuseResiduals();
   void FuseActivations(bool relu, bool relu6);
+  void MoveActivationsToDepthwise();
   Status Finish();
 
   NhwcStats stats;
@@ -168,6 +172,8 @@ class NhwcRewriter {
   bool TryCancel(const UseIndex& idx);
   bool TrySink(const UseIndex& idx);
   bool SinkPast(size_t e, const UseIndex& idx);
+  bool TryConvertPool(const UseIndex& idx);
+  bool ConvertPool(size_t p, const char* nhwc_op, const UseIndex& idx);
   NhwcOperand Classify(const std::string& name, const UseIndex& idx) const;
   void RemoveDeadTransposes();
   bool OnlyConsumer(const UseIndex& idx, const std::string& value, size_t node) const;
@@ -179,6 +185,7 @@ class NhwcRewriter {
   const TypeInfo* NchwTypeOf(const std::string& name, const UseIndex& idx) const;
   std::optional<size_t> ResidualAdd(size_t conv, const UseIndex& idx) const;
   bool IsRelu6(const Node& clip) const;
+  bool IsDepthwiseNhwc(const Node& conv, const UseIndex& idx) const;
 
   Model& model_;
   Graph& g_;
@@ -192,6 +199,7 @@ class NhwcRewriter {
   // NHWC value -> the NCHW value it holds, permuted (for shapes: the NHWC
   // values are new and `types_` does not know them).
   std::unordered_map<std::string, std::string> nchw_of_;
+  std::vector<std::string> nhwc_pools_;
 };
 
 std::string NhwcRewriter::UniqueValue(const std::string& base) {
@@ -423,6 +431,48 @@ void NhwcRewriter::RemoveDeadTransposes() {
   }
 }
 
+bool NhwcRewriter::TryConvertPool(const UseIndex& idx) {
+  if (nhwc_pools_.empty()) return false;
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    if (dead_[i]) continue;
+    const char* op = NhwcPoolOpFor(g_.nodes[i], nhwc_pools_);
+    if (op && ConvertPool(i, op, idx)) return true;
+  }
+  return false;
+}
+
+// Pool(Transpose_toNCHW(v)) -> Transpose_toNCHW(PoolNhwc(v)), on SinkPast's
+// condition: the move must not add a transpose, so the pool is the first
+// transpose's only reader, or its result only feeds to-NHWC transposes
+// (which then cancel). A MaxPool whose Indices are read keeps NCHW: the
+// channels-last op has none.
+bool NhwcRewriter::ConvertPool(size_t p, const char* nhwc_op, const UseIndex& idx) {
+  const Node& pool = g_.nodes[p];
+  auto t = idx.producer.find(pool.inputs[0]);
+  if (t == idx.producer.end() || !IsTransposeWith(g_.nodes[t->second], kToNchw)) return false;
+  for (size_t k = 1; k < pool.outputs.size(); ++k) {
+    const std::string& extra = pool.outputs[k];
+    if (!extra.empty() && (graph_outputs_.count(extra) || idx.consumers.count(extra))) return false;
+  }
+  const std::string y = pool.outputs[0];
+  bool cancels_after = false;
+  if (auto it = idx.consumers.find(y); it != idx.consumers.end() && !graph_outputs_.count(y) && !idx.opaque.count(y)) {
+    cancels_after = std::all_of(it->second.begin(), it->second.end(), [&](size_t c) {
+      const Node& n = g_.nodes[c];
+      return IsTransposeWith(n, kToNhwc) && !graph_outputs_.count(n.outputs[0]) && !idx.opaque.count(n.outputs[0]);
+    });
+  }
+  if (!OnlyConsumer(idx, pool.inputs[0], p) && !cancels_after) return false;
+  const std::string x_nhwc = g_.nodes[t->second].inputs[0];
+  const std::string yt = UniqueValue(y + "_nhwc");
+  const std::string label = pool.name.empty() ? fmt::format("{}{}", pool.op_type, p) : pool.name;
+  RewriteAsNhwcPool(g_.nodes[p], nhwc_op, x_nhwc, yt);
+  nchw_of_.emplace(yt, y);
+  AddTranspose(yt, y, kToNchw, label + "/to_nchw");
+  ++stats.pools;
+  return true;
+}
+
 void NhwcRewriter::Optimize() {
   // Each step removes a node or moves a transpose further down the graph, so
   // this ends; the index is rebuilt after each (graphs are small).
@@ -431,6 +481,7 @@ void NhwcRewriter::Optimize() {
     UseIndex idx = BuildIndex();
     if (TryCancel(idx)) continue;
     if (TrySink(idx)) continue;
+    if (TryConvertPool(idx)) continue;
     break;
   }
 }
@@ -537,6 +588,55 @@ void NhwcRewriter::FuseActivations(bool relu, bool relu6) {
   }
 }
 
+// Whether ConvNhwc `conv` is depthwise with channel multiplier 1: group ==
+// M > 1 and W (a constant, OIHW before the pass) [M, 1, kH, kW], so that C ==
+// group too; C is checked as well where X's type is known.
+bool NhwcRewriter::IsDepthwiseNhwc(const Node& conv, const UseIndex& idx) const {
+  const Attribute* g = conv.FindAttribute("group");
+  if (!g || g->type != AttributeType::kInt || g->i <= 1 || conv.inputs.size() < 2) return false;
+  auto w_nchw = nchw_of_.find(conv.inputs[1]);
+  const Tensor* w = w_nchw == nchw_of_.end() ? nullptr : Constant(w_nchw->second);
+  if (!w || w->dims.size() != 4 || w->dims[0] != g->i || w->dims[1] != 1) return false;
+  const TypeInfo* x = NchwTypeOf(conv.inputs[0], idx);
+  if (x && x->shape.rank_known && x->shape.dims.size() == 4 && x->shape.dims[1].is_known()) {
+    return *x->shape.dims[1].value == g->i;
+  }
+  return true;
+}
+
+// Moves a Relu/Relu6 activation from a convolution to the depthwise
+// convolution that alone reads its result (NhwcOptions says why).
+void NhwcRewriter::MoveActivationsToDepthwise() {
+  UseIndex idx = BuildIndex();
+  std::vector<size_t> convs(conv_nodes_.begin(), conv_nodes_.end());
+  std::sort(convs.begin(), convs.end());
+  for (size_t c : convs) {
+    if (dead_[c]) continue;
+    Node& producer = g_.nodes[c];
+    auto act = std::find_if(producer.attributes.begin(), producer.attributes.end(),
+                            [](const Attribute& a) { return a.name == "activation"; });
+    if (act == producer.attributes.end() || act->type != AttributeType::kString ||
+        (act->s != kConvNhwcRelu && act->s != kConvNhwcRelu6)) {
+      continue;
+    }
+    const std::string& y = producer.outputs[0];
+    auto it = idx.consumers.find(y);
+    if (it == idx.consumers.end() || it->second.size() != 1 || !OnlyConsumer(idx, y, it->second[0])) continue;
+    const size_t r = it->second[0];
+    Node& reader = g_.nodes[r];
+    // Only as X: W, B or Z must keep the activated values.
+    if (!conv_nodes_.count(r) || dead_[r] || reader.inputs[0] != y || !IsDepthwiseNhwc(reader, idx) ||
+        reader.FindAttribute(kConvNhwcInputActivation)) {
+      continue;
+    }
+    Attribute moved = *act;
+    moved.name = kConvNhwcInputActivation;
+    producer.attributes.erase(act);
+    reader.attributes.push_back(std::move(moved));
+    ++stats.input_activations;
+  }
+}
+
 Status NhwcRewriter::Finish() {
   RemoveDeadTransposes();
   std::vector<Node> kept;
@@ -555,7 +655,7 @@ Status NhwcRewriter::Finish() {
   sorted.reserve(order.size());
   for (size_t i : order) sorted.push_back(std::move(g_.nodes[i]));
   g_.nodes = std::move(sorted);
-  if (stats.convs > 0 && model_.OpsetVersion(kVigilDomain) < 0) {
+  if ((stats.convs > 0 || stats.pools > 0) && model_.OpsetVersion(kVigilDomain) < 0) {
     model_.opset_imports.push_back({kVigilDomain, kVigilOpsetVersion});
   }
   return Status::Ok();
@@ -580,10 +680,12 @@ Result<NhwcStats> ConvertConvsToNhwc(Model& model, const std::vector<size_t>& co
     }
   }
   NhwcRewriter rewriter(model, types);
+  rewriter.SetNhwcPools(options.nhwc_pools);
   for (size_t i : conv_nodes) rewriter.ConvertConv(i);
   rewriter.Optimize();
   if (options.fuse_residual) rewriter.FuseResiduals();
   if (options.fuse_relu || options.fuse_relu6) rewriter.FuseActivations(options.fuse_relu, options.fuse_relu6);
+  if (options.depthwise_input_activation) rewriter.MoveActivationsToDepthwise();
   VIGIL_RETURN_IF_ERROR(rewriter.Finish());
   return rewriter.stats;
 }

@@ -12,9 +12,13 @@
 //   (Y's shape, no broadcasting), Y [N, OH, OW, M]; the attributes are
 //   Conv's (auto_pad, pads, strides, dilations, group, kernel_shape), 2D
 //   only, plus `activation`: "" (none), "Relu" or "Relu6" (min(max(v, 0),
-//   6), ONNX Clip(0, 6)). The pass sets Z when an Add of the convolution's
-//   result and a same-shape value was its only consumer, and the activation
-//   when a Relu or Clip(0, 6) then was.
+//   6), ONNX Clip(0, 6)), and `input_activation`, the same choices applied
+//   to X as it is read: Y = act(conv(in_act(X), W) + B + Z) (zero padding
+//   stays zero: both activations map 0 to 0). The pass sets Z when an Add of
+//   the convolution's result and a same-shape value was its only consumer,
+//   the activation when a Relu or Clip(0, 6) then was, and moves a
+//   convolution's activation onto the input of a depthwise convolution that
+//   is its result's only reader (NhwcOptions::depthwise_input_activation).
 #pragma once
 
 #include <cstddef>
@@ -32,6 +36,15 @@ inline constexpr int64_t kVigilOpsetVersion = 1;
 inline constexpr const char kConvNhwcOp[] = "ConvNhwc";
 inline constexpr const char kConvNhwcRelu[] = "Relu";
 inline constexpr const char kConvNhwcRelu6[] = "Relu6";
+// Channels-last pools (2D only), written by the pass for pools inside an NHWC
+// region: X [N, H, W, C], Y [N, OH, OW, C] (GlobalAveragePoolNhwc: [N, 1, 1,
+// C]), with the attributes and the values of the ONNX op of the same name
+// without the suffix. MaxPoolNhwc has no Indices output (storage_order is
+// ignored).
+inline constexpr const char kMaxPoolNhwcOp[] = "MaxPoolNhwc";
+inline constexpr const char kAveragePoolNhwcOp[] = "AveragePoolNhwc";
+inline constexpr const char kGlobalAveragePoolNhwcOp[] = "GlobalAveragePoolNhwc";
+inline constexpr const char kConvNhwcInputActivation[] = "input_activation";
 
 // perm of Transpose from NCHW to NHWC, and back.
 inline const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
@@ -48,6 +61,21 @@ struct NhwcOptions {
   // is the result's only consumer and Z has the result's exact shape (per
   // `types`); runs before the activations, so a Relu after the Add fuses too.
   bool fuse_residual = false;
+  // After the fusions: when a ConvNhwc with activation Relu or Relu6 has one
+  // reader, a depthwise ConvNhwc (group == C == M, W [M, kH, kW, 1], any
+  // kernel) reading it as X with no input_activation, and the value is no
+  // graph output, clear the producer's activation and set it as the
+  // reader's input_activation: the producer then writes its result once,
+  // with no separate activation pass over it, and the reader clips what it
+  // loads. For backends whose depthwise kernel applies input_activation.
+  bool depthwise_input_activation = false;
+  // ONNX pool op types ("MaxPool", "AveragePool", "GlobalAveragePool") to
+  // run channels-last where their input comes out of an NHWC region (a
+  // to-NCHW Transpose): Pool(Transpose(v)) -> Transpose(PoolNhwc(v)), where
+  // that does not add a transpose, before the transposes are cancelled. A
+  // MaxPool whose Indices output is read stays NCHW. The caller lists the
+  // ones its device runs.
+  std::vector<std::string> nhwc_pools;
 };
 
 struct NhwcStats {
@@ -57,6 +85,8 @@ struct NhwcStats {
   size_t fused_relus = 0;        // Relus folded into a ConvNhwc
   size_t fused_relu6s = 0;       // Clip(0, 6)s folded into a ConvNhwc
   size_t fused_residuals = 0;    // Adds folded into a ConvNhwc as its Z
+  size_t pools = 0;              // pools rewritten to their channels-last ai.vigil op
+  size_t input_activations = 0;  // activations moved onto a depthwise reader's input_activation
 };
 
 // Rewrites the Conv nodes `conv_nodes` (indices into model.graph.nodes; each
@@ -72,8 +102,9 @@ struct NhwcStats {
 // way, layout-free (every dim 1) or constant initializers (which get a
 // permuted copy), and cancels to-NCHW -> to-NHWC pairs. A transpose moves
 // only where that does not add transposes. Graph outputs keep their names
-// and their NCHW layout; ops the pass does not know (pools, Reshape,
-// Concat, ...) keep reading NCHW. `types` gives the types of values (from
+// and their NCHW layout; the pools in `options.nhwc_pools` become their
+// channels-last ops where they read the NHWC region; ops the pass does not
+// know (other pools, Reshape, Concat, ...) keep reading NCHW. `types` gives the types of values (from
 // load-time inference): shapes decide which operands are layout-free.
 // Adds the opset import of "ai.vigil" when it converts anything.
 Result<NhwcStats> ConvertConvsToNhwc(Model& model, const std::vector<size_t>& conv_nodes,

@@ -1,4 +1,5 @@
-// Schemas of vigil's own layout ops, in the domain "ai.vigil". They are not
+// Schemas of vigil's own layout ops, in the domain "ai.vigil": ConvNhwc and
+// the channels-last pools. They are not
 // expected in model files: the NHWC layout pass (ir/layout_nhwc.h, which
 // documents the op) writes them when it moves convolutions to channels-last
 // for a device backend.
@@ -32,10 +33,13 @@ std::optional<std::vector<int64_t>> KernelFromWeights(const ir::TypeInfo* w) {
   return std::vector<int64_t>{*kh.value, *kw.value};
 }
 
+// `activation` and `input_activation`: each '', 'Relu' or 'Relu6'.
 Status CheckActivation(InferenceContext& ctx) {
-  VIGIL_ASSIGN_OR_RETURN(std::string act, StringAttr(ctx.node(), "activation", ""));
-  if (!act.empty() && act != ir::kConvNhwcRelu && act != ir::kConvNhwcRelu6) {
-    return ctx.Fail("activation is '{}', expected '', 'Relu' or 'Relu6'", act);
+  for (const char* name : {"activation", ir::kConvNhwcInputActivation}) {
+    VIGIL_ASSIGN_OR_RETURN(std::string act, StringAttr(ctx.node(), name, ""));
+    if (!act.empty() && act != ir::kConvNhwcRelu && act != ir::kConvNhwcRelu6) {
+      return ctx.Fail("{} is '{}', expected '', 'Relu' or 'Relu6'", name, act);
+    }
   }
   return Status::Ok();
 }
@@ -130,8 +134,60 @@ Status InferConvNhwc(InferenceContext& ctx) {
   return Status::Ok();
 }
 
+// X [N, H, W, C] of a channels-last pool, checked; nullptr when its shape is
+// not known (Y is then set as far as known).
+Result<const ir::TypeInfo*> PoolNhwcInput(InferenceContext& ctx) {
+  const ir::TypeInfo* x = ctx.input_type(0);
+  if (!IsTensor(x)) return nullptr;
+  if (!HasRank(x)) {
+    ctx.set_output(0, TensorTypeUnknownShape(x->elem_type));
+    return nullptr;
+  }
+  if (x->shape.dims.size() != 4) {
+    return ctx.Fail("input 0 (X) has rank {} ({}), {} takes 2D images N x H x W x C", x->shape.dims.size(),
+                    ir::ShapeToString(x->shape), ctx.node().op_type);
+  }
+  return x;
+}
+
+// MaxPoolNhwc and AveragePoolNhwc: the ONNX pools' window rule
+// (conv_geometry.h) on dims 1 and 2, C carried.
+Status InferPoolNhwc(InferenceContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(const ir::TypeInfo* x, PoolNhwcInput(ctx));
+  if (!x) return Status::Ok();
+  const auto& xd = x->shape.dims;
+  WindowOptions options;
+  options.pooling = true;
+  VIGIL_ASSIGN_OR_RETURN(WindowAttrs wa, ReadWindowAttrs(ctx.node(), 2, std::nullopt, options));
+  std::vector<ir::Dim> out{Carry(ctx, xd[0])};
+  for (size_t i = 0; i < 2; ++i) {
+    if (!xd[1 + i].is_known()) {
+      out.push_back(ctx.NewSymbol());
+      continue;
+    }
+    VIGIL_ASSIGN_OR_RETURN(WindowExtent e, ForwardExtent(ctx.node(), wa, i, *xd[1 + i].value));
+    out.push_back(ir::Dim::Known(e.output));
+  }
+  out.push_back(Carry(ctx, xd[3]));
+  ctx.set_output(0, TensorType(x->elem_type, std::move(out)));
+  return Status::Ok();
+}
+
+// GlobalAveragePoolNhwc: [N, H, W, C] -> [N, 1, 1, C].
+Status InferGlobalPoolNhwc(InferenceContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(const ir::TypeInfo* x, PoolNhwcInput(ctx));
+  if (!x) return Status::Ok();
+  const auto& xd = x->shape.dims;
+  std::vector<ir::Dim> out{Carry(ctx, xd[0]), ir::Dim::Known(1), ir::Dim::Known(1), Carry(ctx, xd[3])};
+  ctx.set_output(0, TensorType(x->elem_type, std::move(out)));
+  return Status::Ok();
+}
+
 const OpSchema kLayoutSchemas[] = {
     {ir::kVigilDomain, ir::kConvNhwcOp, 1, kLatest, 2, 4, 1, 1, InferConvNhwc},
+    {ir::kVigilDomain, ir::kMaxPoolNhwcOp, 1, kLatest, 1, 1, 1, 1, InferPoolNhwc},
+    {ir::kVigilDomain, ir::kAveragePoolNhwcOp, 1, kLatest, 1, 1, 1, 1, InferPoolNhwc},
+    {ir::kVigilDomain, ir::kGlobalAveragePoolNhwcOp, 1, kLatest, 1, 1, 1, 1, InferGlobalPoolNhwc},
 };
 
 }  // namespace

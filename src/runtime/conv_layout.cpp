@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 #include "ops/attributes.h"
 #include "ops/shape_helpers.h"
@@ -38,9 +39,10 @@ const ir::Tensor* FindInitializer(const ir::Graph& g, const std::string& name) {
 }
 
 // Whether `device` takes `conv` as a ConvNhwc (with `activation`, if set,
-// and a residual input Z of Y's type when `residual`).
+// a residual input Z of Y's type when `residual`, and `input_activation`, if set).
 bool DeviceTakesNhwc(const ir::Node& conv, const std::unordered_map<std::string, ir::TypeInfo>& types,
-                     const Backend& device, const std::string& activation, bool residual = false) {
+                     const Backend& device, const std::string& activation, bool residual = false,
+                     const std::string& input_activation = "") {
   const ir::TypeInfo* x = TypeOf(types, conv.inputs[0]);
   const ir::TypeInfo* w = TypeOf(types, conv.inputs[1]);
   const ir::TypeInfo* y = TypeOf(types, conv.outputs[0]);
@@ -54,6 +56,13 @@ bool DeviceTakesNhwc(const ir::Node& conv, const std::unordered_map<std::string,
     a.name = "activation";
     a.type = ir::AttributeType::kString;
     a.s = activation;
+    probe.attributes.push_back(std::move(a));
+  }
+  if (!input_activation.empty()) {
+    ir::Attribute a;
+    a.name = ir::kConvNhwcInputActivation;
+    a.type = ir::AttributeType::kString;
+    a.s = input_activation;
     probe.attributes.push_back(std::move(a));
   }
   ir::TypeInfo xt = ToNhwcType(*x), wt = ToNhwcType(*w);
@@ -86,6 +95,45 @@ bool IsDepthwise(const ir::Node& conv, const std::unordered_map<std::string, ir:
   const ir::Dim& m = w->shape.dims[0];
   const ir::Dim& per_group = w->shape.dims[1];
   return group > 1 && c.value == group && m.value == group && per_group.value == 1;
+}
+
+// Whether the pass may move ReLU6/Relu onto depthwise inputs
+// (NhwcOptions::depthwise_input_activation): `device` takes the first
+// depthwise convolution among `convs` with input_activation Relu6 and Relu,
+// and VIGIL_RELU6_PROLOGUE is not "0" (which turns it off, to measure it).
+bool DepthwiseInputActivation(const ir::Model& model, const std::vector<size_t>& convs,
+                              const std::unordered_map<std::string, ir::TypeInfo>& types, const Backend& device) {
+  if (const char* v = std::getenv("VIGIL_RELU6_PROLOGUE"); v != nullptr && std::string_view(v) == "0") return false;
+  for (size_t i : convs) {
+    const ir::Node& n = model.graph.nodes[i];
+    auto group = ops::IntAttr(n, "group", 1);
+    if (!group.ok() || *group == 1 || !IsDepthwise(n, types, *group)) continue;
+    return DeviceTakesNhwc(n, types, device, "", false, ir::kConvNhwcRelu6) &&
+           DeviceTakesNhwc(n, types, device, "", false, ir::kConvNhwcRelu);
+  }
+  return false;
+}
+
+// The ONNX pools `device` runs channels-last (as ai.vigil.*PoolNhwc), probed
+// with an X of `x_nchw`'s dtype and dims moved to NHWC.
+std::vector<std::string> DeviceNhwcPools(const ir::TypeInfo& x_nchw, const Backend& device) {
+  const std::pair<const char*, const char*> kPools[] = {{"MaxPool", ir::kMaxPoolNhwcOp},
+                                                        {"AveragePool", ir::kAveragePoolNhwcOp},
+                                                        {"GlobalAveragePool", ir::kGlobalAveragePoolNhwcOp}};
+  const ir::TypeInfo x = ToNhwcType(x_nchw);
+  std::vector<std::string> pools;
+  for (const auto& [onnx_op, nhwc_op] : kPools) {
+    ir::Node probe;
+    probe.domain = ir::kVigilDomain;
+    probe.op_type = nhwc_op;
+    probe.inputs = {"x"};
+    probe.outputs = {"y"};
+    NodeTypes nt;
+    nt.inputs = {&x};
+    nt.outputs = {nullptr};
+    if (device.SupportsTyped(probe, ir::kVigilOpsetVersion, nt, nullptr)) pools.push_back(onnx_op);
+  }
+  return pools;
 }
 
 }  // namespace
@@ -128,6 +176,14 @@ Result<bool> ApplyConvLayout(ir::Model& model, const std::unordered_map<std::str
   options.fuse_relu = DeviceTakesNhwc(first, types, first_backend, ir::kConvNhwcRelu);
   options.fuse_relu6 = DeviceTakesNhwc(first, types, first_backend, ir::kConvNhwcRelu6);
   options.fuse_residual = DeviceTakesNhwc(first, types, first_backend, "", /*residual=*/true);
+  options.depthwise_input_activation = DepthwiseInputActivation(model, convs, types, first_backend);
+  // Pools inside the NHWC region follow where the device can run them;
+  // VIGIL_POOL_NHWC=0 keeps them NCHW (for before/after measurements).
+  const char* pool_nhwc = std::getenv("VIGIL_POOL_NHWC");
+  const bool pools_follow = !pool_nhwc || std::string_view(pool_nhwc) != "0";
+  if (const ir::TypeInfo* x = TypeOf(types, first.inputs[0]); pools_follow && IsRank4Tensor(x)) {
+    options.nhwc_pools = DeviceNhwcPools(*x, first_backend);
+  }
   VIGIL_ASSIGN_OR_RETURN(ir::NhwcStats stats, ir::ConvertConvsToNhwc(model, convs, types, options));
   return stats.convs > 0;
 }

@@ -20,7 +20,9 @@ enum class ConvLayout {
   kAsModel,       // as the model says (NCHW): no rewriting
   // float16/bfloat16 2D convolutions with constant weights that the first
   // backend, a device backend, can run as ai.vigil.ConvNhwc run channels-last
-  // (tensor-core convolutions want NHWC); float32 stays NCHW.
+  // (tensor-core convolutions want NHWC); float32 stays NCHW. MaxPool,
+  // AveragePool and GlobalAveragePool between them follow, where the
+  // backend runs their ai.vigil.*PoolNhwc ops.
   kNhwcOnDevice,
 };
 

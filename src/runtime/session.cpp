@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/attention_layout.h"
 #include "ir/fuse_attention.h"
 #include "ir/fuse_gelu.h"
 #include "ir/fuse_matmul_bias.h"
@@ -198,7 +199,19 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
     probe.domain = ir::kVigilDomain;
     if ((!fuse_attention || std::string_view(fuse_attention) != "0") &&
         state->options.backends[0]->Supports(probe, ir::kVigilOpsetVersion)) {
-      VIGIL_ASSIGN_OR_RETURN(attention, ir::FuseAttention(state->model, inferred.types));
+      const Backend& device = *state->options.backends[0];
+      auto accept = [&device](const ir::Node& node, const ir::TypeInfo& qkv) {
+        NodeTypes types{{&qkv}, {}};
+        return device.SupportsTyped(node, ir::kVigilOpsetVersion, types, nullptr);
+      };
+      VIGIL_ASSIGN_OR_RETURN(attention, ir::FuseAttention(state->model, inferred.types, accept));
+      // Then batch-first, without the two layout Transposes around each
+      // block; VIGIL_ATTENTION_BATCH_FIRST=0 keeps them.
+      const char* batch_first = std::getenv("VIGIL_ATTENTION_BATCH_FIRST");
+      if (attention > 0 && (!batch_first || std::string_view(batch_first) != "0")) {
+        VIGIL_ASSIGN_OR_RETURN(size_t relaid, ir::AttentionBatchFirst(state->model, inferred.types));
+        static_cast<void>(relaid);
+      }
     }
     static_cast<void>(linear + gelu + attention);
   }

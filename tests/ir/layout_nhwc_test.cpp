@@ -483,6 +483,118 @@ TEST(LayoutNhwc, FusesClipAttributesBeforeOpset11) {
   EXPECT_EQ(ConvertTyped(n, SameShapeTypes(n), AllFusions()).fused_relu6s, 0u);
 }
 
+// A MobileNetV2 inverted-residual body: x [1,8,5,5] -> Conv 1x1 (16) ->
+// Clip(0, 6) (e) -> depthwise Conv 3x3 (group 16, W [16,1,3,3]) -> Clip(0, 6)
+// -> Conv 1x1 (8) -> y.
+Model MobileBlock() {
+  Model m = BaseModel();
+  m.graph.initializers = {Counting("we", {16, 8, 1, 1}), Counting("wd", {16, 1, 3, 3}), Counting("wp", {8, 16, 1, 1}),
+                          HalfScalar("zero", 0), HalfScalar("six", 6)};
+  m.graph.outputs = {TensorValue("y", kF16, {1, 8, 5, 5})};
+  Node expand = MakeNode("Conv", {"x", "we"}, {"c0"}, "expand");
+  Node dw = Conv("e", "wd", "c1", "depthwise");
+  Attribute group;
+  group.name = "group";
+  group.type = AttributeType::kInt;
+  group.i = 16;
+  dw.attributes.push_back(group);
+  m.graph.nodes = {expand, MakeNode("Clip", {"c0", "zero", "six"}, {"e"}, "relu6_0"), dw,
+                   MakeNode("Clip", {"c1", "zero", "six"}, {"d"}, "relu6_1"),
+                   MakeNode("Conv", {"d", "wp"}, {"y"}, "project")};
+  return m;
+}
+
+// MobileBlock's types: x [1,8,5,5], the rest [1,16,5,5] but y.
+std::unordered_map<std::string, TypeInfo> MobileTypes(const Model& m) {
+  std::unordered_map<std::string, TypeInfo> types = Types(m);
+  for (const char* v : {"c0", "e", "c1", "d"}) types[v] = TensorValue(v, kF16, {1, 16, 5, 5}).type;
+  types["y"] = TensorValue("y", kF16, {1, 8, 5, 5}).type;
+  return types;
+}
+
+NhwcOptions WithPrologue() {
+  NhwcOptions o = AllFusions();
+  o.depthwise_input_activation = true;
+  return o;
+}
+
+std::string InputActivationOf(const Node& n) {
+  const Attribute* a = n.FindAttribute(kConvNhwcInputActivation);
+  return a ? a->s : "";
+}
+
+TEST(LayoutNhwc, MovesTheExpansionRelu6OntoTheDepthwiseInput) {
+  Model m = MobileBlock();
+  NhwcStats stats = ConvertTyped(m, MobileTypes(m), WithPrologue());
+  EXPECT_EQ(stats.fused_relu6s, 2u);
+  EXPECT_EQ(stats.input_activations, 1u);
+  EXPECT_EQ(Count(m, "Clip"), 0u);
+  EXPECT_EQ(ActivationOf(*Named(m, "expand")), "");
+  EXPECT_EQ(Named(m, "expand")->FindAttribute("activation"), nullptr);
+  EXPECT_EQ(InputActivationOf(*Named(m, "depthwise")), kConvNhwcRelu6);
+  EXPECT_EQ(ActivationOf(*Named(m, "depthwise")), kConvNhwcRelu6);  // its own stays
+  EXPECT_EQ(InputActivationOf(*Named(m, "project")), "");           // not depthwise
+  EXPECT_EQ(Producer(m, Named(m, "depthwise")->inputs[0])->name, "expand");
+  // Off unless asked for.
+  Model off = MobileBlock();
+  EXPECT_EQ(ConvertTyped(off, MobileTypes(off), AllFusions()).input_activations, 0u);
+  EXPECT_EQ(ActivationOf(*Named(off, "expand")), kConvNhwcRelu6);
+  EXPECT_EQ(InputActivationOf(*Named(off, "depthwise")), "");
+}
+
+TEST(LayoutNhwc, MovesARelu) {
+  Model m = MobileBlock();
+  m.graph.nodes[1] = MakeNode("Relu", {"c0"}, {"e"}, "relu_0");
+  NhwcStats stats = ConvertTyped(m, MobileTypes(m), WithPrologue());
+  EXPECT_EQ(stats.input_activations, 1u);
+  EXPECT_EQ(ActivationOf(*Named(m, "expand")), "");
+  EXPECT_EQ(InputActivationOf(*Named(m, "depthwise")), kConvNhwcRelu);
+}
+
+TEST(LayoutNhwc, ActivationStaysWhenTheDepthwiseIsNotTheOnlyReader) {
+  Model m = MobileBlock();
+  m.graph.nodes.push_back(MakeNode("Sigmoid", {"e"}, {"q"}, "also_reads_e"));
+  m.graph.outputs.push_back(TensorValue("q", kF16, {1, 16, 5, 5}));
+  EXPECT_EQ(ConvertTyped(m, MobileTypes(m), WithPrologue()).input_activations, 0u);
+  EXPECT_EQ(ActivationOf(*Named(m, "expand")), kConvNhwcRelu6);
+  EXPECT_EQ(InputActivationOf(*Named(m, "depthwise")), "");
+}
+
+TEST(LayoutNhwc, ActivationStaysWhenItsResultIsAGraphOutput) {
+  Model m = MobileBlock();
+  m.graph.outputs.push_back(TensorValue("e", kF16, {1, 16, 5, 5}));
+  EXPECT_EQ(ConvertTyped(m, MobileTypes(m), WithPrologue()).input_activations, 0u);
+  EXPECT_EQ(InputActivationOf(*Named(m, "depthwise")), "");
+}
+
+TEST(LayoutNhwc, ActivationStaysWhenTheReaderIsNotDepthwise) {
+  // Two channels per group (group 8, W [16, 2, 3, 3]): grouped, not depthwise.
+  Model grouped = MobileBlock();
+  grouped.graph.initializers[1] = Counting("wd", {16, 2, 3, 3});
+  grouped.graph.nodes[2].attributes.back().i = 8;
+  EXPECT_EQ(ConvertTyped(grouped, MobileTypes(grouped), WithPrologue()).input_activations, 0u);
+  EXPECT_EQ(ActivationOf(*Named(grouped, "expand")), kConvNhwcRelu6);
+  // An ordinary convolution reads it.
+  Model dense = MobileBlock();
+  dense.graph.initializers[1] = Counting("wd", {16, 16, 3, 3});
+  dense.graph.nodes[2].attributes.pop_back();
+  EXPECT_EQ(ConvertTyped(dense, MobileTypes(dense), WithPrologue()).input_activations, 0u);
+  EXPECT_EQ(ActivationOf(*Named(dense, "expand")), kConvNhwcRelu6);
+}
+
+TEST(LayoutNhwc, ActivationStaysWhenTheDepthwiseReadsItAsZ) {
+  // e feeds the depthwise convolution's residual (Add(c1, e)), not its X.
+  Model m = MobileBlock();
+  m.graph.nodes[2].inputs[0] = "x16";
+  m.graph.inputs.push_back(TensorValue("x16", kF16, {1, 16, 5, 5}));
+  m.graph.nodes[3] = MakeNode("Add", {"c1", "e"}, {"d"}, "add");
+  std::unordered_map<std::string, TypeInfo> types = MobileTypes(m);
+  NhwcStats stats = ConvertTyped(m, types, WithPrologue());
+  EXPECT_EQ(stats.fused_residuals, 1u);
+  EXPECT_EQ(stats.input_activations, 0u);
+  EXPECT_EQ(ActivationOf(*Named(m, "expand")), kConvNhwcRelu6);
+}
+
 TEST(LayoutNhwc, BadIndicesLeaveTheModelUnchanged) {
   Model m = ResNetBlock();
   size_t nodes = m.graph.nodes.size();

@@ -114,8 +114,11 @@ TEST(ConvLayout, HalfPrecisionConvsRunNhwcOnTheDevice) {
   const ir::Model& m = (*nhwc)->model();
   EXPECT_EQ(Count(m, "ConvNhwc"), 2u);
   EXPECT_EQ(Count(m, "Conv"), 0u);
-  EXPECT_EQ(Count(m, "Transpose"), 2u);  // x in, and out in front of GlobalAveragePool
+  EXPECT_EQ(Count(m, "Transpose"), 2u);  // x in, and y out behind the pool
   EXPECT_EQ(Count(m, "Relu"), 1u);       // relu0 fused into conv0; relu1 follows the Add
+  // The device runs the pool channels-last, so it moved into the NHWC region.
+  EXPECT_EQ(Count(m, "GlobalAveragePoolNhwc"), 1u);
+  EXPECT_EQ(Count(m, "GlobalAveragePool"), 0u);
   // The weight transposes were folded into KRSC initializers at load.
   std::map<std::string, std::vector<int64_t>> initializers;
   for (const ir::Tensor& t : m.graph.initializers) initializers[t.name] = t.dims;
@@ -259,6 +262,33 @@ ir::Model MobileBlock(int64_t multiplier) {
   return m;
 }
 
+// SmallCnn with a ResNet stem's MaxPool (3x3, stride 2, pads 1) between relu0
+// and conv1.
+ir::Model StemCnn() {
+  ir::Model m = SmallCnn();
+  ir::Node pool = MakeNode("MaxPool", {"r0"}, {"p"}, "pool");
+  pool.attributes = {Ints("kernel_shape", {3, 3}), Ints("strides", {2, 2}), Ints("pads", {1, 1, 1, 1})};
+  m.graph.nodes[2].inputs[0] = "p";
+  m.graph.nodes.insert(m.graph.nodes.begin() + 2, pool);
+  return m;
+}
+
+TEST(ConvLayout, StemMaxPoolAndHeadPoolRunNhwcOnTheDevice) {
+  auto nhwc = Session::Create(StemCnn(), Options(ConvLayout::kNhwcOnDevice));
+  ASSERT_TRUE(nhwc.ok()) << nhwc.status().ToString();
+  const ir::Model& m = (*nhwc)->model();
+  EXPECT_EQ(Count(m, "MaxPoolNhwc"), 1u);
+  EXPECT_EQ(Count(m, "MaxPool"), 0u);
+  EXPECT_EQ(Count(m, "GlobalAveragePoolNhwc"), 1u);
+  EXPECT_EQ(Count(m, "Transpose"), 2u);  // x in, y out: none around the pools
+  for (const NodePlacement& p : (*nhwc)->placement()) EXPECT_EQ(p.backend, "fakegpu") << p.node;
+  auto plain = Session::Create(StemCnn(), Options(ConvLayout::kAsModel, /*device=*/false));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  std::vector<float> got = RunOn(**nhwc, DataType::kFloat16), want = RunOn(**plain, DataType::kFloat16);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-2) << i;
+}
+
 TEST(ConvLayout, DepthwiseConvsRunNhwcWithNoTransposesAroundThem) {
   auto nhwc = Session::Create(MobileBlock(1), Options(ConvLayout::kNhwcOnDevice));
   ASSERT_TRUE(nhwc.ok()) << nhwc.status().ToString();
@@ -279,6 +309,55 @@ TEST(ConvLayout, DepthwiseConvsRunNhwcWithNoTransposesAroundThem) {
   EXPECT_LE(std::sqrt(err / norm), 1e-3);
 }
 
+// ConvNhwc nodes of `m` whose `attr` is `value`.
+size_t CountWith(const ir::Model& m, const char* attr, const std::string& value) {
+  size_t n = 0;
+  for (const ir::Node& node : m.graph.nodes) {
+    const ir::Attribute* a = node.FindAttribute(attr);
+    n += node.op_type == "ConvNhwc" && a && a->s == value;
+  }
+  return n;
+}
+
+// A MobileBlock session's output against the CPU's on the NCHW model.
+void ExpectMobileBlockMatchesTheCpu(const Session& nhwc) {
+  auto plain = Session::Create(MobileBlock(1), Options(ConvLayout::kAsModel, /*device=*/false));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  std::vector<float> got = RunOn(nhwc, DataType::kFloat16), want = RunOn(**plain, DataType::kFloat16);
+  ASSERT_EQ(got.size(), want.size());
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err += (got[i] - want[i]) * (got[i] - want[i]);
+    norm += want[i] * want[i];
+  }
+  EXPECT_LE(std::sqrt(err / norm), 1e-3);
+}
+
+TEST(ConvLayout, ExpansionRelu6MovesIntoTheDepthwiseInput) {
+  auto on = Session::Create(MobileBlock(1), Options(ConvLayout::kNhwcOnDevice));
+  ASSERT_TRUE(on.ok()) << on.status().ToString();
+  const ir::Model& m = (*on)->model();
+  EXPECT_EQ(Count(m, "Clip"), 0u);
+  // Only the depthwise convolution still carries an activation epilogue; it
+  // also clips its input.
+  EXPECT_EQ(CountWith(m, "activation", "Relu6"), 1u);
+  EXPECT_EQ(CountWith(m, ir::kConvNhwcInputActivation, "Relu6"), 1u);
+  for (const ir::Node& n : m.graph.nodes) {
+    if (n.name == "expand") EXPECT_EQ(n.FindAttribute("activation"), nullptr);
+    if (n.name == "depthwise") EXPECT_NE(n.FindAttribute(ir::kConvNhwcInputActivation), nullptr);
+  }
+  ExpectMobileBlockMatchesTheCpu(**on);
+
+  // VIGIL_RELU6_PROLOGUE=0 (read at load) keeps the ReLU6 on the expansion convolution.
+  setenv("VIGIL_RELU6_PROLOGUE", "0", 1);
+  auto off = Session::Create(MobileBlock(1), Options(ConvLayout::kNhwcOnDevice));
+  unsetenv("VIGIL_RELU6_PROLOGUE");
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_EQ(CountWith((*off)->model(), "activation", "Relu6"), 2u);
+  EXPECT_EQ(CountWith((*off)->model(), ir::kConvNhwcInputActivation, "Relu6"), 0u);
+  ExpectMobileBlockMatchesTheCpu(**off);
+}
+
 TEST(ConvLayout, DepthwiseConvsStayNchwWhenCudnnIsAskedFor) {
   // VIGIL_DEPTHWISE=cudnn (read at load) restores the layout from before the depthwise kernel.
   setenv("VIGIL_DEPTHWISE", "cudnn", 1);
@@ -287,6 +366,7 @@ TEST(ConvLayout, DepthwiseConvsStayNchwWhenCudnnIsAskedFor) {
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(Count((*s)->model(), "ConvNhwc"), 2u);
   EXPECT_EQ(Count((*s)->model(), "Conv"), 1u);
+  EXPECT_EQ(CountWith((*s)->model(), ir::kConvNhwcInputActivation, "Relu6"), 0u);
 }
 
 TEST(ConvLayout, DepthwiseWithAChannelMultiplierStaysNchw) {

@@ -1,7 +1,8 @@
 // ai.vigil.ConvNhwc on the CPU (the op is described in ir/layout_nhwc.h):
 // the reference for the CUDA kernel and the fallback where a device cannot
 // run a node. Correctness only: X and W are transposed to NCHW/OIHW, the
-// ONNX Conv kernel runs, Y is transposed back, and then Z is added and the
+// ONNX Conv kernel runs (on the NCHW copy of X clipped first when
+// input_activation asks), Y is transposed back, and then Z is added and the
 // activation applied, each rounded to Y's dtype as the separate ONNX ops
 // (Add, Relu, Clip) would.
 #include <cstring>
@@ -11,17 +12,11 @@
 #include "ir/layout_nhwc.h"
 
 namespace vigil::cpu {
-namespace {
 
-// Fresh host buffers for the inner Conv's output.
-class ScratchAllocator : public runtime::OutputAllocator {
- public:
-  Result<runtime::Tensor> Allocate(size_t, ir::DataType dtype, std::vector<int64_t> shape) override {
-    return runtime::Tensor::Allocate(dtype, std::move(shape));
-  }
-};
+Result<runtime::Tensor> ScratchAllocator::Allocate(size_t, ir::DataType dtype, std::vector<int64_t> shape) {
+  return runtime::Tensor::Allocate(dtype, std::move(shape));
+}
 
-// dst = src with its 4 dims reordered: dst dim i is src dim perm[i].
 Status Permute4D(const KernelContext& ctx, const runtime::Tensor& src, const std::vector<int64_t>& perm,
                  runtime::Tensor& dst) {
   const size_t size = static_cast<size_t>(ir::DataTypeBits(src.dtype()) / 8);
@@ -58,6 +53,8 @@ Result<runtime::Tensor> Permuted(const KernelContext& ctx, const runtime::Tensor
   return t;
 }
 
+namespace {
+
 Status CheckOperands(KernelContext& ctx) {
   VIGIL_RETURN_IF_ERROR(RequireInputs(ctx, 2));
   const runtime::Tensor& x = *ctx.input(0);
@@ -65,6 +62,23 @@ Status CheckOperands(KernelContext& ctx) {
   if (x.rank() != 4) return ctx.Fail("input 0 (X) is {}, ConvNhwc needs N x H x W x C", x.Describe());
   if (w.rank() != 4) return ctx.Fail("input 1 (W) is {}, ConvNhwc needs M x kH x kW x C/group", w.Describe());
   return Status::Ok();
+}
+
+// x = max(x, 0) (relu) or min(max(x, 0), 6) (relu6) in place, NaN kept:
+// ConvNhwc's input_activation, on the NCHW copy of X (exact in any float
+// dtype: the results are x itself, 0 or 6).
+Status ClipInput(KernelContext& ctx, runtime::Tensor& x, const std::string& act) {
+  if (act.empty()) return Status::Ok();
+  const bool relu6 = act == ir::kConvNhwcRelu6;
+  return DispatchFloat(ctx, 0, [&]<ir::DataType D>() -> Status {
+    using C = ElementCodec<D>;
+    auto* p = x.data<typename C::Storage>();
+    for (uint64_t i = 0; i < x.element_count(); ++i) {
+      if (C::Load(p[i]) < 0) p[i] = C::Store(0);
+      if (relu6 && C::Load(p[i]) > 6) p[i] = C::Store(6);
+    }
+    return Status::Ok();
+  });
 }
 
 // Y += Z (when given), then Y = max(Y, 0) (relu) or min(max(Y, 0), 6)
@@ -93,16 +107,24 @@ Status ApplyEpilogue(KernelContext& ctx, runtime::Tensor& y, const runtime::Tens
 Status ConvNhwcKernel(KernelContext& ctx) {
   VIGIL_RETURN_IF_ERROR(CheckOperands(ctx));
   VIGIL_ASSIGN_OR_RETURN(std::string activation, ops::StringAttr(ctx.node(), "activation", ""));
-  if (!activation.empty() && activation != ir::kConvNhwcRelu && activation != ir::kConvNhwcRelu6) {
-    return AttributeError(ctx, "activation is '{}', expected '', 'Relu' or 'Relu6'", activation);
+  VIGIL_ASSIGN_OR_RETURN(std::string input_activation,
+                         ops::StringAttr(ctx.node(), ir::kConvNhwcInputActivation, ""));
+  for (const std::string* a : {&activation, &input_activation}) {
+    if (!a->empty() && *a != ir::kConvNhwcRelu && *a != ir::kConvNhwcRelu6) {
+      return AttributeError(ctx, "{} is '{}', expected '', 'Relu' or 'Relu6'",
+                            a == &activation ? "activation" : ir::kConvNhwcInputActivation, *a);
+    }
   }
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor x, Permuted(ctx, *ctx.input(0), ir::kToNchw));
+  VIGIL_RETURN_IF_ERROR(ClipInput(ctx, x, input_activation));
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor w, Permuted(ctx, *ctx.input(1), ir::kToNchw));
   // The same node as an ONNX Conv: its attributes mean the same on NCHW.
   ir::Node conv = ctx.node();
   conv.domain.clear();
   conv.op_type = "Conv";
-  std::erase_if(conv.attributes, [](const ir::Attribute& a) { return a.name == "activation"; });
+  std::erase_if(conv.attributes, [](const ir::Attribute& a) {
+    return a.name == "activation" || a.name == ir::kConvNhwcInputActivation;
+  });
   const runtime::Tensor* inputs[] = {&x, &w, ctx.input(2)};
   std::vector<runtime::Tensor> outputs(1);
   ScratchAllocator scratch;

@@ -15,6 +15,9 @@ std::span<const KernelDef> ConvPoolKernels() {
       {"", "GlobalMaxPool", 1, kLatest, GlobalMaxPoolKernel},
       {"", "GlobalLpPool", 1, kLatest, GlobalLpPoolKernel},
       {"ai.vigil", "ConvNhwc", 1, kLatest, ConvNhwcKernel},  // conv_nhwc.cpp
+      {"ai.vigil", "MaxPoolNhwc", 1, kLatest, MaxPoolNhwcKernel},  // pool_nhwc.cpp
+      {"ai.vigil", "AveragePoolNhwc", 1, kLatest, AveragePoolNhwcKernel},
+      {"ai.vigil", "GlobalAveragePoolNhwc", 1, kLatest, GlobalAveragePoolNhwcKernel},
   };
   return kKernels;
 }

@@ -34,6 +34,20 @@ struct SpatialGeometry {
 Result<SpatialGeometry> ForwardGeometry(const ir::Node& node, const ops::WindowAttrs& w,
                                         const std::vector<int64_t>& input_spatial);
 
+// Fresh host buffers, for the outputs of a kernel run inside another.
+class ScratchAllocator : public runtime::OutputAllocator {
+ public:
+  Result<runtime::Tensor> Allocate(size_t, ir::DataType dtype, std::vector<int64_t> shape) override;
+};
+
+// dst = src (rank 4, whole-byte elements) with its dims reordered: dst dim i
+// is src dim perm[i]; dst must already have that shape (conv_nhwc.cpp).
+Status Permute4D(const KernelContext& ctx, const runtime::Tensor& src, const std::vector<int64_t>& perm,
+                 runtime::Tensor& dst);
+// A new tensor holding `src` permuted by `perm` (conv_nhwc.cpp).
+Result<runtime::Tensor> Permuted(const KernelContext& ctx, const runtime::Tensor& src,
+                                 const std::vector<int64_t>& perm);
+
 Status ConvKernel(KernelContext& ctx);
 Status ConvTransposeKernel(KernelContext& ctx);
 // ai.vigil.ConvNhwc (conv_nhwc.cpp): Conv on channels-last tensors.
@@ -44,5 +58,9 @@ Status LpPoolKernel(KernelContext& ctx);
 Status GlobalAveragePoolKernel(KernelContext& ctx);
 Status GlobalMaxPoolKernel(KernelContext& ctx);
 Status GlobalLpPoolKernel(KernelContext& ctx);
+// ai.vigil.MaxPoolNhwc, AveragePoolNhwc, GlobalAveragePoolNhwc (pool_nhwc.cpp).
+Status MaxPoolNhwcKernel(KernelContext& ctx);
+Status AveragePoolNhwcKernel(KernelContext& ctx);
+Status GlobalAveragePoolNhwcKernel(KernelContext& ctx);
 
 }  // namespace vigil::cpu

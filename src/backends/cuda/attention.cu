@@ -4,7 +4,15 @@
 // transposes, gathers, two batched products and the Softmax of the unfused
 // chain become one kernel that never stores the [S, S] scores.
 //
-// float16 / bfloat16: one block of 4 warps takes 64 query rows of one
+// float16 / bfloat16 run attention_mma.cu's FlashAttention-2-style kernel
+// (mma.sync, everything per row in registers) wherever it applies: head
+// sizes 16..128 with 16-byte aligned rows. Otherwise, or with the
+// environment variable VIGIL_ATTENTION_KERNEL=wmma (for comparisons), they
+// run the wmma kernel below; VIGIL_ATTENTION_KERNEL=mma makes a case the mma
+// kernel cannot take an Unsupported error instead (tests use it to know
+// which kernel ran).
+//
+// The wmma kernel: one block of 4 warps takes 64 query rows of one
 // (batch, head) and walks the keys 64 at a time (flash attention's one pass
 // with an online softmax). Each warp owns 16 query rows: tensor cores (wmma
 // 16x16x16, float accumulators) give its 16x64 score tile; the softmax runs
@@ -23,7 +31,9 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -36,19 +46,6 @@ namespace vigil::cuda {
 namespace {
 
 namespace wmma = nvcuda::wmma;
-
-// Where one (batch, head)'s [S, D] matrices lie, in elements. Q of row s,
-// batch b, head h starts at qkv + s * in_row + b * in_batch + h * D; K and V
-// are E and 2E further. Y of the same row starts at
-// y + s * out_row + b * out_batch + h * D.
-struct AttentionShape {
-  int64_t seq = 0, batch = 0, heads = 0, head_size = 0, embed = 0;
-  int64_t in_row = 0, in_batch = 0;
-  int64_t out_row = 0, out_batch = 0;
-  float scale = 1.0f;       // scores = scale * q.k
-  float scale_log2 = 1.0f;  // scale * log2(e): the tensor-core kernel uses exp2
-  bool sbe = true;          // layout "sbe" (else "bse")
-};
 
 // --- tensor-core kernel (float16, bfloat16) -----------------------------------
 
@@ -485,6 +482,15 @@ Status AttentionKernel(CudaKernelContext& ctx) {
       (a.batch * a.heads * a.seq + kRowWarps - 1) / kRowWarps > INT32_MAX) {
     return ctx.Unsupported("batch {} x heads {} x sequence {} exceeds the kernel's grid", a.batch, a.heads, a.seq);
   }
+  if (x->dtype() != ir::DataType::kFloat32) {
+    const char* env = std::getenv("VIGIL_ATTENTION_KERNEL");
+    const std::string_view choice = env ? env : "";
+    if (choice != "wmma") {
+      const std::string why = AttentionMmaWhyNot(a, x->dtype(), x->raw_data(), y->raw_data());
+      if (why.empty()) return LaunchAttentionMma(a, x->dtype(), x->raw_data(), y->raw_data(), ctx.stream());
+      if (choice == "mma") return ctx.Unsupported("VIGIL_ATTENTION_KERNEL=mma, but the mma kernel cannot run: {}", why);
+    }
+  }
   switch (x->dtype()) {
     case ir::DataType::kFloat32:
       return LaunchFor(a, static_cast<const float*>(x->raw_data()), static_cast<float*>(y->raw_data()), ctx.stream());
@@ -499,6 +505,12 @@ Status AttentionKernel(CudaKernelContext& ctx) {
 
 bool SupportsAttention(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
   const ir::DataType t = InputDtype(types, 0);
+  if (t == ir::DataType::kFloat32) {
+    // Our float32 kernel is plain arithmetic without tensor cores; the unfused
+    // chain (cuBLASLt products) is faster, so the session does not fuse.
+    if (why_not) *why_not = "float32 attention runs unfused (cuBLASLt products are faster than our float32 kernel)";
+    return false;
+  }
   if (!IsCudaFloat(t)) {
     if (why_not) {
       *why_not = t == ir::DataType::kUndefined ? std::string("the dtype of input 0 is not known at load time")

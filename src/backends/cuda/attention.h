@@ -10,11 +10,38 @@
 // D = E / num_heads of 16, 32, 64 and 128 are supported.
 #pragma once
 
+#include <cstdint>
 #include <span>
+#include <string>
 
 #include "backends/cuda/cuda_kernel.h"
 
 namespace vigil::cuda {
+
+// Where one (batch, head)'s [S, D] matrices lie, in elements. Q of row s,
+// batch b, head h starts at qkv + s * in_row + b * in_batch + h * D; K and V
+// are E and 2E further. Y of the same row starts at
+// y + s * out_row + b * out_batch + h * D.
+struct AttentionShape {
+  int64_t seq = 0, batch = 0, heads = 0, head_size = 0, embed = 0;
+  int64_t in_row = 0, in_batch = 0;
+  int64_t out_row = 0, out_batch = 0;
+  float scale = 1.0f;       // scores = scale * q.k
+  float scale_log2 = 1.0f;  // scale * log2(e): the tensor-core kernels use exp2
+  bool sbe = true;          // layout "sbe" (else "bse")
+};
+
+// The FlashAttention-2-style kernel (attention_mma.cu: mma.sync m16n8k16,
+// scores, softmax and output in registers), the default for float16 and
+// bfloat16. Empty when it can take `a` for `dtype` with these device
+// pointers; otherwise why not (dtype, head size, rows not 16-byte aligned,
+// or scale <= 0), and attention.cu runs its wmma kernel instead.
+std::string AttentionMmaWhyNot(const AttentionShape& a, ir::DataType dtype, const void* qkv, const void* y);
+
+// Launches the mma kernel on `stream` (AttentionMmaWhyNot must be empty).
+// Blocks of 4 warps (64 query rows); fewer rows per block when that grid
+// would leave SMs idle (small batch).
+Status LaunchAttentionMma(const AttentionShape& a, ir::DataType dtype, const void* qkv, void* y, cudaStream_t stream);
 
 // Part of FindCudaKernel's family list (cuda_kernel.cpp). Declared here, as
 // FusedCudaKernels and SoftmaxCudaKernels are in their own headers, so that

@@ -310,18 +310,20 @@ Status RunNhwcThroughNchw(CudaKernelContext& ctx, ConvShape s, const runtime::Te
   return LaunchLayoutTranspose(y.raw_data(), yn, t, s.y[0], s.y[1], s.y[2] * s.y[3], false, ctx.stream());
 }
 
-Result<NhwcActivation> ActivationOf(const ir::Node& node) {
-  VIGIL_ASSIGN_OR_RETURN(std::string a, ops::StringAttr(node, "activation", ""));
+// ConvNhwc's `activation`, or with `name` "input_activation" that one.
+Result<NhwcActivation> ActivationOf(const ir::Node& node, std::string_view name = "activation") {
+  VIGIL_ASSIGN_OR_RETURN(std::string a, ops::StringAttr(node, name, ""));
   if (a.empty()) return NhwcActivation::kNone;
   if (a == ir::kConvNhwcRelu) return NhwcActivation::kRelu;
   if (a == ir::kConvNhwcRelu6) return NhwcActivation::kRelu6;
-  return UnsupportedError("ConvNhwc activation '{}'", a);
+  return UnsupportedError("ConvNhwc {} '{}'", name, a);
 }
 
 Status ConvNhwc(CudaKernelContext& ctx) {
   const runtime::Tensor& x = *ctx.input(0);
   const runtime::Tensor& w = *ctx.input(1);
   VIGIL_ASSIGN_OR_RETURN(NhwcActivation act, ActivationOf(ctx.node()));
+  VIGIL_ASSIGN_OR_RETURN(NhwcActivation input_act, ActivationOf(ctx.node(), ir::kConvNhwcInputActivation));
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0));
   if (y->element_count() == 0) return Status::Ok();
   if (x.rank() != 4 || w.rank() != 4 || y->rank() != 4) {
@@ -341,7 +343,12 @@ Status ConvNhwc(CudaKernelContext& ctx) {
   VIGIL_ASSIGN_OR_RETURN(int64_t group, ops::IntAttr(ctx.node(), "group", 1));
   if (auto dw = DepthwiseShapeOf(x.shape(), w.shape(), y->shape(), group, s.strides, s.pre, s.dilations)) {
     return LaunchDepthwiseConvNhwc(*dw, x.dtype(), xp, wp, b ? b->raw_data() : nullptr, z ? z->raw_data() : nullptr,
-                                   y->raw_data(), act, ctx.stream());
+                                   y->raw_data(), act, input_act, ctx.stream());
+  }
+  // Only the depthwise kernel activates its input (ConvNhwcSupported keeps
+  // such nodes off this backend otherwise).
+  if (input_act != NhwcActivation::kNone) {
+    return ctx.Unsupported("input_activation on a ConvNhwc that is not depthwise (or VIGIL_DEPTHWISE=cudnn)");
   }
   // ReLU6 (RELU_FWD with an upper clip) is left to the epilogue kernel: with
   // cuDNN 9.14 on an H100 the fused conv+bias+clipped-ReLU engines were about
@@ -389,6 +396,20 @@ bool ConvSupported(const ir::Node& node, const runtime::NodeTypes& types, std::s
   return true;
 }
 
+// Whether the depthwise kernel (conv_depthwise.h) runs `node`, as far as the
+// types tell: group == C == M > 1 with X and W known, W [M, kH, kW, 1], and
+// VIGIL_DEPTHWISE not "cudnn". The shape checks of DepthwiseShapeOf that
+// need every dim (the kernel's index range) are left to run time.
+bool DepthwiseKernelTakes(const ir::Node& node, const runtime::NodeTypes& types) {
+  if (DepthwiseForcedToCudnn() || types.inputs.size() < 2 || !types.inputs[0] || !types.inputs[1]) return false;
+  const ir::Shape& x = types.inputs[0]->shape;
+  const ir::Shape& w = types.inputs[1]->shape;
+  if (!x.rank_known || !w.rank_known || x.dims.size() != 4 || w.dims.size() != 4) return false;
+  Result<int64_t> group = ops::IntAttr(node, "group", 1);
+  auto is = [](const ir::Dim& d, int64_t v) { return d.is_known() && *d.value == v; };
+  return group.ok() && *group > 1 && is(x.dims[3], *group) && is(w.dims[0], *group) && is(w.dims[3], 1);
+}
+
 bool ConvNhwcSupported(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
   if (!AllInputsFloat(node, types, why_not)) return false;
   const ir::TypeInfo* x = types.inputs.empty() ? nullptr : types.inputs[0];
@@ -398,6 +419,11 @@ bool ConvNhwcSupported(const ir::Node& node, const runtime::NodeTypes& types, st
   }
   if (!ActivationOf(node).ok()) {
     if (why_not) *why_not = "activation other than Relu and Relu6";
+    return false;
+  }
+  Result<NhwcActivation> input_act = ActivationOf(node, ir::kConvNhwcInputActivation);
+  if (!input_act.ok() || (*input_act != NhwcActivation::kNone && !DepthwiseKernelTakes(node, types))) {
+    if (why_not) *why_not = "input_activation (Relu, Relu6) on a convolution the depthwise kernel does not run";
     return false;
   }
   return true;

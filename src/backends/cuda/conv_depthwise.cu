@@ -1,5 +1,6 @@
 #include "backends/cuda/conv_depthwise.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <string_view>
 
@@ -47,7 +48,22 @@ struct Args {
   int runs_per_row;  // ceil(ow / run)
   int runs;        // batch * oh * runs_per_row
   int act;         // NhwcActivation as int
+  float in_hi;     // with the input activation: its upper bound (6 for Relu6, +inf for Relu)
 };
+
+// The input activation on V loaded values (ClipIn: Relu or Relu6, a
+// template flag so that the kernels without one are unchanged): max(v, 0),
+// then min(v, hi), NaN kept as the activations after the convolution do.
+template <bool ClipIn, int V>
+__device__ __forceinline__ void ActivateInput(float (&v)[V], float hi) {
+  if constexpr (ClipIn) {
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      v[i] = v[i] < 0.f ? 0.f : v[i];
+      v[i] = v[i] > hi ? hi : v[i];
+    }
+  }
+}
 
 template <typename T, int V>
 __device__ __forceinline__ void LoadBias(const T* bias, int c0, float (&b)[V]) {
@@ -88,7 +104,7 @@ __device__ __forceinline__ void SplitRun(const Args& a, int g, int& n, int& oh, 
 // 3x3, dilation 1, stride S: each thread owns channels [c0, c0 + V) (its
 // weights stay in registers) and computes R outputs along W per step,
 // loading each input column they share once.
-template <typename T, int V, int S, int R>
+template <typename T, int V, int S, int R, bool ClipIn>
 __global__ void __launch_bounds__(kThreads) Depthwise3x3(const T* __restrict__ x, const T* __restrict__ w,
                                                         const T* __restrict__ bias, const T* __restrict__ z,
                                                         T* __restrict__ y, Args a) {
@@ -128,6 +144,7 @@ __global__ void __launch_bounds__(kThreads) Depthwise3x3(const T* __restrict__ x
         if (static_cast<unsigned>(iw) >= static_cast<unsigned>(a.w)) continue;
         float in[V];
         LoadFloats<T, V>(row + static_cast<int64_t>(iw) * a.c, in);
+        ActivateInput<ClipIn, V>(in, a.in_hi);
 #pragma unroll
         for (int r = 0; r < R; ++r) {
           const int kx = j - r * S;  // a constant once unrolled
@@ -148,7 +165,7 @@ __global__ void __launch_bounds__(kThreads) Depthwise3x3(const T* __restrict__ x
 
 // Any kernel size, stride and dilation: one output pixel per step, the
 // weights read per tap (they stay in L1 across the thread's pixels).
-template <typename T, int V>
+template <typename T, int V, bool ClipIn>
 __global__ void __launch_bounds__(kThreads) DepthwiseAny(const T* __restrict__ x, const T* __restrict__ w,
                                                         const T* __restrict__ bias, const T* __restrict__ z,
                                                         T* __restrict__ y, Args a) {
@@ -173,6 +190,7 @@ __global__ void __launch_bounds__(kThreads) DepthwiseAny(const T* __restrict__ x
         if (static_cast<unsigned>(iw) >= static_cast<unsigned>(a.w)) continue;
         float in[V];
         LoadFloats<T, V>(row + static_cast<int64_t>(iw) * a.c, in);
+        ActivateInput<ClipIn, V>(in, a.in_hi);
         const int tap = ky * a.kw + kx;
 #pragma unroll
         for (int i = 0; i < V; ++i) acc[i] = fmaf(in[i], ToFloat(wc[i * taps + tap]), acc[i]);
@@ -180,11 +198,6 @@ __global__ void __launch_bounds__(kThreads) DepthwiseAny(const T* __restrict__ x
     }
     Finish<T, V>(acc, b, z, y, (static_cast<int64_t>(n * a.oh + oh) * a.ow + ow) * a.c + c0, a.act);
   }
-}
-
-bool ForcedCudnn() {
-  const char* v = std::getenv("VIGIL_DEPTHWISE");
-  return v != nullptr && std::string_view(v) == "cudnn";
 }
 
 // The largest count of runs (and of N*H, N*OH) the 32-bit indexing allows,
@@ -213,7 +226,7 @@ Result<int> SmCount() {
   return sms > 0 ? sms : 1;
 }
 
-template <typename T, int V>
+template <typename T, int V, bool ClipIn>
 Status Launch(const DepthwiseConvShape& s, const Args& a, const void* x, const void* w, const void* bias,
               const void* z, void* y, cudaStream_t stream) {
   // Threads along x cover channel vectors, along y runs of output pixels.
@@ -232,20 +245,25 @@ Status Launch(const DepthwiseConvShape& s, const Args& a, const void* x, const v
   const T* zp = static_cast<const T*>(z);
   T* yp = static_cast<T*>(y);
   if (Is3x3Fast(s) && s.stride_h == 1) {
-    Depthwise3x3<T, V, 1, kRunStride1><<<grid, block, 0, stream>>>(xp, wp, bp, zp, yp, a);
+    Depthwise3x3<T, V, 1, kRunStride1, ClipIn><<<grid, block, 0, stream>>>(xp, wp, bp, zp, yp, a);
   } else if (Is3x3Fast(s)) {
-    Depthwise3x3<T, V, 2, kRunStride2><<<grid, block, 0, stream>>>(xp, wp, bp, zp, yp, a);
+    Depthwise3x3<T, V, 2, kRunStride2, ClipIn><<<grid, block, 0, stream>>>(xp, wp, bp, zp, yp, a);
   } else {
-    DepthwiseAny<T, V><<<grid, block, 0, stream>>>(xp, wp, bp, zp, yp, a);
+    DepthwiseAny<T, V, ClipIn><<<grid, block, 0, stream>>>(xp, wp, bp, zp, yp, a);
   }
   VIGIL_CHECK_LAUNCH("DepthwiseConvNhwc");
   return Status::Ok();
 }
 
 template <typename T>
-Status LaunchTyped(bool vector, const DepthwiseConvShape& s, const Args& a, const void* x, const void* w,
-                   const void* bias, const void* z, void* y, cudaStream_t stream) {
-  return vector ? Launch<T, kVector>(s, a, x, w, bias, z, y, stream) : Launch<T, 1>(s, a, x, w, bias, z, y, stream);
+Status LaunchTyped(bool vector, bool clip_in, const DepthwiseConvShape& s, const Args& a, const void* x,
+                   const void* w, const void* bias, const void* z, void* y, cudaStream_t stream) {
+  if (clip_in) {
+    return vector ? Launch<T, kVector, true>(s, a, x, w, bias, z, y, stream)
+                  : Launch<T, 1, true>(s, a, x, w, bias, z, y, stream);
+  }
+  return vector ? Launch<T, kVector, false>(s, a, x, w, bias, z, y, stream)
+                : Launch<T, 1, false>(s, a, x, w, bias, z, y, stream);
 }
 
 bool Aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
@@ -269,6 +287,11 @@ bool FitsIndexing(const DepthwiseConvShape& s) {
 
 }  // namespace
 
+bool DepthwiseForcedToCudnn() {
+  const char* v = std::getenv("VIGIL_DEPTHWISE");
+  return v != nullptr && std::string_view(v) == "cudnn";
+}
+
 std::optional<DepthwiseConvShape> DepthwiseShapeOf(const std::vector<int64_t>& x, const std::vector<int64_t>& w,
                                                    const std::vector<int64_t>& y, int64_t group,
                                                    const std::vector<int64_t>& strides,
@@ -280,7 +303,7 @@ std::optional<DepthwiseConvShape> DepthwiseShapeOf(const std::vector<int64_t>& x
   }
   const int64_t c = x[3];
   if (group <= 1 || group != c || w[0] != c || w[3] != 1 || y[3] != c || y[0] != x[0]) return std::nullopt;
-  if (ForcedCudnn()) return std::nullopt;
+  if (DepthwiseForcedToCudnn()) return std::nullopt;
   DepthwiseConvShape s{x[0], x[1], x[2], c, y[1], y[2], w[1], w[2], strides[0], strides[1], pads_begin[0],
                        pads_begin[1], dilations[0], dilations[1]};
   if (!FitsIndexing(s)) return std::nullopt;
@@ -288,7 +311,8 @@ std::optional<DepthwiseConvShape> DepthwiseShapeOf(const std::vector<int64_t>& x
 }
 
 Status LaunchDepthwiseConvNhwc(const DepthwiseConvShape& s, ir::DataType dtype, const void* x, const void* w,
-                               const void* bias, const void* z, void* y, NhwcActivation act, cudaStream_t stream) {
+                               const void* bias, const void* z, void* y, NhwcActivation act,
+                               NhwcActivation input_act, cudaStream_t stream) {
   if (!FitsIndexing(s)) {
     return InternalError("depthwise convolution: X [{}, {}, {}, {}] -> Y [{}, {}] is outside the kernel's range",
                          s.batch, s.in_h, s.in_w, s.channels, s.out_h, s.out_w);
@@ -300,15 +324,18 @@ Status LaunchDepthwiseConvNhwc(const DepthwiseConvShape& s, ir::DataType dtype, 
          static_cast<int>(s.kernel_w), static_cast<int>(s.stride_h),   static_cast<int>(s.stride_w),
          static_cast<int>(s.pad_top),  static_cast<int>(s.pad_left),   static_cast<int>(s.dilation_h),
          static_cast<int>(s.dilation_w), run,                          static_cast<int>(runs_per_row),
-         static_cast<int>(s.batch * s.out_h * runs_per_row),           static_cast<int>(act)};
+         static_cast<int>(s.batch * s.out_h * runs_per_row),           static_cast<int>(act),
+         input_act == NhwcActivation::kRelu6 ? 6.f : INFINITY};
+  const bool clip_in = input_act != NhwcActivation::kNone;
   // Vector loads need C a multiple of the vector and every pointer aligned to it.
   const size_t vec_bytes = static_cast<size_t>(ir::DataTypeBits(dtype) / 8) * kVector;
   const bool vector = s.channels % kVector == 0 && Aligned(x, vec_bytes) && Aligned(w, vec_bytes) &&
                       Aligned(y, vec_bytes) && Aligned(bias, vec_bytes) && Aligned(z, vec_bytes);
   switch (dtype) {
-    case ir::DataType::kFloat32: return LaunchTyped<float>(vector, s, a, x, w, bias, z, y, stream);
-    case ir::DataType::kFloat16: return LaunchTyped<__half>(vector, s, a, x, w, bias, z, y, stream);
-    case ir::DataType::kBfloat16: return LaunchTyped<__nv_bfloat16>(vector, s, a, x, w, bias, z, y, stream);
+    case ir::DataType::kFloat32: return LaunchTyped<float>(vector, clip_in, s, a, x, w, bias, z, y, stream);
+    case ir::DataType::kFloat16: return LaunchTyped<__half>(vector, clip_in, s, a, x, w, bias, z, y, stream);
+    case ir::DataType::kBfloat16:
+      return LaunchTyped<__nv_bfloat16>(vector, clip_in, s, a, x, w, bias, z, y, stream);
     default: return InternalError("depthwise convolution: dtype {} is not a float dtype", ir::DataTypeName(dtype));
   }
 }

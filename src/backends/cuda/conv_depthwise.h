@@ -3,7 +3,11 @@
 // == M and one input channel per group, i.e. X [N, H, W, C], W [C, kH, kW, 1]
 // (KRSC), Y [N, OH, OW, C], with the per-channel bias, the residual Z and
 // the Relu/Relu6 activation fused: Y = act(conv(X, W) + B + Z), accumulated
-// in float32 and rounded once.
+// in float32 and rounded once. ConvNhwc's input_activation (Relu/Relu6
+// applied to each element of X as it is loaded) is fused too, so that the
+// convolution writing X needs no activation pass of its own: in MobileNetV2
+// the ReLU6 after each expansion convolution, which cuDNN cannot fuse at
+// speed, moves here (ir/layout_nhwc.h).
 //
 // Why not cuDNN: its NHWC grouped engines were about 2x slower than its NCHW
 // ones (cuDNN 9.14, H100), and NCHW depthwise convolutions cost a pair of
@@ -48,11 +52,18 @@ std::optional<DepthwiseConvShape> DepthwiseShapeOf(const std::vector<int64_t>& x
                                                    const std::vector<int64_t>& pads_begin,
                                                    const std::vector<int64_t>& dilations);
 
-// y = act(depthwise_conv(x, w) + bias + z) for float32, float16 or bfloat16
-// `dtype` (all operands of that dtype, device pointers; bias [C] and z (Y's
-// shape) may be null). Every element of y is written. Asynchronous on
-// `stream`; a shape DepthwiseShapeOf would not give is an error.
+// Whether the environment variable VIGIL_DEPTHWISE is "cudnn" (read on
+// every call): then no shape takes the kernel.
+bool DepthwiseForcedToCudnn();
+
+// y = act(depthwise_conv(input_act(x), w) + bias + z) for float32, float16
+// or bfloat16 `dtype` (all operands of that dtype, device pointers; bias [C]
+// and z (Y's shape) may be null; the zero padding is not activated, which
+// is the same as both activations give 0 for it). Every element of y is
+// written. Asynchronous on `stream`; a shape DepthwiseShapeOf would not give
+// is an error.
 Status LaunchDepthwiseConvNhwc(const DepthwiseConvShape& shape, ir::DataType dtype, const void* x, const void* w,
-                               const void* bias, const void* z, void* y, NhwcActivation act, cudaStream_t stream);
+                               const void* bias, const void* z, void* y, NhwcActivation act,
+                               NhwcActivation input_act, cudaStream_t stream);
 
 }  // namespace vigil::cuda

@@ -1,6 +1,7 @@
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/attention.h"
 #include "backends/cuda/gelu.h"
+#include "backends/cuda/pool_nhwc.h"
 #include "backends/cuda/softmax.h"
 
 #include <algorithm>
@@ -70,11 +71,12 @@ Status CudaKernelContext::SetOutput(size_t i, runtime::Tensor tensor) {
 
 const CudaKernelDef* FindCudaKernel(std::string_view domain, std::string_view op, int64_t opset) {
   using Family = std::span<const CudaKernelDef> (*)();
-  static constexpr std::array<Family, 16> kFamilies = {
+  static constexpr std::array<Family, 17> kFamilies = {
       ElementwiseCudaKernels,   DataMovementCudaKernels, DataMovementSpatialCudaKernels, ResizeCudaKernels,
       ReductionCudaKernels,     NormalizationCudaKernels, PoolCudaKernels,               ConvCudaKernels,
       MatMulCudaKernels,        ViewCudaKernels,          RecurrentCudaKernels,          ShapeSourceCudaKernels,
-      FusedCudaKernels,         FaultInjectionCudaKernels, SoftmaxCudaKernels,            AttentionCudaKernels};
+      FusedCudaKernels,         FaultInjectionCudaKernels, SoftmaxCudaKernels,            AttentionCudaKernels,
+      PoolNhwcCudaKernels};
   std::string_view d = domain == "ai.onnx" ? std::string_view() : domain;
   for (Family family : kFamilies) {
     for (const CudaKernelDef& def : family()) {

@@ -1,7 +1,8 @@
 // ai.vigil.ConvNhwc on the CPU: against ONNX Conv on the same data laid out
 // NCHW (odd channel counts, groups, strides, pads, dilations, auto_pad), its
 // residual Z and Relu/Relu6 activations (against ONNX Add, Relu and Clip run
-// after the Conv), and its shape inference and errors.
+// after the Conv), its input_activation (against Relu/Clip run on X before),
+// and its shape inference and errors.
 #include <gtest/gtest.h>
 
 #include "backends/cpu/float_kernel_test_util.h"
@@ -143,6 +144,66 @@ TEST(ConvNhwc, ResidualAndRelu6MatchAddReluClip) {
     c.bias = false;  // Z with an empty B slot
     Check(c, /*relu=*/true, /*residual=*/true);
   }
+}
+
+// ConvNhwc with input_activation `act` against Relu/Clip(0, 6) run on X
+// first and then ConvNhwc without it; X in [-8, 8] so that both bounds clip.
+void CheckInputActivation(const Shape& x_nhwc, const Shape& w_krsc, int64_t group, DataType t, const std::string& act,
+                          const std::string& out_act) {
+  SCOPED_TRACE(::testing::Message() << "x " << ::testing::PrintToString(x_nhwc) << " group " << group << " "
+                                    << ir::DataTypeName(t) << " input " << act << " output '" << out_act << "'");
+  runtime::Tensor x = MakeFloat(t, x_nhwc, RoundTo(t, Random(Product(x_nhwc), 5, -8, 8)));
+  runtime::Tensor w = MakeFloat(t, w_krsc, RoundTo(t, Random(Product(w_krsc), 6)));
+  runtime::Tensor b = MakeFloat(t, {w_krsc[0]}, RoundTo(t, Random(w_krsc[0], 7)));
+  std::vector<ir::Attribute> attrs = {kt::IntAttr("group", group), kt::IntsAttr("pads", {1, 1, 1, 1}),
+                                      kt::IntsAttr("strides", {2, 1})};
+  if (!out_act.empty()) attrs.push_back(kt::StringAttr("activation", out_act));
+  ir::Node plain = kt::MakeNode("ConvNhwc", {"x", "w", "b"}, {"y"}, attrs);
+  plain.domain = ir::kVigilDomain;
+  ir::Node fused = plain;
+  fused.attributes.push_back(kt::StringAttr(ir::kConvNhwcInputActivation, act));
+
+  runtime::Tensor lo = MakeFloat(t, {}, {0}), hi = MakeFloat(t, {}, {6});
+  auto clipped = act == "Relu" ? kt::RunKernel(kt::MakeNode("Relu", {"a"}, {"r"}), 17, {&x})
+                               : kt::RunKernel(kt::MakeNode("Clip", {"a", "lo", "hi"}, {"r"}), 17, {&x, &lo, &hi});
+  ASSERT_TRUE(clipped.ok()) << clipped.status().ToString();
+  auto want = kt::RunKernel(plain, 1, {&(*clipped)[0], &w, &b});
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  auto got = kt::RunKernel(fused, 1, {&x, &w, &b});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ((*got)[0].shape(), (*want)[0].shape());
+  ExpectClose(ReadFloat((*got)[0]), ReadFloat((*want)[0]), 0, 0);  // the same arithmetic
+  // ... and it does change the result: without it, X's clipped values count.
+  auto unclipped = kt::RunKernel(plain, 1, {&x, &w, &b});
+  ASSERT_TRUE(unclipped.ok());
+  EXPECT_NE(ReadFloat((*unclipped)[0]), ReadFloat((*want)[0]));
+
+  ir::TypeInfo tx = ops::TensorType(t, x.shape()), tw = ops::TensorType(t, w.shape()),
+               tb = ops::TensorType(t, Shape{w_krsc[0]});
+  EXPECT_TRUE(kt::InferNode(fused, 1, {&tx, &tw, &tb}).ok());
+}
+
+TEST(ConvNhwc, InputActivationMatchesClipThenConv) {
+  for (DataType t : {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16}) {
+    for (const char* act : {"Relu6", "Relu"}) {
+      CheckInputActivation({2, 9, 7, 13}, {13, 3, 3, 1}, 13, t, act, "");       // depthwise
+      CheckInputActivation({1, 7, 6, 32}, {32, 3, 3, 1}, 32, t, act, "Relu6");  // with its own activation
+      CheckInputActivation({1, 7, 6, 12}, {9, 3, 3, 4}, 3, t, act, "Relu");     // any ConvNhwc on the CPU
+    }
+  }
+}
+
+TEST(ConvNhwc, RefusesAnUnknownInputActivation) {
+  runtime::Tensor x = MakeFloat(DataType::kFloat32, {1, 5, 5, 3}, Random(75, 1));
+  runtime::Tensor w = MakeFloat(DataType::kFloat32, {4, 3, 3, 3}, Random(108, 2));
+  ir::Node n = kt::MakeNode("ConvNhwc", {"x", "w"}, {"y"}, {kt::StringAttr(ir::kConvNhwcInputActivation, "Tanh")});
+  n.domain = ir::kVigilDomain;
+  auto bad = kt::RunKernel(n, 1, {&x, &w});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().summary().find("input_activation"), std::string::npos) << bad.status().ToString();
+  ir::TypeInfo tx = Type(DataType::kFloat32, {K(1), K(5), K(5), K(3)});
+  ir::TypeInfo tw = Type(DataType::kFloat32, {K(4), K(3), K(3), K(3)});
+  EXPECT_FALSE(kt::InferNode(n, 1, {&tx, &tw}).ok());
 }
 
 TEST(ConvNhwc, RefusesAResidualOfAnotherShape) {

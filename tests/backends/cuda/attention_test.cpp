@@ -4,8 +4,14 @@
 // sequence lengths that leave partial 64-row tiles, and S = 1. The node runs
 // on the CUDA backend directly (no session, so no dependence on the op's
 // schema or CPU kernel); Y is poisoned with NaN before the run, so an element
-// the kernel does not write fails the comparison.
+// the kernel does not write fails the comparison. float16 / bfloat16 cases
+// run through both tensor-core kernels, chosen with VIGIL_ATTENTION_KERNEL:
+// the default choice, "mma" (attention_mma.cu, an Unsupported error where it
+// cannot run, so a pass shows that it ran) and "wmma" (the fallback).
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -42,9 +48,10 @@ double Tolerance(DataType t) { return t == kF16 ? kTolF16 : t == kBF16 ? kTolBF1
 struct AttentionCase {
   int64_t seq, batch, heads, head_size;
   bool sbe;
+  bool negative_scale = false;  // scale = -1/sqrt(D) (the mma kernel refuses it)
   std::string Name() const {
     return "S=" + std::to_string(seq) + " B=" + std::to_string(batch) + " H=" + std::to_string(heads) +
-           " D=" + std::to_string(head_size) + (sbe ? " sbe" : " bse");
+           " D=" + std::to_string(head_size) + (sbe ? " sbe" : " bse") + (negative_scale ? " scale<0" : "");
   }
   int64_t embed() const { return heads * head_size; }
   std::vector<int64_t> InputShape() const {
@@ -53,7 +60,7 @@ struct AttentionCase {
   std::vector<int64_t> OutputShape() const {
     return sbe ? std::vector<int64_t>{seq, batch, embed()} : std::vector<int64_t>{batch, seq, embed()};
   }
-  float scale() const { return 1.0f / std::sqrt(static_cast<float>(head_size)); }
+  float scale() const { return (negative_scale ? -1.0f : 1.0f) / std::sqrt(static_cast<float>(head_size)); }
 };
 
 ir::Node AttentionNode(const AttentionCase& c) {
@@ -69,9 +76,12 @@ ir::Node AttentionNode(const AttentionCase& c) {
 // the max subtracted, then the P-weighted sum of V rows; all in double.
 std::vector<double> Reference(const runtime::Tensor& qkv, const AttentionCase& c) {
   const int64_t e = c.embed(), d = c.head_size;
+  // Converted once: the loops below read each element many times.
+  std::vector<double> x(qkv.element_count());
+  for (uint64_t i = 0; i < x.size(); ++i) x[i] = runtime::ElementAsDouble(qkv, i);
   auto in = [&](int64_t s, int64_t b, int64_t col) {
     const int64_t row = c.sbe ? s * c.batch + b : b * c.seq + s;
-    return runtime::ElementAsDouble(qkv, static_cast<uint64_t>(row * 3 * e + col));
+    return x[static_cast<size_t>(row * 3 * e + col)];
   };
   std::vector<double> y(static_cast<size_t>(c.seq * c.batch * e));
   std::vector<double> p(static_cast<size_t>(c.seq));
@@ -144,22 +154,38 @@ Result<runtime::Tensor> OnDevice(const runtime::Tensor& host, int64_t offset) {
                                    static_cast<char*>(device.raw_data()) + offset * elem, owner);
 }
 
-void ExpectMatchesReference(DataType dtype, const AttentionCase& c, int64_t misalign = 0) {
-  SCOPED_TRACE(std::string(ir::DataTypeName(dtype)) + " " + c.Name() + (misalign ? " misaligned" : ""));
-  // [-2, 2]: scores of a few units, so the softmax is far from uniform.
-  runtime::Tensor qkv = RandomTensor(dtype, c.InputShape(), static_cast<uint32_t>(c.seq * 131 + c.head_size), -2, 2);
-  auto device_qkv = OnDevice(qkv, misalign);
-  ASSERT_TRUE(device_qkv.ok()) << device_qkv.status().ToString();
-  auto y = RunOnDevice(AttentionNode(c), *device_qkv);
-  ASSERT_TRUE(y.ok()) << y.status().ToString();
-  ASSERT_EQ(y->dtype(), dtype);
-  ASSERT_EQ(y->shape(), c.OutputShape());
-  const std::vector<double> want = Reference(qkv, c);
-  ASSERT_EQ(y->element_count(), want.size());
+// Sets VIGIL_ATTENTION_KERNEL while it lives ("" leaves it unset: the
+// default choice); unset again after.
+class KernelChoice {
+ public:
+  explicit KernelChoice(const std::string& kernel) {
+    if (kernel.empty()) {
+      unsetenv(kKernelVariable);
+    } else {
+      setenv(kKernelVariable, kernel.c_str(), 1);
+    }
+  }
+  ~KernelChoice() { unsetenv(kKernelVariable); }
+  KernelChoice(const KernelChoice&) = delete;
+  KernelChoice& operator=(const KernelChoice&) = delete;
+
+ private:
+  static constexpr const char* kKernelVariable = "VIGIL_ATTENTION_KERNEL";
+};
+
+// The kernel choices a case runs through: float32 has one kernel.
+std::vector<std::string> KernelsFor(DataType dtype) {
+  if (dtype == kF32) return {""};
+  return {"", "mma", "wmma"};
+}
+
+// Y against the reference: relative L2 error, and elements not finite.
+void ExpectClose(const runtime::Tensor& y, const std::vector<double>& want, DataType dtype) {
+  ASSERT_EQ(y.element_count(), want.size());
   double err = 0, norm = 0;
   uint64_t not_finite = 0;
   for (uint64_t i = 0; i < want.size(); ++i) {
-    const double got = runtime::ElementAsDouble(*y, i);
+    const double got = runtime::ElementAsDouble(y, i);
     if (!std::isfinite(got)) {
       ++not_finite;
       continue;
@@ -172,6 +198,28 @@ void ExpectMatchesReference(DataType dtype, const AttentionCase& c, int64_t misa
   EXPECT_LE(rel, Tolerance(dtype)) << "relative L2 error";
 }
 
+// Runs the case once per kernel choice in `kernels` (KernelsFor(dtype) when
+// empty) against one reference.
+void ExpectMatchesReference(DataType dtype, const AttentionCase& c, int64_t misalign = 0,
+                            std::vector<std::string> kernels = {}) {
+  SCOPED_TRACE(std::string(ir::DataTypeName(dtype)) + " " + c.Name() + (misalign ? " misaligned" : ""));
+  // [-2, 2]: scores of a few units, so the softmax is far from uniform.
+  runtime::Tensor qkv = RandomTensor(dtype, c.InputShape(), static_cast<uint32_t>(c.seq * 131 + c.head_size), -2, 2);
+  auto device_qkv = OnDevice(qkv, misalign);
+  ASSERT_TRUE(device_qkv.ok()) << device_qkv.status().ToString();
+  const std::vector<double> want = Reference(qkv, c);
+  if (kernels.empty()) kernels = KernelsFor(dtype);
+  for (const std::string& kernel : kernels) {
+    SCOPED_TRACE("VIGIL_ATTENTION_KERNEL=" + kernel);
+    KernelChoice choice(kernel);
+    auto y = RunOnDevice(AttentionNode(c), *device_qkv);
+    ASSERT_TRUE(y.ok()) << y.status().ToString();
+    ASSERT_EQ(y->dtype(), dtype);
+    ASSERT_EQ(y->shape(), c.OutputShape());
+    ExpectClose(*y, want, dtype);
+  }
+}
+
 std::vector<AttentionCase> Cases() {
   std::vector<AttentionCase> cases;
   for (bool sbe : {true, false}) {
@@ -180,6 +228,14 @@ std::vector<AttentionCase> Cases() {
     cases.push_back({65, 1, 1, 32, sbe});    // one row past a 64-row tile
     cases.push_back({130, 2, 4, 128, sbe});  // largest head size, partial tiles
     cases.push_back({1, 3, 2, 64, sbe});     // one token
+    // ViT-B/16 at batch 1, 4 and 8: on an H100 (132 SMs) the mma kernel
+    // picks blocks of 1, 2 and 4 warps for these.
+    cases.push_back({197, 1, 12, 64, sbe});
+    cases.push_back({197, 4, 12, 64, sbe});
+    cases.push_back({197, 8, 12, 64, sbe});
+    // Sequence lengths around the 16-row and 64-key tiles.
+    for (int64_t seq : {1, 15, 64, 65, 128, 197, 256}) cases.push_back({seq, 2, 3, 64, sbe});
+    cases.push_back({130, 12, 8, 128, sbe});  // D = 128 in 4-warp blocks (over 48 KB of shared memory)
   }
   return cases;
 }
@@ -203,12 +259,98 @@ TEST(CudaAttention, Float32MatchesReference) {
   ExpectAllCasesMatch(kF32);
 }
 
-// QKV not 16-byte aligned takes the kernel's element-wise loads.
+// QKV not 16-byte aligned: the default choice falls back to the wmma
+// kernel's element-wise loads (the mma kernel refuses it, below).
 TEST(CudaAttention, MisalignedInputMatchesReference) {
   VIGIL_SKIP_WITHOUT_CUDA();
   for (DataType dtype : {kF16, kBF16, kF32}) {
-    ExpectMatchesReference(dtype, {70, 2, 2, 64, true}, /*misalign=*/1);
-    ExpectMatchesReference(dtype, {33, 1, 3, 16, false}, /*misalign=*/1);
+    const std::vector<std::string> kernels = dtype == kF32 ? std::vector<std::string>{""}
+                                                           : std::vector<std::string>{"", "wmma"};
+    ExpectMatchesReference(dtype, {70, 2, 2, 64, true}, /*misalign=*/1, kernels);
+    ExpectMatchesReference(dtype, {33, 1, 3, 16, false}, /*misalign=*/1, kernels);
+    ExpectMatchesReference(dtype, {197, 1, 12, 64, true}, /*misalign=*/1, kernels);
+  }
+}
+
+// So the default run above cannot have taken the mma kernel: forced, it
+// reports the misaligned rows instead of reading them.
+// A negative scale (legal, if odd) also takes the wmma kernel: the mma
+// kernel takes the row max before scaling.
+TEST(CudaAttention, NegativeScaleMatchesReference) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  for (DataType dtype : {kF16, kBF16}) {
+    ExpectMatchesReference(dtype, {65, 2, 2, 64, true, /*negative_scale=*/true}, 0, {"", "wmma"});
+  }
+  const AttentionCase c{65, 2, 2, 64, true, /*negative_scale=*/true};
+  runtime::Tensor qkv = RandomTensor(kF16, c.InputShape(), 13);
+  auto device_qkv = OnDevice(qkv, 0);
+  ASSERT_TRUE(device_qkv.ok()) << device_qkv.status().ToString();
+  KernelChoice choice("mma");
+  auto y = RunOnDevice(AttentionNode(c), *device_qkv);
+  ASSERT_FALSE(y.ok());
+  EXPECT_EQ(y.status().code(), ErrorCode::kUnsupported) << y.status().ToString();
+  EXPECT_NE(y.status().ToString().find("scale > 0"), std::string::npos) << y.status().ToString();
+}
+
+TEST(CudaAttention, MmaKernelRefusesMisalignedRows) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  const AttentionCase c{70, 2, 2, 64, true};
+  runtime::Tensor qkv = RandomTensor(kF16, c.InputShape(), 11);
+  auto device_qkv = OnDevice(qkv, /*offset=*/1);
+  ASSERT_TRUE(device_qkv.ok()) << device_qkv.status().ToString();
+  KernelChoice choice("mma");
+  auto y = RunOnDevice(AttentionNode(c), *device_qkv);
+  ASSERT_FALSE(y.ok());
+  EXPECT_EQ(y.status().code(), ErrorCode::kUnsupported) << y.status().ToString();
+  EXPECT_NE(y.status().ToString().find("not 16-byte aligned"), std::string::npos) << y.status().ToString();
+}
+
+// Hands out one preallocated device tensor (timing runs: no allocation or
+// poisoning in the loop).
+class FixedDeviceOutput : public runtime::OutputAllocator {
+ public:
+  explicit FixedDeviceOutput(runtime::Tensor y) : y_(std::move(y)) {}
+  Result<runtime::Tensor> Allocate(size_t, DataType, std::vector<int64_t>) override { return y_; }
+
+ private:
+  runtime::Tensor y_;
+};
+
+// Milliseconds per run of the node (after warm-up), on one backend and output.
+Result<double> TimeRuns(const ir::Node& node, const runtime::Tensor& qkv, const AttentionCase& c, int runs) {
+  auto backend = CudaBackendForTests();
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor y, backend->AllocateDevice(qkv.dtype(), c.OutputShape()));
+  FixedDeviceOutput allocator(y);
+  const runtime::Tensor* inputs[] = {&qkv};
+  std::vector<runtime::Tensor> outputs;
+  for (int i = 0; i < 5; ++i) VIGIL_RETURN_IF_ERROR(backend->Run(node, 1, inputs, outputs, allocator));
+  VIGIL_RETURN_IF_ERROR(backend->Synchronize());
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < runs; ++i) VIGIL_RETURN_IF_ERROR(backend->Run(node, 1, inputs, outputs, allocator));
+  VIGIL_RETURN_IF_ERROR(backend->Synchronize());
+  const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
+  return took.count() / runs;
+}
+
+// Not a check: VIGIL_ATTENTION_BENCH=1 prints ms per run of both kernels on
+// ViT-B/16's attention (float16, "bse") at batch 1, 8 and 64. Host time over
+// back-to-back runs, so at batch 1 launch overhead may dominate.
+TEST(CudaAttention, Timing) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  if (!std::getenv("VIGIL_ATTENTION_BENCH")) GTEST_SKIP() << "set VIGIL_ATTENTION_BENCH=1 to time the kernels";
+  for (int64_t batch : {1, 8, 64}) {
+    const AttentionCase c{197, batch, 12, 64, false};
+    runtime::Tensor qkv = RandomTensor(kF16, c.InputShape(), 5, -2, 2);
+    auto device_qkv = OnDevice(qkv, 0);
+    ASSERT_TRUE(device_qkv.ok()) << device_qkv.status().ToString();
+    for (const std::string kernel : {"mma", "wmma"}) {
+      KernelChoice choice(kernel);
+      auto ms = TimeRuns(AttentionNode(c), *device_qkv, c, 200);
+      ASSERT_TRUE(ms.ok()) << ms.status().ToString();
+      const double flops = 4.0 * static_cast<double>(c.batch * c.heads) * c.seq * c.seq * c.head_size;
+      std::printf("attention %s batch %lld: %.4f ms, %.1f TFLOP/s\n", kernel.c_str(), static_cast<long long>(batch),
+                  *ms, flops / (*ms * 1e9));
+    }
   }
 }
 

@@ -4,7 +4,9 @@
 // reference: odd channel counts (scalar path) and multiples of 4 (vector
 // path), 3x3 stride 1/2 (the register-blocked path), other kernel sizes,
 // asymmetric pads and dilations (the generic path), bias, residual Z, Relu
-// and Relu6, in float16, bfloat16 and float32. Where the test program has
+// and Relu6, and the input activation (ConvNhwc's input_activation, Relu or
+// Relu6 on X as it is loaded, with X in [-8, 8] so that both bounds clip),
+// in float16, bfloat16 and float32. Where the test program has
 // the kernel compiled in (a CUDA build), it is also launched directly on an
 // output buffer poisoned with NaN, so that an element it does not write
 // shows up as a NaN mismatch.
@@ -42,12 +44,13 @@ struct DepthwiseCase {
   bool bias = true;
   bool residual = false;
   std::string act = {};  // "", "Relu" or "Relu6"
+  std::string input_act = {};  // input_activation: "", "Relu" or "Relu6"
 };
 
 std::string Describe(const DepthwiseCase& k, ir::DataType t) {
-  return fmt::format("depthwise {} x[{}] k{}x{} s[{}] p[{}] d[{}] bias {} z {} act '{}'", ir::DataTypeName(t),
-                     fmt::join(k.x, ","), k.kh, k.kw, fmt::join(k.strides, ","), fmt::join(k.pads, ","),
-                     fmt::join(k.dilations, ","), k.bias, k.residual, k.act);
+  return fmt::format("depthwise {} x[{}] k{}x{} s[{}] p[{}] d[{}] bias {} z {} act '{}' input act '{}'",
+                     ir::DataTypeName(t), fmt::join(k.x, ","), k.kh, k.kw, fmt::join(k.strides, ","),
+                     fmt::join(k.pads, ","), fmt::join(k.dilations, ","), k.bias, k.residual, k.act, k.input_act);
 }
 
 int64_t OutDim(int64_t in, int64_t k, int64_t stride, int64_t pad_begin, int64_t pad_end, int64_t dilation) {
@@ -59,14 +62,17 @@ std::vector<int64_t> OutShape(const DepthwiseCase& k) {
           OutDim(k.x[2], k.kw, k.strides[1], k.pads[1], k.pads[3], k.dilations[1]), k.x[3]};
 }
 
-// The operands of one case: X, W [C, kH, kW, 1], B [C], Z (Y's shape, ~4 in
+// The operands of one case: X (in [-8, 8] with an input activation, so that
+// it clips at 0 and 6), W [C, kH, kW, 1], B [C], Z (Y's shape, ~4 in
 // magnitude so that Relu6 clips).
 struct Operands {
   runtime::Tensor x, w, b, z;
 };
 
 Operands MakeOperands(const DepthwiseCase& k, ir::DataType t) {
-  return {RandomTensor(t, k.x, 1), RandomTensor(t, {k.x[3], k.kh, k.kw, 1}, 2), RandomTensor(t, {k.x[3]}, 3),
+  const float x_range = k.input_act.empty() ? 1.0f : 8.0f;
+  return {RandomTensor(t, k.x, 1, -x_range, x_range), RandomTensor(t, {k.x[3], k.kh, k.kw, 1}, 2),
+          RandomTensor(t, {k.x[3]}, 3),
           RandomTensor(t, OutShape(k), 4, -4.0f, 4.0f)};
 }
 
@@ -103,6 +109,7 @@ ir::Model DepthwiseModel(const DepthwiseCase& k, const Operands& o) {
   n.attributes = {IntAttr("group", k.x[3]), IntsAttr("kernel_shape", {k.kh, k.kw}), IntsAttr("strides", k.strides),
                   IntsAttr("pads", k.pads), IntsAttr("dilations", k.dilations)};
   if (!k.act.empty()) n.attributes.push_back(StringAttr("activation", k.act));
+  if (!k.input_act.empty()) n.attributes.push_back(StringAttr(ir::kConvNhwcInputActivation, k.input_act));
   m.graph.nodes = {n};
   m.graph.outputs = {ir::ValueInfo{"y", false, {}, {}}};
   return m;
@@ -191,7 +198,8 @@ void CheckKernel(const DepthwiseCase& k, ir::DataType t) {
   DeviceBuffer y(got.byte_size());
   ASSERT_EQ(cudaMemset(y.get(), 0xFF, got.byte_size()), cudaSuccess);
   Status s = LaunchDepthwiseConvNhwc(*shape, t, x->get(), w->get(), k.bias ? b->get() : nullptr,
-                                     k.residual ? z->get() : nullptr, y.get(), ActivationOf(k.act), nullptr);
+                                     k.residual ? z->get() : nullptr, y.get(), ActivationOf(k.act),
+                                     ActivationOf(k.input_act), nullptr);
   ASSERT_TRUE(s.ok()) << s.ToString();
   ASSERT_EQ(cudaMemcpy(got.raw_data(), y.get(), got.byte_size(), cudaMemcpyDeviceToHost), cudaSuccess);
   ExpectClose(got, want, Tol(t), Describe(k, t) + " (kernel, poisoned Y)");
@@ -227,6 +235,65 @@ std::vector<DepthwiseCase> Cases() {
   c.push_back({.x = {1, 15, 15, 960}, .strides = {1, 2}, .pads = {1, 0, 1, 2}});
   c.push_back({.x = {1, 15, 15, 32}, .strides = {3, 3}, .pads = {1, 1, 1, 1}, .act = "Relu6"});
   return c;
+}
+
+// The input activation on every path: 3x3 stride 1 and 2 (odd C: scalar,
+// C % 4 == 0: vector), with and without the output activation, bias and Z,
+// and the generic path.
+std::vector<DepthwiseCase> InputActivationCases() {
+  std::vector<DepthwiseCase> c;
+  for (int64_t ch : {13, 32, 127, 960}) {
+    c.push_back({.x = {2, 7, 7, ch}, .input_act = "Relu6"});
+    c.push_back({.x = {1, 15, 15, ch}, .strides = {2, 2}, .act = "Relu6", .input_act = "Relu6"});
+    c.push_back({.x = {2, 9, 9, ch}, .act = "Relu", .input_act = "Relu"});
+    c.push_back({.x = {1, 15, 15, ch}, .strides = {2, 2}, .bias = false, .input_act = "Relu"});
+  }
+  c.push_back({.x = {2, 112, 112, 32}, .act = "Relu6", .input_act = "Relu6"});  // MobileNetV2 features.2
+  c.push_back({.x = {2, 15, 15, 32}, .strides = {2, 2}, .pads = {0, 0, 1, 1}, .residual = true, .act = "Relu6",
+               .input_act = "Relu6"});
+  c.push_back({.x = {2, 15, 15, 32}, .kh = 5, .kw = 5, .pads = {2, 2, 2, 2}, .act = "Relu6", .input_act = "Relu6"});
+  c.push_back({.x = {1, 15, 15, 13}, .pads = {2, 2, 2, 2}, .dilations = {2, 2}, .input_act = "Relu"});
+  return c;
+}
+
+TEST(CudaConvDepthwise, InputActivationMatchesTheCpu) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  for (ir::DataType t : {kF16, kBF16, kF32}) {
+    for (const DepthwiseCase& k : InputActivationCases()) CheckSession(k, t);
+  }
+#ifdef VIGIL_TESTS_LAUNCH_CUDA_KERNELS
+  for (ir::DataType t : {kF16, kBF16, kF32}) {
+    for (const DepthwiseCase& k : InputActivationCases()) CheckKernel(k, t);
+  }
+#endif
+}
+
+// A ConvNhwc with input_activation that the depthwise kernel does not run
+// (`group` < C) is not placed on cuda: cuDNN cannot activate its input.
+std::string PlacementWithInputActivation(int64_t group) {
+  DepthwiseCase k{.x = {1, 7, 7, 16}, .input_act = "Relu6"};
+  Operands o = MakeOperands(k, kF16);
+  if (group != k.x[3]) o.w = RandomTensor(kF16, {16, 3, 3, 16 / group}, 2);
+  ir::Model m = DepthwiseModel(k, o);
+  for (ir::Attribute& a : m.graph.nodes[0].attributes) {
+    if (a.name == "group") a.i = group;
+  }
+  runtime::SessionOptions options;
+  options.backends = {CudaBackendForTests(), cpu::MakeCpuBackend()};
+  auto session = runtime::Session::Create(m, options);
+  if (!session.ok()) return session.status().ToString();
+  const auto& placement = (*session)->placement();
+  return placement.size() == 1 ? placement[0].backend : "?";
+}
+
+TEST(CudaConvDepthwise, InputActivationStaysOffCudnn) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  EXPECT_EQ(PlacementWithInputActivation(16), "cuda");
+  EXPECT_EQ(PlacementWithInputActivation(1), "cpu");
+  EXPECT_EQ(PlacementWithInputActivation(4), "cpu");
+  setenv("VIGIL_DEPTHWISE", "cudnn", 1);
+  EXPECT_EQ(PlacementWithInputActivation(16), "cpu");
+  unsetenv("VIGIL_DEPTHWISE");
 }
 
 TEST(CudaConvDepthwise, MatchesTheCpuThroughTheSession) {

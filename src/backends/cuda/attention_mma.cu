@@ -1,0 +1,424 @@
+// ai.vigil.Attention's FlashAttention-2-style kernel for float16 / bfloat16
+// (attention.h). Each warp owns 16 query rows of one (batch, head) and walks
+// the keys 64 at a time with everything per row in registers:
+//  - Q: loaded once as mma A fragments (ldmatrix from shared memory);
+//  - S = Q K^T: mma.sync m16n8k16 with float accumulators, 8 n8 tiles of 4
+//    floats per thread. The accumulator layout is fixed by PTX: thread
+//    `lane` holds rows lane/4 and lane/4 + 8, columns 2*(lane%4) + {0, 1} of
+//    each n8 tile, so a row's max and sum need only the 4 lanes of a quad;
+//  - online softmax in the log2 domain (scale * log2(e) folded into exp2);
+//  - P rounded to T straight into A fragments: the accumulators of n8 tiles
+//    2k and 2k+1 are, element for element, the m16k16 A fragment of keys
+//    [16k, 16k + 16), so P never touches shared memory;
+//  - O += P V into D/8 n8 tiles of float accumulators, rescaled per row by
+//    exp2(m_old - m_new) first; Y = O / l at the end, rounded once.
+// K and V tiles arrive by cp.async (16-byte chunks, zero-filled past S) into
+// two buffers, so the next tile loads while this one is multiplied. Shared
+// rows are padded by 8 elements (16 bytes): the 8 rows an ldmatrix phase
+// reads then start in 8 different 4-bank groups.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "backends/cuda/attention.h"
+#include "backends/cuda/cuda_kernel.h"
+
+namespace vigil::cuda {
+namespace {
+
+constexpr int kKeys = 64;  // keys per step (one shared K or V tile)
+
+// --- PTX wrappers (sm_80+; the module is built for 80, 86 and 90) -------------
+
+__device__ __forceinline__ unsigned SharedAddress(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global -> shared, asynchronously; `bytes` = 0 writes zeros and
+// reads nothing (rows past S).
+__device__ __forceinline__ void CopyAsync16(void* dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(SharedAddress(dst)), "l"(src), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void CommitCopies() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void WaitCopies() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+__device__ __forceinline__ void LoadMatrix4(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(SharedAddress(p)));
+}
+__device__ __forceinline__ void LoadMatrix4Trans(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(SharedAddress(p)));
+}
+
+// d += a (16x16, row) * b (16x8, col), float accumulators.
+template <typename T>
+__device__ __forceinline__ void Mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same_v<T, __half>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+// Two floats rounded to T, `lo` in the low half (the lower column).
+template <typename T>
+__device__ __forceinline__ uint32_t Pack(float lo, float hi) {
+  if constexpr (std::is_same_v<T, __half>) {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  } else {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  }
+}
+
+// --- the kernel -------------------------------------------------------------------
+
+// Shared memory of a block of kWarps warps, in elements of T: Q rows, then
+// two K tiles, then two V tiles, rows kLd apart.
+template <int D, int kWarps>
+struct MmaLayout {
+  static constexpr int kLd = D + 8;
+  static constexpr int kRows = 16 * kWarps;  // query rows per block
+  static constexpr int kQ = 0;
+  static constexpr int kK = kQ + kRows * kLd;
+  static constexpr int kV = kK + 2 * kKeys * kLd;
+  static constexpr int kTile = kKeys * kLd;
+  static constexpr size_t kBytes = size_t{kV + 2 * kTile} * 2;
+  static_assert(D % 16 == 0 && D <= 128, "head size must be a multiple of 16, at most 128");
+};
+
+// Rows [row0, row0 + kRows) of an [S, D] matrix (rows `stride` apart) into
+// shared memory, 16-byte chunks spread over the block's threads; rows at or
+// past `rows` become zeros. Part of the caller's current copy group.
+template <typename T, int D, int kRows, int kThreads>
+__device__ __forceinline__ void IssueRows(T* dst, const T* __restrict__ src, int64_t stride, int row0, int rows) {
+  constexpr int kChunks = D / 8;
+  constexpr int kStep = kThreads / kChunks;  // rows apart of a thread's chunks
+  static_assert(kThreads % kChunks == 0 && kRows % kStep == 0);
+  const int c = (static_cast<int>(threadIdx.x) % kChunks) * 8;
+  // Not unrolled: unrolled, ptxas keeps every iteration's row offset in
+  // registers across the key loop (up to 32 of them with one warp a block).
+#pragma unroll 1
+  for (int r = static_cast<int>(threadIdx.x) / kChunks; r < kRows; r += kStep) {
+    const bool in = row0 + r < rows;
+    CopyAsync16(dst + r * (D + 8) + c, in ? src + int64_t{row0 + r} * stride + c : src, in ? 16 : 0);
+  }
+}
+
+// S = Q K^T for the warp's 16 rows and the tile's first `valid` keys (16-key
+// pairs of n8 tiles wholly past `valid` are skipped; their scores are
+// masked by the caller).
+template <typename T, int D>
+__device__ __forceinline__ void Scores(float (&s)[kKeys / 8][4], const uint32_t (&qf)[D / 16][4], const T* ks,
+                                       int valid, int lane) {
+#pragma unroll
+  for (int j = 0; j < kKeys / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+  // ldmatrix x4 matrices: keys +0..7 / d +0..7, keys +0..7 / d +8..15,
+  // keys +8..15 / d +0..7, keys +8..15 / d +8..15: the B fragments (b0b1,
+  // b2b3) of two n8 tiles. K rows are B's columns, so no transpose.
+  const T* row = ks + (lane % 8 + (lane / 16) * 8) * (D + 8) + ((lane / 8) % 2) * 8;
+#pragma unroll
+  for (int np = 0; np < kKeys / 16; ++np) {
+    if (np * 16 >= valid) break;
+#pragma unroll
+    for (int k = 0; k < D / 16; ++k) {
+      uint32_t b[4];
+      LoadMatrix4(b, row + np * 16 * (D + 8) + k * 16);
+      Mma<T>(s[2 * np], qf[k], b[0], b[1]);
+      Mma<T>(s[2 * np + 1], qf[k], b[2], b[3]);
+    }
+  }
+}
+
+// The online-softmax step: masks the scores (keys >= `valid` to -inf),
+// updates the running max m (log2 domain, scale included) and this thread's
+// partial sums l of its two rows, rescales O, and leaves P = exp2(scale *
+// log2(e) * score - m) in s.
+template <int D>
+__device__ __forceinline__ void Softmax(float (&s)[kKeys / 8][4], float (&o)[D / 8][4], float (&m)[2], float (&l)[2],
+                                        int valid, float scale_log2, int lane) {
+  // The scale is positive (AttentionMmaWhyNot), so the max of the scaled
+  // scores is the scaled max and the scale goes into the exponent's FFMA
+  // instead of a multiply per score.
+  const float sc = scale_log2;
+  if (valid < kKeys) {  // the last tile only
+#pragma unroll
+    for (int j = 0; j < kKeys / 8; ++j) {
+      const int col = j * 8 + 2 * (lane % 4);
+      if (col >= valid) s[j][0] = s[j][2] = -INFINITY;
+      if (col + 1 >= valid) s[j][1] = s[j][3] = -INFINITY;
+    }
+  }
+  float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int j = 0; j < kKeys / 8; ++j) {
+    mx[0] = fmaxf(mx[0], fmaxf(s[j][0], s[j][1]));
+    mx[1] = fmaxf(mx[1], fmaxf(s[j][2], s[j][3]));
+  }
+  float alpha[2], sum[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+    const float m_new = fmaxf(m[r], mx[r] * sc);
+    // Every tile holds a real key, so m_new is finite for finite inputs; the
+    // guard keeps an all -inf row from producing inf - inf = NaN. The first
+    // tile's factor is exp2(-inf) = 0.
+    const float ref = m_new == -INFINITY ? 0.0f : m_new;
+    alpha[r] = exp2f(m[r] - ref);
+    m[r] = m_new;
+    mx[r] = ref;
+  }
+#pragma unroll
+  for (int j = 0; j < kKeys / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      s[j][e] = exp2f(fmaf(s[j][e], sc, -mx[e / 2]));
+      sum[e / 2] += s[j][e];
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) l[r] = l[r] * alpha[r] + sum[r];
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n) {
+    o[n][0] *= alpha[0];
+    o[n][1] *= alpha[0];
+    o[n][2] *= alpha[1];
+    o[n][3] *= alpha[1];
+  }
+}
+
+// O += P V over the tile's first `valid` keys (P in s, as float).
+template <typename T, int D>
+__device__ __forceinline__ void AccumulatePV(float (&o)[D / 8][4], const float (&s)[kKeys / 8][4], const T* vs,
+                                             int valid, int lane) {
+  // ldmatrix.trans x4 matrices: keys +0..7 / d +0..7, keys +8..15 / d +0..7,
+  // keys +0..7 / d +8..15, keys +8..15 / d +8..15: V rows are B's rows, so
+  // the transposed load gives the (b0b1, b2b3) fragments of two n8 tiles.
+  const T* row = vs + (lane % 8 + ((lane / 8) % 2) * 8) * (D + 8) + (lane / 16) * 8;
+#pragma unroll
+  for (int kk = 0; kk < kKeys / 16; ++kk) {
+    if (kk * 16 >= valid) break;
+    const uint32_t p[4] = {Pack<T>(s[2 * kk][0], s[2 * kk][1]), Pack<T>(s[2 * kk][2], s[2 * kk][3]),
+                           Pack<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]), Pack<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+    for (int np = 0; np < D / 16; ++np) {
+      uint32_t b[4];
+      LoadMatrix4Trans(b, row + kk * 16 * (D + 8) + np * 16);
+      Mma<T>(o[2 * np], p, b[0], b[1]);
+      Mma<T>(o[2 * np + 1], p, b[2], b[3]);
+    }
+  }
+}
+
+// Y = O / l for the warp's 16 rows, staged through the warp's own Q rows in
+// shared memory (no longer read) so that global stores are whole 16-byte
+// chunks of each row; rows at or past S are not written.
+template <typename T, int D>
+__device__ __forceinline__ void StoreRows(const float (&o)[D / 8][4], float (&l)[2], T* qs, T* __restrict__ out,
+                                          int64_t out_row, int row0, int rows, int lane) {
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    inv[r] = 1.0f / l[r];
+  }
+  const int r0 = lane / 4, c0 = 2 * (lane % 4);
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n) {
+    *reinterpret_cast<uint32_t*>(qs + r0 * (D + 8) + n * 8 + c0) = Pack<T>(o[n][0] * inv[0], o[n][1] * inv[0]);
+    *reinterpret_cast<uint32_t*>(qs + (r0 + 8) * (D + 8) + n * 8 + c0) = Pack<T>(o[n][2] * inv[1], o[n][3] * inv[1]);
+  }
+  __syncwarp();
+  constexpr int kChunks = D / 8;
+#pragma unroll
+  for (int i = lane; i < 16 * kChunks; i += 32) {
+    const int r = i / kChunks, c = (i % kChunks) * 8;
+    if (row0 + r < rows) {
+      *reinterpret_cast<int4*>(out + int64_t{row0 + r} * out_row + c) =
+          *reinterpret_cast<const int4*>(qs + r * (D + 8) + c);
+    }
+  }
+}
+
+// Grid: x = batch * heads, y = query tiles of 16 * kWarps rows.
+template <typename T, int D, int kWarps>
+__global__ void __launch_bounds__(32 * kWarps) AttentionMmaKernel(const T* __restrict__ qkv, T* __restrict__ y,
+                                                                  AttentionShape a) {
+  using L = MmaLayout<D, kWarps>;
+  constexpr int kThreads = 32 * kWarps;
+  extern __shared__ __align__(128) unsigned char smem_bytes[];
+  T* smem = reinterpret_cast<T*>(smem_bytes);
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int64_t b = blockIdx.x / a.heads, h = blockIdx.x % a.heads;
+  // S < 2^31: attention.cu limits the 64-row tiles to 65535.
+  const int seq = static_cast<int>(a.seq);
+  const int q0 = static_cast<int>(blockIdx.y) * L::kRows;
+  const T* base = qkv + b * a.in_batch + h * D;
+  const T* kbase = base + a.embed;
+  const T* vbase = base + 2 * a.embed;
+  T* qs = smem + L::kQ + warp * 16 * L::kLd;  // the warp's Q rows
+
+  // Copy group 0: Q and the first K and V tiles.
+  IssueRows<T, D, L::kRows, kThreads>(smem + L::kQ, base, a.in_row, q0, seq);
+  IssueRows<T, D, kKeys, kThreads>(smem + L::kK, kbase, a.in_row, 0, seq);
+  IssueRows<T, D, kKeys, kThreads>(smem + L::kV, vbase, a.in_row, 0, seq);
+  CommitCopies();
+
+  uint32_t qf[D / 16][4];
+  float o[D / 8][4];
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+
+  const int tiles = (seq + kKeys - 1) / kKeys;
+  for (int t = 0; t < tiles; ++t) {
+    const int buf = t & 1;
+    // The other buffers were last read in step t - 1, which ended with a
+    // barrier: load tile t + 1 into them while tile t is multiplied.
+    if (t + 1 < tiles) {
+      IssueRows<T, D, kKeys, kThreads>(smem + L::kK + (buf ^ 1) * L::kTile, kbase, a.in_row, (t + 1) * kKeys, seq);
+      IssueRows<T, D, kKeys, kThreads>(smem + L::kV + (buf ^ 1) * L::kTile, vbase, a.in_row, (t + 1) * kKeys, seq);
+      CommitCopies();
+      WaitCopies<1>();
+    } else {
+      WaitCopies<0>();
+    }
+    __syncthreads();  // tile t (and at t = 0, Q) is in place for every warp
+    if (t == 0) {
+      // A fragment matrices: rows +0..7 / cols +0..7, rows +8..15 / +0..7,
+      // rows +0..7 / +8..15, rows +8..15 / +8..15 = a0a1, a2a3, a4a5, a6a7.
+#pragma unroll
+      for (int k = 0; k < D / 16; ++k) LoadMatrix4(qf[k], qs + (lane % 16) * L::kLd + k * 16 + (lane / 16) * 8);
+    }
+    const int valid = min(seq - t * kKeys, kKeys);
+    float s[kKeys / 8][4];
+    Scores<T, D>(s, qf, smem + L::kK + buf * L::kTile, valid, lane);
+    Softmax<D>(s, o, m, l, valid, a.scale_log2, lane);
+    AccumulatePV<T, D>(o, s, smem + L::kV + buf * L::kTile, valid, lane);
+    __syncthreads();  // no warp reads buffers `buf` any more
+  }
+  StoreRows<T, D>(o, l, qs, y + b * a.out_batch + h * D, a.out_row, q0 + warp * 16, seq, lane);
+}
+
+// --- launch -----------------------------------------------------------------------
+
+// Opting in to more than 48 KB of dynamic shared memory is per kernel and
+// device; done once per device (bit d of `done`).
+template <typename Kernel>
+Status AllowSharedMemory(Kernel kernel, size_t bytes, std::atomic<uint64_t>& done) {
+  if (bytes <= 48 * 1024) return Status::Ok();
+  int device = 0;
+  VIGIL_CUDA_CALL(cudaGetDevice(&device));
+  const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
+  if (bit && (done.load(std::memory_order_acquire) & bit)) return Status::Ok();
+  VIGIL_CUDA_CALL(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  done.fetch_or(bit, std::memory_order_release);
+  return Status::Ok();
+}
+
+template <typename T, int D, int kWarps>
+Status Launch(const AttentionShape& a, const void* qkv, void* y, cudaStream_t stream) {
+  using L = MmaLayout<D, kWarps>;
+  static std::atomic<uint64_t> smem_allowed{0};
+  auto kernel = AttentionMmaKernel<T, D, kWarps>;
+  VIGIL_RETURN_IF_ERROR(AllowSharedMemory(kernel, L::kBytes, smem_allowed));
+  const dim3 grid(static_cast<unsigned>(a.batch * a.heads), static_cast<unsigned>((a.seq + L::kRows - 1) / L::kRows));
+  kernel<<<grid, 32 * kWarps, L::kBytes, stream>>>(static_cast<const T*>(qkv), static_cast<T*>(y), a);
+  VIGIL_CHECK_LAUNCH("AttentionMmaKernel");
+  return Status::Ok();
+}
+
+// The current device's SM count, asked once per device.
+Result<int> SmCount() {
+  static std::atomic<int> cached[64] = {};
+  int device = 0;
+  VIGIL_CUDA_CALL(cudaGetDevice(&device));
+  if (device >= 0 && device < 64) {
+    if (const int n = cached[device].load(std::memory_order_relaxed); n > 0) return n;
+  }
+  int n = 0;
+  VIGIL_CUDA_CALL(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
+  if (device >= 0 && device < 64) cached[device].store(n, std::memory_order_relaxed);
+  return n < 1 ? 1 : n;
+}
+
+// Warps per block: 4 (64 query rows) when that grid has at least two blocks
+// per SM, else fewer rows per block so that more SMs get work (small batch).
+int WarpsPerBlock(const AttentionShape& a, int sms) {
+  const auto blocks = [&](int warps) { return a.batch * a.heads * ((a.seq + 16 * warps - 1) / (16 * warps)); };
+  const auto fits = [&](int warps) { return (a.seq + 16 * warps - 1) / (16 * warps) <= 65535; };
+  if (blocks(4) >= 2 * int64_t{sms} || !fits(2)) return 4;
+  if (blocks(2) >= 2 * int64_t{sms} || !fits(1)) return 2;
+  return 1;
+}
+
+template <typename T, int D>
+Status LaunchForHeadSize(const AttentionShape& a, const void* qkv, void* y, cudaStream_t stream) {
+  VIGIL_ASSIGN_OR_RETURN(int sms, SmCount());
+  switch (WarpsPerBlock(a, sms)) {
+    case 1: return Launch<T, D, 1>(a, qkv, y, stream);
+    case 2: return Launch<T, D, 2>(a, qkv, y, stream);
+    default: return Launch<T, D, 4>(a, qkv, y, stream);
+  }
+}
+
+template <typename T>
+Status LaunchForType(const AttentionShape& a, const void* qkv, void* y, cudaStream_t stream) {
+  switch (a.head_size) {
+    case 16: return LaunchForHeadSize<T, 16>(a, qkv, y, stream);
+    case 32: return LaunchForHeadSize<T, 32>(a, qkv, y, stream);
+    case 64: return LaunchForHeadSize<T, 64>(a, qkv, y, stream);
+    case 128: return LaunchForHeadSize<T, 128>(a, qkv, y, stream);
+    default: return InternalError("attention mma kernel: head size {}", a.head_size);
+  }
+}
+
+bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+}  // namespace
+
+std::string AttentionMmaWhyNot(const AttentionShape& a, ir::DataType dtype, const void* qkv, const void* y) {
+  if (dtype != ir::DataType::kFloat16 && dtype != ir::DataType::kBfloat16) {
+    return fmt::format("dtype {} (the mma kernel takes float16 and bfloat16)", ir::DataTypeName(dtype));
+  }
+  const int64_t d = a.head_size;
+  if (d != 16 && d != 32 && d != 64 && d != 128) return fmt::format("head size D={}", d);
+  // cp.async and the output stores move 16-byte chunks (8 elements): every
+  // row start must be 16-byte aligned.
+  const bool strides = a.in_row % 8 == 0 && a.in_batch % 8 == 0 && a.embed % 8 == 0 && a.out_row % 8 == 0 &&
+                       a.out_batch % 8 == 0;
+  if (!strides || !Aligned16(qkv) || !Aligned16(y)) return "rows of QKV or Y are not 16-byte aligned";
+  // Softmax takes the row max before scaling (one FFMA per score instead
+  // of a multiply and a subtraction), which needs scale > 0.
+  if (!(a.scale_log2 > 0.0f)) return fmt::format("scale {} (the mma kernel takes scale > 0)", a.scale);
+  return {};
+}
+
+Status LaunchAttentionMma(const AttentionShape& a, ir::DataType dtype, const void* qkv, void* y, cudaStream_t stream) {
+  if (dtype == ir::DataType::kFloat16) return LaunchForType<__half>(a, qkv, y, stream);
+  return LaunchForType<__nv_bfloat16>(a, qkv, y, stream);
+}
+
+}  // namespace vigil::cuda

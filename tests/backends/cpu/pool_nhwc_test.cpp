@@ -1,0 +1,125 @@
+// ai.vigil.MaxPoolNhwc, AveragePoolNhwc and GlobalAveragePoolNhwc on the CPU:
+// against the ONNX pools on the same data laid out NCHW (odd channel
+// counts, pads, strides, ceil_mode, dilations, count_include_pad), and their
+// shape inference and errors.
+#include <gtest/gtest.h>
+
+#include "backends/cpu/float_kernel_test_util.h"
+#include "backends/cpu/kernel_test_util.h"
+#include "ir/layout_nhwc.h"
+
+namespace vigil::cpu {
+namespace {
+
+namespace kt = vigil::cpu::testing;
+using namespace vigil::cpu::float_testing;  // NOLINT: test helpers
+using ir::DataType;
+
+// v (4-D dims `shape`) with its dims reordered: out dim i = in dim perm[i].
+std::vector<double> Permute(const std::vector<double>& v, const Shape& shape, const Shape& perm) {
+  Shape out_shape;
+  for (int64_t p : perm) out_shape.push_back(shape[p]);
+  std::vector<double> out(v.size());
+  for (int64_t i = 0; i < static_cast<int64_t>(v.size()); ++i) {
+    Shape o = Unravel(i, out_shape);
+    Shape in(4);
+    for (size_t d = 0; d < 4; ++d) in[perm[d]] = o[d];
+    out[i] = v[((in[0] * shape[1] + in[1]) * shape[2] + in[2]) * shape[3] + in[3]];
+  }
+  return out;
+}
+
+Shape PermuteShape(const Shape& s, const Shape& perm) { return {s[perm[0]], s[perm[1]], s[perm[2]], s[perm[3]]}; }
+
+struct PoolCase {
+  std::string op;  // the ONNX op
+  Shape x;         // NCHW
+  std::vector<ir::Attribute> attrs;
+  DataType dtype = DataType::kFloat32;
+};
+
+// Runs the ONNX pool on NCHW data and its NHWC twin on the same data
+// channels-last; expects the same values (moved) and the inferred dims.
+void Check(const PoolCase& c) {
+  SCOPED_TRACE(::testing::Message() << c.op << " x " << ::testing::PrintToString(c.x) << " "
+                                    << ir::DataTypeName(c.dtype));
+  std::vector<double> x = RoundTo(c.dtype, Random(Product(c.x), 1, -4, 4));
+  runtime::Tensor xt = MakeFloat(c.dtype, c.x, x);
+  auto want = kt::RunKernel(kt::MakeNode(c.op, {"x"}, {"y"}, c.attrs), c.op == "MaxPool" ? 12 : 19, {&xt});
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  const runtime::Tensor& y = (*want)[0];
+  const Shape x_nhwc = PermuteShape(c.x, ir::kToNhwc);
+  runtime::Tensor xn = MakeFloat(c.dtype, x_nhwc, Permute(x, c.x, ir::kToNhwc));
+  ir::Node nhwc = kt::MakeNode(c.op + "Nhwc", {"x"}, {"y"}, c.attrs);
+  nhwc.domain = ir::kVigilDomain;
+  auto got = kt::RunKernel(nhwc, 1, {&xn});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ((*got)[0].shape(), PermuteShape(y.shape(), ir::kToNhwc));
+  ExpectClose(ReadFloat((*got)[0]), Permute(ReadFloat(y), y.shape(), ir::kToNhwc), 0, 0);  // moved bytes
+  ir::TypeInfo tx = ops::TensorType(c.dtype, x_nhwc);
+  auto inferred = kt::InferNode(nhwc, 1, {&tx});
+  ASSERT_TRUE(inferred.ok()) << inferred.status().ToString();
+  EXPECT_EQ(DimsOf((*inferred)[0]), DimsOf(ops::TensorType(c.dtype, (*got)[0].shape())));
+}
+
+std::vector<ir::Attribute> Window(Shape kernel, Shape strides, Shape pads) {
+  return {kt::IntsAttr("kernel_shape", std::move(kernel)), kt::IntsAttr("strides", std::move(strides)),
+          kt::IntsAttr("pads", std::move(pads))};
+}
+
+TEST(PoolNhwcCpu, MaxPoolMatchesNchw) {
+  for (DataType t : {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16}) {
+    Check({"MaxPool", {2, 13, 11, 9}, Window({3, 3}, {2, 2}, {1, 1, 1, 1}), t});  // the ResNet stem's window
+    Check({"MaxPool", {1, 64, 8, 8}, Window({2, 2}, {2, 2}, {0, 0, 0, 0}), t});
+  }
+  auto ceil = Window({3, 3}, {2, 2}, {0, 1, 2, 0});  // asymmetric pads
+  ceil.push_back(kt::IntAttr("ceil_mode", 1));
+  Check({"MaxPool", {1, 127, 10, 7}, ceil});
+  auto dilated = Window({2, 3}, {1, 2}, {1, 0, 0, 1});
+  dilated.push_back(kt::IntsAttr("dilations", {2, 1}));
+  Check({"MaxPool", {2, 5, 9, 12}, dilated});
+}
+
+TEST(PoolNhwcCpu, MaxPoolIgnoresStorageOrder) {
+  auto attrs = Window({3, 3}, {2, 2}, {1, 1, 1, 1});
+  attrs.push_back(kt::IntAttr("storage_order", 1));
+  Check({"MaxPool", {1, 4, 7, 7}, attrs});
+}
+
+TEST(PoolNhwcCpu, AveragePoolMatchesNchw) {
+  for (int64_t include_pad : {0, 1}) {
+    auto attrs = Window({3, 3}, {2, 2}, {1, 1, 1, 1});
+    attrs.push_back(kt::IntAttr("count_include_pad", include_pad));
+    Check({"AveragePool", {2, 13, 11, 9}, attrs, DataType::kFloat16});
+    attrs.push_back(kt::IntAttr("ceil_mode", 1));
+    Check({"AveragePool", {1, 7, 10, 10}, attrs});
+  }
+}
+
+TEST(PoolNhwcCpu, GlobalAveragePoolMatchesNchw) {
+  Check({"GlobalAveragePool", {2, 2048, 7, 7}, {}, DataType::kFloat16});
+  Check({"GlobalAveragePool", {3, 13, 5, 9}, {}});
+}
+
+TEST(PoolNhwcCpu, ShapeInferenceAndErrors) {
+  ir::Node pool = kt::MakeNode("MaxPoolNhwc", {"x"}, {"y"}, Window({3, 3}, {2, 2}, {1, 1, 1, 1}));
+  pool.domain = ir::kVigilDomain;
+  ir::TypeInfo stem = Type(DataType::kFloat16, {S("N"), K(112), K(112), K(64)});
+  auto out = kt::InferNode(pool, 1, {&stem});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(DimsOf((*out)[0]), "[N,56,56,64]");
+  ir::TypeInfo rank3 = Type(DataType::kFloat16, {K(1), K(8), K(8)});
+  EXPECT_FALSE(kt::InferNode(pool, 1, {&rank3}).ok());
+  ir::Node gap = kt::MakeNode("GlobalAveragePoolNhwc", {"x"}, {"y"});
+  gap.domain = ir::kVigilDomain;
+  ir::TypeInfo head = Type(DataType::kFloat16, {S("N"), K(7), K(7), K(2048)});
+  auto g = kt::InferNode(gap, 1, {&head});
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(DimsOf((*g)[0]), "[N,1,1,2048]");
+  // The kernel refuses a tensor that is not 4-D.
+  runtime::Tensor x3 = MakeFloat(DataType::kFloat32, {1, 8, 8}, Random(64, 1));
+  EXPECT_FALSE(kt::RunKernel(pool, 1, {&x3}).ok());
+}
+
+}  // namespace
+}  // namespace vigil::cpu
