@@ -1,7 +1,10 @@
 // Small helpers to build ir::Model values directly in tests.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/graph.h"
@@ -35,6 +38,87 @@ inline Tensor Initializer(std::string name, DataType dtype, std::vector<int64_t>
   t.dtype = dtype;
   t.dims = std::move(dims);
   return t;
+}
+
+// An initializer that owns `values` (T is dtype's storage type; one value
+// per element of dims).
+template <typename T>
+inline Tensor OwnedInitializer(std::string name, DataType dtype, std::vector<int64_t> dims, std::vector<T> values) {
+  Tensor t = Initializer(std::move(name), dtype, std::move(dims));
+  auto data = std::make_shared<std::vector<T>>(std::move(values));
+  t.storage = Tensor::Storage::kTypedDecoded;
+  t.bytes = {reinterpret_cast<const uint8_t*>(data->data()), data->size() * sizeof(T)};
+  t.keep_alive = data;
+  return t;
+}
+
+// The element count of a shape (1 for a scalar).
+inline uint64_t ElementsOf(const std::vector<int64_t>& dims) {
+  uint64_t n = 1;
+  for (int64_t d : dims) n *= static_cast<uint64_t>(d);
+  return n;
+}
+
+inline Attribute IntAttr(std::string name, int64_t v) {
+  Attribute a;
+  a.name = std::move(name);
+  a.type = AttributeType::kInt;
+  a.i = v;
+  return a;
+}
+
+inline Attribute IntsAttr(std::string name, std::vector<int64_t> v) {
+  Attribute a;
+  a.name = std::move(name);
+  a.type = AttributeType::kInts;
+  a.ints = std::move(v);
+  return a;
+}
+
+// The indices of m's nodes of type `op`, in order.
+inline std::vector<size_t> OpIndices(const Model& m, const std::string& op) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < m.graph.nodes.size(); ++i) {
+    if (m.graph.nodes[i].op_type == op) out.push_back(i);
+  }
+  return out;
+}
+
+// The declared types of m's graph inputs, by name.
+inline std::unordered_map<std::string, TypeInfo> InputTypes(const Model& m) {
+  std::unordered_map<std::string, TypeInfo> types;
+  for (const ValueInfo& vi : m.graph.inputs) types[vi.name] = vi.type;
+  return types;
+}
+
+// How many of m's nodes are of type `op`.
+inline size_t CountNodes(const Model& m, const std::string& op) {
+  size_t n = 0;
+  for (const Node& node : m.graph.nodes) n += node.op_type == op;
+  return n;
+}
+
+// The node that writes `value`, or null.
+inline const Node* ProducerOf(const Model& m, const std::string& value) {
+  for (const Node& node : m.graph.nodes) {
+    for (const std::string& out : node.outputs) {
+      if (out == value) return &node;
+    }
+  }
+  return nullptr;
+}
+
+// Transposes of activations (not of initializers) with permutation `perm`.
+inline size_t CountTransposes(const Model& m, const std::vector<int64_t>& perm) {
+  size_t n = 0;
+  for (const Node& node : m.graph.nodes) {
+    const Attribute* p = node.FindAttribute("perm");
+    if (node.op_type != "Transpose" || !p || p->ints != perm) continue;
+    bool weight = false;
+    for (const Tensor& t : m.graph.initializers) weight |= t.name == node.inputs[0];
+    n += !weight;
+  }
+  return n;
 }
 
 // x -> Relu(a) -> Neg(b) -> y, opset 17.

@@ -16,31 +16,15 @@ using namespace vigil::ir::testing;
 
 constexpr DataType kF16 = DataType::kFloat16;
 
-Attribute Ints(std::string name, std::vector<int64_t> v) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttributeType::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-
-Attribute Int(std::string name, int64_t v) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttributeType::kInt;
-  a.i = v;
-  return a;
-}
-
 Node Conv(std::string x, std::string w, std::string y) {
   Node n = MakeNode("Conv", {std::move(x), std::move(w)}, {y}, "conv_" + y);
-  n.attributes.push_back(Ints("pads", {1, 1, 1, 1}));
+  n.attributes.push_back(IntsAttr("pads", {1, 1, 1, 1}));
   return n;
 }
 
 Node Pool(std::string op, std::string x, std::vector<std::string> outputs) {
   Node n = MakeNode(op, {std::move(x)}, std::move(outputs), op + "_node");
-  n.attributes = {Ints("kernel_shape", {3, 3}), Ints("strides", {2, 2}), Ints("pads", {1, 1, 1, 1})};
+  n.attributes = {IntsAttr("kernel_shape", {3, 3}), IntsAttr("strides", {2, 2}), IntsAttr("pads", {1, 1, 1, 1})};
   return n;
 }
 
@@ -63,43 +47,14 @@ Model Stem(const std::string& pool, std::vector<std::string> pool_outputs = {"p"
   return m;
 }
 
-std::vector<size_t> ConvIndices(const Model& m) {
-  std::vector<size_t> out;
-  for (size_t i = 0; i < m.graph.nodes.size(); ++i) {
-    if (m.graph.nodes[i].op_type == "Conv") out.push_back(i);
-  }
-  return out;
-}
-
 NhwcStats Convert(Model& m, std::vector<std::string> pools) {
   NhwcOptions options;
   options.nhwc_pools = std::move(pools);
-  std::unordered_map<std::string, TypeInfo> types;
-  for (const ValueInfo& vi : m.graph.inputs) types[vi.name] = vi.type;
-  auto stats = ConvertConvsToNhwc(m, ConvIndices(m), types, options);
+  auto stats = ConvertConvsToNhwc(m, OpIndices(m, "Conv"), InputTypes(m), options);
   EXPECT_TRUE(stats.ok()) << stats.status().ToString();
   Status valid = ValidateModel(m);
   EXPECT_TRUE(valid.ok()) << valid.ToString();
   return stats.ok() ? *stats : NhwcStats{};
-}
-
-size_t Count(const Model& m, const std::string& op) {
-  size_t n = 0;
-  for (const Node& node : m.graph.nodes) n += node.op_type == op;
-  return n;
-}
-
-// Transposes of activations (not of initializers), by perm.
-size_t CountTransposes(const Model& m, const std::vector<int64_t>& perm) {
-  size_t n = 0;
-  for (const Node& node : m.graph.nodes) {
-    const Attribute* p = node.FindAttribute("perm");
-    if (node.op_type != "Transpose" || !p || p->ints != perm) continue;
-    bool weight = false;
-    for (const Tensor& t : m.graph.initializers) weight |= t.name == node.inputs[0];
-    n += !weight;
-  }
-  return n;
 }
 
 const Node* Find(const Model& m, const std::string& op) {
@@ -109,27 +64,18 @@ const Node* Find(const Model& m, const std::string& op) {
   return nullptr;
 }
 
-const Node* Producer(const Model& m, const std::string& value) {
-  for (const Node& node : m.graph.nodes) {
-    for (const std::string& out : node.outputs) {
-      if (out == value) return &node;
-    }
-  }
-  return nullptr;
-}
-
 TEST(LayoutNhwcPool, StemMaxPoolRunsChannelsLastWithNoTransposesAround) {
   Model m = Stem("MaxPool");
   NhwcStats stats = Convert(m, {"MaxPool", "GlobalAveragePool"});
   EXPECT_EQ(stats.pools, 1u);
-  EXPECT_EQ(Count(m, "MaxPool"), 0u);
+  EXPECT_EQ(CountNodes(m, "MaxPool"), 0u);
   const Node* pool = Find(m, kMaxPoolNhwcOp);
   ASSERT_NE(pool, nullptr);
   EXPECT_EQ(pool->domain, kVigilDomain);
   ASSERT_EQ(pool->inputs.size(), 1u);
   ASSERT_EQ(pool->outputs.size(), 1u);
   // It reads the NHWC Relu and feeds the second convolution directly.
-  const Node* in = Producer(m, pool->inputs[0]);
+  const Node* in = ProducerOf(m, pool->inputs[0]);
   ASSERT_NE(in, nullptr);
   EXPECT_NE(in->op_type, "Transpose");
   size_t readers = 0;
@@ -152,14 +98,14 @@ TEST(LayoutNhwcPool, PoolsStayNchwUnlessListed) {
   Model m = Stem("MaxPool");
   NhwcStats stats = Convert(m, {"GlobalAveragePool"});
   EXPECT_EQ(stats.pools, 0u);
-  EXPECT_EQ(Count(m, "MaxPool"), 1u);
-  EXPECT_EQ(Count(m, kMaxPoolNhwcOp), 0u);
+  EXPECT_EQ(CountNodes(m, "MaxPool"), 1u);
+  EXPECT_EQ(CountNodes(m, kMaxPoolNhwcOp), 0u);
   EXPECT_EQ(CountTransposes(m, kToNchw), 2u);  // before the MaxPool, and y
 }
 
 TEST(LayoutNhwcPool, AveragePoolFollowsToo) {
   Model m = Stem("AveragePool");
-  m.graph.nodes[2].attributes.push_back(Int("count_include_pad", 1));
+  m.graph.nodes[2].attributes.push_back(IntAttr("count_include_pad", 1));
   NhwcStats stats = Convert(m, {"AveragePool"});
   EXPECT_EQ(stats.pools, 1u);
   const Node* pool = Find(m, kAveragePoolNhwcOp);
@@ -173,13 +119,13 @@ TEST(LayoutNhwcPool, MaxPoolWithReadIndicesStaysNchw) {
   m.graph.outputs.push_back(TensorValue("indices", DataType::kInt64, {1, 8, 4, 4}));
   NhwcStats stats = Convert(m, {"MaxPool"});
   EXPECT_EQ(stats.pools, 0u);
-  EXPECT_EQ(Count(m, "MaxPool"), 1u);
-  EXPECT_EQ(Count(m, kMaxPoolNhwcOp), 0u);
+  EXPECT_EQ(CountNodes(m, "MaxPool"), 1u);
+  EXPECT_EQ(CountNodes(m, kMaxPoolNhwcOp), 0u);
 }
 
 TEST(LayoutNhwcPool, UnreadIndicesAndStorageOrderAreDropped) {
   Model m = Stem("MaxPool", {"p", "indices"});
-  m.graph.nodes[2].attributes.push_back(Int("storage_order", 1));
+  m.graph.nodes[2].attributes.push_back(IntAttr("storage_order", 1));
   NhwcStats stats = Convert(m, {"MaxPool"});
   EXPECT_EQ(stats.pools, 1u);
   const Node* pool = Find(m, kMaxPoolNhwcOp);
@@ -196,7 +142,7 @@ TEST(LayoutNhwcPool, PoolThatWouldAddATransposeStaysNchw) {
   m.graph.nodes = {Conv("x", "w0", "c0"), Pool("MaxPool", "c0", {"p"})};
   NhwcStats stats = Convert(m, {"MaxPool"});
   EXPECT_EQ(stats.pools, 0u);
-  EXPECT_EQ(Count(m, "MaxPool"), 1u);
+  EXPECT_EQ(CountNodes(m, "MaxPool"), 1u);
 }
 
 TEST(LayoutNhwcPool, GlobalAveragePoolBeforeFlattenKeepsOneTranspose) {
@@ -204,21 +150,21 @@ TEST(LayoutNhwcPool, GlobalAveragePoolBeforeFlattenKeepsOneTranspose) {
   Model m = BaseModel();
   m.graph.outputs = {TensorValue("y", kF16, {1, 8})};
   Node flatten = MakeNode("Flatten", {"g"}, {"y"}, "flatten");
-  flatten.attributes.push_back(Int("axis", 1));
+  flatten.attributes.push_back(IntAttr("axis", 1));
   m.graph.nodes = {Conv("x", "w0", "c0"), MakeNode("Relu", {"c0"}, {"r0"}, "relu0"), Conv("r0", "w1", "c1"),
                    MakeNode("Relu", {"c1"}, {"r1"}, "relu1"), MakeNode("GlobalAveragePool", {"r1"}, {"g"}, "gap"),
                    flatten};
   NhwcStats stats = Convert(m, {"MaxPool", "GlobalAveragePool"});
   EXPECT_EQ(stats.pools, 1u);
-  EXPECT_EQ(Count(m, "GlobalAveragePool"), 0u);
+  EXPECT_EQ(CountNodes(m, "GlobalAveragePool"), 0u);
   const Node* gap = Find(m, kGlobalAveragePoolNhwcOp);
   ASSERT_NE(gap, nullptr);
-  EXPECT_NE(Producer(m, gap->inputs[0])->op_type, "Transpose");
+  EXPECT_NE(ProducerOf(m, gap->inputs[0])->op_type, "Transpose");
   // The only to-NCHW transpose is the one in front of Flatten.
   EXPECT_EQ(CountTransposes(m, kToNchw), 1u);
   const Node* flat = Find(m, "Flatten");
   ASSERT_NE(flat, nullptr);
-  const Node* before = Producer(m, flat->inputs[0]);
+  const Node* before = ProducerOf(m, flat->inputs[0]);
   ASSERT_NE(before, nullptr);
   EXPECT_EQ(before->op_type, "Transpose");
   EXPECT_EQ(before->inputs[0], gap->outputs[0]);

@@ -19,14 +19,6 @@ using namespace vigil::ir::testing;
 
 constexpr DataType kF16 = DataType::kFloat16;
 
-Attribute Ints(std::string name, std::vector<int64_t> v) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttributeType::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-
 // An initializer with owned bytes: element i holds value i (uint16 bits).
 Tensor Counting(std::string name, std::vector<int64_t> dims) {
   Tensor t = Initializer(std::move(name), kF16, std::move(dims));
@@ -41,7 +33,7 @@ Tensor Counting(std::string name, std::vector<int64_t> dims) {
 
 Node Conv(std::string x, std::string w, std::string y, std::string name) {
   Node n = MakeNode("Conv", {std::move(x), std::move(w)}, {std::move(y)}, std::move(name));
-  n.attributes.push_back(Ints("pads", {1, 1, 1, 1}));
+  n.attributes.push_back(IntsAttr("pads", {1, 1, 1, 1}));
   return n;
 }
 
@@ -58,54 +50,8 @@ void AddWeights(Model& m, std::initializer_list<const char*> names) {
   for (const char* n : names) m.graph.initializers.push_back(Counting(n, {8, 8, 3, 3}));
 }
 
-std::unordered_map<std::string, TypeInfo> Types(const Model& m) {
-  std::unordered_map<std::string, TypeInfo> types;
-  for (const ValueInfo& vi : m.graph.inputs) types[vi.name] = vi.type;
-  return types;
-}
-
-std::vector<size_t> ConvIndices(const Model& m) {
-  std::vector<size_t> out;
-  for (size_t i = 0; i < m.graph.nodes.size(); ++i) {
-    if (m.graph.nodes[i].op_type == "Conv") out.push_back(i);
-  }
-  return out;
-}
-
-bool IsWeight(const Model& m, const std::string& name) {
-  for (const Tensor& t : m.graph.initializers) {
-    if (t.name == name) return true;
-  }
-  return false;
-}
-
-// Transposes of activations (not of initializers), by perm.
-size_t CountTransposes(const Model& m, const std::vector<int64_t>& perm) {
-  size_t n = 0;
-  for (const Node& node : m.graph.nodes) {
-    const Attribute* p = node.FindAttribute("perm");
-    if (node.op_type == "Transpose" && p && p->ints == perm && !IsWeight(m, node.inputs[0])) ++n;
-  }
-  return n;
-}
-
-size_t Count(const Model& m, const std::string& op) {
-  size_t n = 0;
-  for (const Node& node : m.graph.nodes) n += node.op_type == op;
-  return n;
-}
-
-const Node* Producer(const Model& m, const std::string& value) {
-  for (const Node& node : m.graph.nodes) {
-    for (const std::string& out : node.outputs) {
-      if (out == value) return &node;
-    }
-  }
-  return nullptr;
-}
-
 NhwcStats Convert(Model& m, const NhwcOptions& options = {}) {
-  auto stats = ConvertConvsToNhwc(m, ConvIndices(m), Types(m), options);
+  auto stats = ConvertConvsToNhwc(m, OpIndices(m, "Conv"), InputTypes(m), options);
   EXPECT_TRUE(stats.ok()) << stats.status().ToString();
   Status valid = ValidateModel(m);
   EXPECT_TRUE(valid.ok()) << valid.ToString();
@@ -128,13 +74,13 @@ TEST(LayoutNhwc, ResNetBlockKeepsOneTransposeInAndOneOut) {
   Model m = ResNetBlock();
   NhwcStats stats = Convert(m);
   EXPECT_EQ(stats.convs, 3u);
-  EXPECT_EQ(Count(m, "ConvNhwc"), 3u);
+  EXPECT_EQ(CountNodes(m, "ConvNhwc"), 3u);
   EXPECT_EQ(CountTransposes(m, kToNhwc), 1u);
   EXPECT_EQ(CountTransposes(m, kToNchw), 1u);
   EXPECT_EQ(stats.transposes, 2u);
   EXPECT_EQ(stats.sunk, 4u);  // three Relus and the Add
   // The output keeps its name and is produced in NCHW.
-  const Node* last = Producer(m, "y");
+  const Node* last = ProducerOf(m, "y");
   ASSERT_NE(last, nullptr);
   EXPECT_EQ(last->op_type, "Transpose");
   EXPECT_EQ(m.OpsetVersion(kVigilDomain), kVigilOpsetVersion);
@@ -166,14 +112,14 @@ TEST(LayoutNhwc, GraphOutputInTheMiddleStaysNchw) {
   m.graph.nodes = {Conv("x", "w0", "c0", "conv0"), MakeNode("Relu", {"c0"}, {"r"}, "relu"),
                    Conv("r", "w1", "y", "conv1")};
   Convert(m);
-  const Node* r = Producer(m, "r");
+  const Node* r = ProducerOf(m, "r");
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->op_type, "Transpose");
   EXPECT_EQ(r->FindAttribute("perm")->ints, kToNchw);
   // The second convolution reads the Relu's NHWC result, not a transpose of r.
   for (const Node& n : m.graph.nodes) {
     if (n.op_type == "ConvNhwc" && n.name == "conv1") {
-      EXPECT_EQ(Producer(m, n.inputs[0])->op_type, "Relu");
+      EXPECT_EQ(ProducerOf(m, n.inputs[0])->op_type, "Relu");
     }
   }
   EXPECT_EQ(CountTransposes(m, kToNhwc), 1u);  // x only
@@ -191,10 +137,10 @@ TEST(LayoutNhwc, NonPermutableBroadcastBlocksSinking) {
                    MakeNode("Relu", {"s"}, {"y"}, "relu")};
   NhwcStats stats = Convert(m);
   EXPECT_EQ(stats.sunk, 0u);
-  const Node* add = Producer(m, "s");
+  const Node* add = ProducerOf(m, "s");
   ASSERT_NE(add, nullptr);
   EXPECT_EQ(add->inputs[0], "c0");
-  EXPECT_EQ(Producer(m, "c0")->op_type, "Transpose");
+  EXPECT_EQ(ProducerOf(m, "c0")->op_type, "Transpose");
 }
 
 TEST(LayoutNhwc, PerChannelConstantsArePermuted) {
@@ -211,7 +157,7 @@ TEST(LayoutNhwc, PerChannelConstantsArePermuted) {
   NhwcStats stats = Convert(m);
   EXPECT_EQ(stats.sunk, 3u);
   EXPECT_EQ(stats.transposes, 2u);
-  const Node* mul = Producer(m, "m_nhwc");
+  const Node* mul = ProducerOf(m, "m_nhwc");
   ASSERT_NE(mul, nullptr);
   const Tensor* scale = nullptr;
   for (const Tensor& t : m.graph.initializers) {
@@ -219,7 +165,7 @@ TEST(LayoutNhwc, PerChannelConstantsArePermuted) {
   }
   ASSERT_NE(scale, nullptr);
   EXPECT_EQ(scale->dims, (std::vector<int64_t>{1, 1, 1, 8}));
-  const Node* clip = Producer(m, "y_nhwc");
+  const Node* clip = ProducerOf(m, "y_nhwc");
   ASSERT_NE(clip, nullptr);
   EXPECT_EQ(clip->inputs[1], "lo");  // scalars are used as they are
   EXPECT_EQ(clip->inputs[2], "hi");
@@ -233,7 +179,7 @@ TEST(LayoutNhwc, FullConstantIsPermutedElementwise) {
   m.graph.outputs = {TensorValue("y", kF16, {1, 8, 2, 3})};
   m.graph.nodes = {Conv("x", "w0", "c0", "conv0"), MakeNode("Sub", {"c0", "k"}, {"y"}, "sub")};
   Convert(m);
-  const Node* sub = Producer(m, "y_nhwc");
+  const Node* sub = ProducerOf(m, "y_nhwc");
   ASSERT_NE(sub, nullptr);
   const Tensor* k = nullptr;
   for (const Tensor& t : m.graph.initializers) {
@@ -257,11 +203,11 @@ TEST(LayoutNhwc, UnknownOpsKeepNchwBehindTheirTransposes) {
   AddWeights(m, {"w0", "w1"});
   m.graph.outputs = {TensorValue("y", kF16, {1, 8, 4, 4})};
   Node pool = MakeNode("MaxPool", {"r"}, {"p"}, "pool");
-  pool.attributes.push_back(Ints("kernel_shape", {2, 2}));
+  pool.attributes.push_back(IntsAttr("kernel_shape", {2, 2}));
   m.graph.nodes = {Conv("x", "w0", "c0", "conv0"), MakeNode("Relu", {"c0"}, {"r"}, "relu"), pool,
                    Conv("p", "w1", "y", "conv1")};
   Convert(m);
-  EXPECT_EQ(Producer(m, "r")->op_type, "Transpose");
+  EXPECT_EQ(ProducerOf(m, "r")->op_type, "Transpose");
   EXPECT_EQ(CountTransposes(m, kToNhwc), 2u);  // x, p
   EXPECT_EQ(CountTransposes(m, kToNchw), 2u);  // r, y
 }
@@ -282,7 +228,7 @@ TEST(LayoutNhwc, SinkingNeverAddsTransposes) {
   AddWeights(m, {"w0"});
   m.graph.outputs = {TensorValue("r", kF16, {1, 8, 5, 5}), TensorValue("p", kF16, {1, 8, 4, 4})};
   Node pool = MakeNode("MaxPool", {"c0"}, {"p"}, "pool");
-  pool.attributes.push_back(Ints("kernel_shape", {2, 2}));
+  pool.attributes.push_back(IntsAttr("kernel_shape", {2, 2}));
   m.graph.nodes = {Conv("x", "w0", "c0", "conv0"), MakeNode("Relu", {"c0"}, {"r"}, "relu"), pool};
   NhwcStats stats = Convert(m);
   EXPECT_EQ(stats.sunk, 0u);
@@ -295,7 +241,7 @@ TEST(LayoutNhwc, FusesAReluThatIsTheOnlyConsumer) {
   options.fuse_relu = true;
   NhwcStats stats = Convert(m, options);
   EXPECT_EQ(stats.fused_relus, 2u);  // relu0 and relu1; relu2 follows the Add
-  EXPECT_EQ(Count(m, "Relu"), 1u);
+  EXPECT_EQ(CountNodes(m, "Relu"), 1u);
   size_t with_activation = 0;
   for (const Node& n : m.graph.nodes) {
     const Attribute* a = n.FindAttribute("activation");
@@ -307,7 +253,7 @@ TEST(LayoutNhwc, FusesAReluThatIsTheOnlyConsumer) {
 // Every value of `m` typed f16 [1, 8, 5, 5] (what the fusions' shape checks
 // read), but for the ones `except` lists.
 std::unordered_map<std::string, TypeInfo> SameShapeTypes(const Model& m, std::initializer_list<const char*> except = {}) {
-  std::unordered_map<std::string, TypeInfo> types = Types(m);
+  std::unordered_map<std::string, TypeInfo> types = InputTypes(m);
   TypeInfo t = TensorValue("t", kF16, {1, 8, 5, 5}).type;
   for (const Node& n : m.graph.nodes) {
     for (const std::string& o : n.outputs) types[o] = t;
@@ -323,7 +269,7 @@ NhwcOptions AllFusions() {
 }
 
 NhwcStats ConvertTyped(Model& m, const std::unordered_map<std::string, TypeInfo>& types, const NhwcOptions& o) {
-  auto stats = ConvertConvsToNhwc(m, ConvIndices(m), types, o);
+  auto stats = ConvertConvsToNhwc(m, OpIndices(m, "Conv"), types, o);
   EXPECT_TRUE(stats.ok()) << stats.status().ToString();
   Status valid = ValidateModel(m);
   EXPECT_TRUE(valid.ok()) << valid.ToString();
@@ -360,13 +306,13 @@ TEST(LayoutNhwc, FusesTheResidualAddAndItsRelu) {
   NhwcStats stats = ConvertTyped(m, SameShapeTypes(m), AllFusions());
   EXPECT_EQ(stats.fused_residuals, 1u);
   EXPECT_EQ(stats.fused_relus, 3u);  // relu2 now follows conv2 (+ Z)
-  EXPECT_EQ(Count(m, "Add"), 0u);
-  EXPECT_EQ(Count(m, "Relu"), 0u);
+  EXPECT_EQ(CountNodes(m, "Add"), 0u);
+  EXPECT_EQ(CountNodes(m, "Relu"), 0u);
   const Node* conv2 = Named(m, "conv2");
   ASSERT_NE(conv2, nullptr);
   ASSERT_EQ(conv2->inputs.size(), 4u);
   EXPECT_EQ(conv2->inputs[2], "");  // no bias
-  const Node* z = Producer(m, conv2->inputs[3]);
+  const Node* z = ProducerOf(m, conv2->inputs[3]);
   ASSERT_NE(z, nullptr);
   EXPECT_EQ(z->name, "conv0");  // r0 in NHWC: conv0 with its Relu fused
   EXPECT_EQ(ActivationOf(*conv2), kConvNhwcRelu);
@@ -388,7 +334,7 @@ TEST(LayoutNhwc, ResidualComputedAfterTheConvIsReordered) {
   const Node* conv0 = Named(m, "conv0");
   ASSERT_NE(conv0, nullptr);
   ASSERT_EQ(conv0->inputs.size(), 4u);
-  EXPECT_EQ(Producer(m, conv0->inputs[3])->op_type, "Sigmoid");
+  EXPECT_EQ(ProducerOf(m, conv0->inputs[3])->op_type, "Sigmoid");
   EXPECT_EQ(ActivationOf(*conv0), kConvNhwcRelu);
   ExpectProducersFirst(m);
 }
@@ -399,7 +345,7 @@ TEST(LayoutNhwc, ResidualNeedsTheAddToBeTheOnlyConsumer) {
   m.graph.outputs.push_back(TensorValue("q", kF16, {1, 8, 5, 5}));
   NhwcStats stats = ConvertTyped(m, SameShapeTypes(m), AllFusions());
   EXPECT_EQ(stats.fused_residuals, 0u);
-  EXPECT_EQ(Count(m, "Add"), 1u);
+  EXPECT_EQ(CountNodes(m, "Add"), 1u);
 }
 
 TEST(LayoutNhwc, ResidualNeedsTheSameShape) {
@@ -411,7 +357,7 @@ TEST(LayoutNhwc, ResidualNeedsTheSameShape) {
   bias.graph.initializers.push_back(Counting("k", {8, 1, 1}));
   bias.graph.nodes[5].inputs[1] = "k";
   EXPECT_EQ(ConvertTyped(bias, SameShapeTypes(bias), AllFusions()).fused_residuals, 0u);
-  EXPECT_EQ(Count(bias, "Add"), 1u);
+  EXPECT_EQ(CountNodes(bias, "Add"), 1u);
 }
 
 Tensor HalfScalar(std::string name, float v) {
@@ -439,7 +385,7 @@ TEST(LayoutNhwc, FusesClipZeroSix) {
   Model m = ConvClip("zero", "six");
   NhwcStats stats = ConvertTyped(m, SameShapeTypes(m), AllFusions());
   EXPECT_EQ(stats.fused_relu6s, 1u);
-  EXPECT_EQ(Count(m, "Clip"), 0u);
+  EXPECT_EQ(CountNodes(m, "Clip"), 0u);
   EXPECT_EQ(ActivationOf(*Named(m, "conv0")), kConvNhwcRelu6);
   // Not without the option.
   Model off = ConvClip("zero", "six");
@@ -451,7 +397,7 @@ TEST(LayoutNhwc, FusesClipZeroSix) {
 TEST(LayoutNhwc, ClipWithOtherOrComputedBoundsStays) {
   Model other = ConvClip("zero", "five_and_a_half");
   EXPECT_EQ(ConvertTyped(other, SameShapeTypes(other), AllFusions()).fused_relu6s, 0u);
-  EXPECT_EQ(Count(other, "Clip"), 1u);
+  EXPECT_EQ(CountNodes(other, "Clip"), 1u);
   Model no_min = ConvClip("", "six");
   EXPECT_EQ(ConvertTyped(no_min, SameShapeTypes(no_min), AllFusions()).fused_relu6s, 0u);
   // max a graph input: may be anything at run time, even with an initializer.
@@ -506,7 +452,7 @@ Model MobileBlock() {
 
 // MobileBlock's types: x [1,8,5,5], the rest [1,16,5,5] but y.
 std::unordered_map<std::string, TypeInfo> MobileTypes(const Model& m) {
-  std::unordered_map<std::string, TypeInfo> types = Types(m);
+  std::unordered_map<std::string, TypeInfo> types = InputTypes(m);
   for (const char* v : {"c0", "e", "c1", "d"}) types[v] = TensorValue(v, kF16, {1, 16, 5, 5}).type;
   types["y"] = TensorValue("y", kF16, {1, 8, 5, 5}).type;
   return types;
@@ -528,13 +474,13 @@ TEST(LayoutNhwc, MovesTheExpansionRelu6OntoTheDepthwiseInput) {
   NhwcStats stats = ConvertTyped(m, MobileTypes(m), WithPrologue());
   EXPECT_EQ(stats.fused_relu6s, 2u);
   EXPECT_EQ(stats.input_activations, 1u);
-  EXPECT_EQ(Count(m, "Clip"), 0u);
+  EXPECT_EQ(CountNodes(m, "Clip"), 0u);
   EXPECT_EQ(ActivationOf(*Named(m, "expand")), "");
   EXPECT_EQ(Named(m, "expand")->FindAttribute("activation"), nullptr);
   EXPECT_EQ(InputActivationOf(*Named(m, "depthwise")), kConvNhwcRelu6);
   EXPECT_EQ(ActivationOf(*Named(m, "depthwise")), kConvNhwcRelu6);  // its own stays
   EXPECT_EQ(InputActivationOf(*Named(m, "project")), "");           // not depthwise
-  EXPECT_EQ(Producer(m, Named(m, "depthwise")->inputs[0])->name, "expand");
+  EXPECT_EQ(ProducerOf(m, Named(m, "depthwise")->inputs[0])->name, "expand");
   // Off unless asked for.
   Model off = MobileBlock();
   EXPECT_EQ(ConvertTyped(off, MobileTypes(off), AllFusions()).input_activations, 0u);
@@ -598,12 +544,12 @@ TEST(LayoutNhwc, ActivationStaysWhenTheDepthwiseReadsItAsZ) {
 TEST(LayoutNhwc, BadIndicesLeaveTheModelUnchanged) {
   Model m = ResNetBlock();
   size_t nodes = m.graph.nodes.size();
-  EXPECT_FALSE(ConvertConvsToNhwc(m, {0, 1}, Types(m)).ok());  // node 1 is a Relu
-  EXPECT_FALSE(ConvertConvsToNhwc(m, {0, 0}, Types(m)).ok());
-  EXPECT_FALSE(ConvertConvsToNhwc(m, {99}, Types(m)).ok());
+  EXPECT_FALSE(ConvertConvsToNhwc(m, {0, 1}, InputTypes(m)).ok());  // node 1 is a Relu
+  EXPECT_FALSE(ConvertConvsToNhwc(m, {0, 0}, InputTypes(m)).ok());
+  EXPECT_FALSE(ConvertConvsToNhwc(m, {99}, InputTypes(m)).ok());
   EXPECT_EQ(m.graph.nodes.size(), nodes);
   EXPECT_EQ(m.graph.nodes[0].op_type, "Conv");
-  auto none = ConvertConvsToNhwc(m, {}, Types(m));
+  auto none = ConvertConvsToNhwc(m, {}, InputTypes(m));
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->convs, 0u);
   EXPECT_EQ(m.OpsetVersion(kVigilDomain), -1);

@@ -16,20 +16,7 @@ namespace {
 using namespace vigil::ir::testing;
 
 Tensor Ints(std::string name, std::vector<int64_t> v, std::vector<int64_t> dims) {
-  auto data = std::make_shared<std::vector<int64_t>>(std::move(v));
-  Tensor t = Initializer(std::move(name), DataType::kInt64, std::move(dims));
-  t.storage = Tensor::Storage::kTypedDecoded;
-  t.bytes = {reinterpret_cast<const uint8_t*>(data->data()), data->size() * 8};
-  t.keep_alive = data;
-  return t;
-}
-
-Attribute IntAttribute(std::string name, int64_t v) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttributeType::kInt;
-  a.i = v;
-  return a;
+  return OwnedInitializer(std::move(name), DataType::kInt64, std::move(dims), std::move(v));
 }
 
 // x [N,8,6] -> y = Reshape(x, [2*N, -1, x.shape[-1:]]) and
@@ -43,9 +30,9 @@ Graph ShapeChain() {
                     Ints("minus1", {-1}, {1}), Ints("last", {-1}, {1}),
                     Ints("end", {std::numeric_limits<int64_t>::max()}, {1})};
   Node gather = MakeNode("Gather", {"shape", "zero"}, {"n"});
-  gather.attributes = {IntAttribute("axis", 0)};
+  gather.attributes = {IntAttr("axis", 0)};
   Node cast = MakeNode("Cast", {"tail"}, {"tail_f"});
-  cast.attributes = {IntAttribute("to", static_cast<int64_t>(DataType::kFloat32))};
+  cast.attributes = {IntAttr("to", static_cast<int64_t>(DataType::kFloat32))};
   g.nodes = {MakeNode("Shape", {"x"}, {"shape"}),
              gather,
              MakeNode("Mul", {"n", "two"}, {"n2"}),
@@ -55,7 +42,7 @@ Graph ShapeChain() {
              MakeNode("Reshape", {"x", "target"}, {"y"}),
              cast,
              MakeNode("Sqrt", {"tail_f"}, {"s"})};
-  g.nodes[5].attributes = {IntAttribute("axis", 0)};
+  g.nodes[5].attributes = {IntAttr("axis", 0)};
   return g;
 }
 

@@ -21,23 +21,14 @@ using testing::FakeDeviceBackend;
 using testing::RecordingFakeBackend;
 
 ir::Tensor Floats(std::string name, std::vector<int64_t> dims, float scale) {
-  ir::Tensor t = Initializer(std::move(name), DataType::kFloat32, std::move(dims));
-  uint64_t n = *t.ElementCount();
-  auto data = std::make_shared<std::vector<float>>(n);
-  for (uint64_t i = 0; i < n; ++i) (*data)[i] = scale * std::cos(0.7f * static_cast<float>(i) + 0.3f);
-  t.storage = ir::Tensor::Storage::kTypedDecoded;
-  t.bytes = {reinterpret_cast<const uint8_t*>(data->data()), n * 4};
-  t.keep_alive = data;
-  return t;
+  std::vector<float> v(ElementsOf(dims));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = scale * std::cos(0.7f * static_cast<float>(i) + 0.3f);
+  return OwnedInitializer(std::move(name), DataType::kFloat32, std::move(dims), std::move(v));
 }
 
 ir::Tensor Int64s(std::string name, std::vector<int64_t> values) {
-  ir::Tensor t = Initializer(std::move(name), DataType::kInt64, {static_cast<int64_t>(values.size())});
-  auto data = std::make_shared<std::vector<int64_t>>(std::move(values));
-  t.storage = ir::Tensor::Storage::kTypedDecoded;
-  t.bytes = {reinterpret_cast<const uint8_t*>(data->data()), data->size() * 8};
-  t.keep_alive = data;
-  return t;
+  const int64_t n = static_cast<int64_t>(values.size());
+  return OwnedInitializer(std::move(name), DataType::kInt64, {n}, std::move(values));
 }
 
 // x [N, 8] -> MatMul(w [8,6]) -> Add(b) -> Relu -> h; y = Softmax(h);

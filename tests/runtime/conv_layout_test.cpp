@@ -108,6 +108,21 @@ std::vector<float> RunOn(const Session& s, DataType dtype) {
   return y;
 }
 
+// The float16 output of session `nhwc` against the CPU's on `model` as
+// given (NCHW): relative L2 error at most 1e-3.
+void ExpectMatchesTheCpu(const Session& nhwc, ir::Model model) {
+  auto plain = Session::Create(std::move(model), Options(ConvLayout::kAsModel, /*device=*/false));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  std::vector<float> got = RunOn(nhwc, DataType::kFloat16), want = RunOn(**plain, DataType::kFloat16);
+  ASSERT_EQ(got.size(), want.size());
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err += (got[i] - want[i]) * (got[i] - want[i]);
+    norm += want[i] * want[i];
+  }
+  EXPECT_LE(std::sqrt(err / norm), 1e-3);
+}
+
 TEST(ConvLayout, HalfPrecisionConvsRunNhwcOnTheDevice) {
   auto nhwc = Session::Create(SmallCnn(), Options(ConvLayout::kNhwcOnDevice));
   ASSERT_TRUE(nhwc.ok()) << nhwc.status().ToString();
@@ -134,16 +149,7 @@ TEST(ConvLayout, HalfPrecisionConvsRunNhwcOnTheDevice) {
   }
   for (const NodePlacement& p : (*nhwc)->placement()) EXPECT_EQ(p.backend, "fakegpu") << p.node;
 
-  auto plain = Session::Create(SmallCnn(), Options(ConvLayout::kAsModel, /*device=*/false));
-  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
-  std::vector<float> got = RunOn(**nhwc, DataType::kFloat16), want = RunOn(**plain, DataType::kFloat16);
-  ASSERT_EQ(got.size(), want.size());
-  double err = 0, norm = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    err += (got[i] - want[i]) * (got[i] - want[i]);
-    norm += want[i] * want[i];
-  }
-  EXPECT_LE(std::sqrt(err / norm), 1e-3);
+  ExpectMatchesTheCpu(**nhwc, SmallCnn());
 }
 
 ir::Tensor HalfScalar(std::string name, float v) {
@@ -190,16 +196,7 @@ TEST(ConvLayout, ResidualAndRelu6FuseAndMatchTheCpu) {
   for (const ir::Node& n : m.graph.nodes) with_z += n.op_type == "ConvNhwc" && n.inputs.size() == 4;
   EXPECT_EQ(with_z, 1u);
 
-  auto plain = Session::Create(ResidualCnn(), Options(ConvLayout::kAsModel, /*device=*/false));
-  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
-  std::vector<float> got = RunOn(**nhwc, DataType::kFloat16), want = RunOn(**plain, DataType::kFloat16);
-  ASSERT_EQ(got.size(), want.size());
-  double err = 0, norm = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    err += (got[i] - want[i]) * (got[i] - want[i]);
-    norm += want[i] * want[i];
-  }
-  EXPECT_LE(std::sqrt(err / norm), 1e-3);
+  ExpectMatchesTheCpu(**nhwc, ResidualCnn());
 }
 
 TEST(ConvLayout, AsModelLeavesTheGraphAlone) {
@@ -297,16 +294,7 @@ TEST(ConvLayout, DepthwiseConvsRunNhwcWithNoTransposesAroundThem) {
   EXPECT_EQ(Count(m, "Conv"), 0u);
   EXPECT_EQ(Count(m, "Clip"), 0u);       // both ReLU6s fused
   EXPECT_EQ(Count(m, "Transpose"), 2u);  // x in, and out in front of GlobalAveragePool
-  auto plain = Session::Create(MobileBlock(1), Options(ConvLayout::kAsModel, /*device=*/false));
-  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
-  std::vector<float> got = RunOn(**nhwc, DataType::kFloat16), want = RunOn(**plain, DataType::kFloat16);
-  ASSERT_EQ(got.size(), want.size());
-  double err = 0, norm = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    err += (got[i] - want[i]) * (got[i] - want[i]);
-    norm += want[i] * want[i];
-  }
-  EXPECT_LE(std::sqrt(err / norm), 1e-3);
+  ExpectMatchesTheCpu(**nhwc, MobileBlock(1));
 }
 
 // ConvNhwc nodes of `m` whose `attr` is `value`.
@@ -317,20 +305,6 @@ size_t CountWith(const ir::Model& m, const char* attr, const std::string& value)
     n += node.op_type == "ConvNhwc" && a && a->s == value;
   }
   return n;
-}
-
-// A MobileBlock session's output against the CPU's on the NCHW model.
-void ExpectMobileBlockMatchesTheCpu(const Session& nhwc) {
-  auto plain = Session::Create(MobileBlock(1), Options(ConvLayout::kAsModel, /*device=*/false));
-  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
-  std::vector<float> got = RunOn(nhwc, DataType::kFloat16), want = RunOn(**plain, DataType::kFloat16);
-  ASSERT_EQ(got.size(), want.size());
-  double err = 0, norm = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    err += (got[i] - want[i]) * (got[i] - want[i]);
-    norm += want[i] * want[i];
-  }
-  EXPECT_LE(std::sqrt(err / norm), 1e-3);
 }
 
 TEST(ConvLayout, ExpansionRelu6MovesIntoTheDepthwiseInput) {
@@ -346,7 +320,7 @@ TEST(ConvLayout, ExpansionRelu6MovesIntoTheDepthwiseInput) {
     if (n.name == "expand") EXPECT_EQ(n.FindAttribute("activation"), nullptr);
     if (n.name == "depthwise") EXPECT_NE(n.FindAttribute(ir::kConvNhwcInputActivation), nullptr);
   }
-  ExpectMobileBlockMatchesTheCpu(**on);
+  ExpectMatchesTheCpu(**on, MobileBlock(1));
 
   // VIGIL_RELU6_PROLOGUE=0 (read at load) keeps the ReLU6 on the expansion convolution.
   setenv("VIGIL_RELU6_PROLOGUE", "0", 1);
@@ -355,7 +329,7 @@ TEST(ConvLayout, ExpansionRelu6MovesIntoTheDepthwiseInput) {
   ASSERT_TRUE(off.ok()) << off.status().ToString();
   EXPECT_EQ(CountWith((*off)->model(), "activation", "Relu6"), 2u);
   EXPECT_EQ(CountWith((*off)->model(), ir::kConvNhwcInputActivation, "Relu6"), 0u);
-  ExpectMobileBlockMatchesTheCpu(**off);
+  ExpectMatchesTheCpu(**off, MobileBlock(1));
 }
 
 TEST(ConvLayout, DepthwiseConvsStayNchwWhenCudnnIsAskedFor) {

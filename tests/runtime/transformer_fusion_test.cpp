@@ -25,16 +25,11 @@ using testing::FakeDeviceBackend;
 
 // A float32 initializer: random values in [-1, 1), or all `fill` when given.
 ir::Tensor Weights(std::string name, std::vector<int64_t> dims, uint32_t seed, float fill = NAN) {
-  ir::Tensor t = Initializer(std::move(name), DataType::kFloat32, std::move(dims));
-  uint64_t n = *t.ElementCount();
-  auto data = std::make_shared<std::vector<float>>(n);
+  std::vector<float> v(ElementsOf(dims));
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-1, 1);
-  for (float& v : *data) v = std::isnan(fill) ? u(rng) : fill;
-  t.storage = ir::Tensor::Storage::kTypedDecoded;
-  t.bytes = {reinterpret_cast<const uint8_t*>(data->data()), n * 4};
-  t.keep_alive = data;
-  return t;
+  for (float& x : v) x = std::isnan(fill) ? u(rng) : fill;
+  return OwnedInitializer(std::move(name), DataType::kFloat32, std::move(dims), std::move(v));
 }
 
 // The MLP half of a ViT block as torch.onnx writes it:

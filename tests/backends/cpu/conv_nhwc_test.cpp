@@ -16,22 +16,6 @@ namespace kt = vigil::cpu::testing;
 using namespace vigil::cpu::float_testing;  // NOLINT: test helpers
 using ir::DataType;
 
-// v (dims `shape`, 4-D) with its dims reordered by perm: out dim i = in dim perm[i].
-std::vector<double> Permute(const std::vector<double>& v, const Shape& shape, const Shape& perm) {
-  Shape out_shape;
-  for (int64_t p : perm) out_shape.push_back(shape[p]);
-  std::vector<double> out(v.size());
-  for (int64_t i = 0; i < static_cast<int64_t>(v.size()); ++i) {
-    Shape o = Unravel(i, out_shape);
-    Shape in(4);
-    for (size_t d = 0; d < 4; ++d) in[perm[d]] = o[d];
-    out[i] = v[((in[0] * shape[1] + in[1]) * shape[2] + in[2]) * shape[3] + in[3]];
-  }
-  return out;
-}
-
-Shape PermuteShape(const Shape& s, const Shape& perm) { return {s[perm[0]], s[perm[1]], s[perm[2]], s[perm[3]]}; }
-
 struct NhwcCase {
   Shape x;  // NCHW
   Shape w;  // OIHW

@@ -39,6 +39,26 @@ inline Shape Concat(Shape a, const Shape& b) {
   return a;
 }
 
+// v (4-D dims `shape`) with its dims reordered: out dim i = in dim perm[i]
+// (e.g. perm {0, 2, 3, 1} turns NCHW data into NHWC).
+inline std::vector<double> Permute(const std::vector<double>& v, const Shape& shape, const Shape& perm) {
+  Shape out_shape;
+  for (int64_t p : perm) out_shape.push_back(shape[p]);
+  std::vector<double> out(v.size());
+  for (int64_t i = 0; i < static_cast<int64_t>(v.size()); ++i) {
+    Shape o = Unravel(i, out_shape);
+    Shape in(4);
+    for (size_t d = 0; d < 4; ++d) in[perm[d]] = o[d];
+    out[i] = v[((in[0] * shape[1] + in[1]) * shape[2] + in[2]) * shape[3] + in[3]];
+  }
+  return out;
+}
+
+// The 4-D shape s with its dims reordered as Permute does.
+inline Shape PermuteShape(const Shape& s, const Shape& perm) {
+  return {s[perm[0]], s[perm[1]], s[perm[2]], s[perm[3]]};
+}
+
 inline std::vector<double> Random(size_t n, uint32_t seed, double lo = -1, double hi = 1) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<double> dist(lo, hi);

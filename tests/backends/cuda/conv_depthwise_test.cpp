@@ -12,8 +12,7 @@
 // shows up as a NaN mismatch.
 #include <cstdlib>
 
-#include "cuda_test_util.h"
-#include "ir/layout_nhwc.h"
+#include "session_test_util.h"
 
 #ifdef VIGIL_TESTS_LAUNCH_CUDA_KERNELS
 #include <cuda_runtime_api.h>
@@ -23,17 +22,6 @@
 
 namespace vigil::cuda::testing {
 namespace {
-
-using cpu::testing::IntAttr;
-using cpu::testing::IntsAttr;
-using cpu::testing::StringAttr;
-
-constexpr ir::DataType kF32 = ir::DataType::kFloat32;
-constexpr ir::DataType kF16 = ir::DataType::kFloat16;
-constexpr ir::DataType kBF16 = ir::DataType::kBfloat16;
-
-// As for the other convolutions (conv_nhwc_test.cpp).
-double Tol(ir::DataType t) { return t == kF32 ? 1e-5 : 1e-2; }
 
 struct DepthwiseCase {
   std::vector<int64_t> x;  // [N, H, W, C]
@@ -76,43 +64,14 @@ Operands MakeOperands(const DepthwiseCase& k, ir::DataType t) {
           RandomTensor(t, OutShape(k), 4, -4.0f, 4.0f)};
 }
 
-ir::ValueInfo Value(std::string name, ir::DataType t, std::vector<int64_t> dims) {
-  ir::ValueInfo vi;
-  vi.name = std::move(name);
-  vi.has_type = true;
-  vi.type = ops::TensorType(t, dims);
-  return vi;
-}
-
 // One ConvNhwc node: x a graph input, w, b and z constants.
 ir::Model DepthwiseModel(const DepthwiseCase& k, const Operands& o) {
-  ir::Model m;
-  m.ir_version = 8;
-  m.opset_imports = {{"", 17}, {ir::kVigilDomain, ir::kVigilOpsetVersion}};
-  m.graph.inputs = {Value("x", o.x.dtype(), o.x.shape())};
-  m.graph.initializers = {o.w.AsConstant("w")};
-  ir::Node n;
-  n.name = "conv_nhwc";
-  n.domain = ir::kVigilDomain;
-  n.op_type = ir::kConvNhwcOp;
-  n.inputs = {"x", "w"};
-  if (k.bias) {
-    m.graph.initializers.push_back(o.b.AsConstant("b"));
-    n.inputs.push_back("b");
-  }
-  if (k.residual) {
-    m.graph.initializers.push_back(o.z.AsConstant("z"));
-    n.inputs.resize(3);  // B or the empty name
-    n.inputs.push_back("z");
-  }
-  n.outputs = {"y"};
-  n.attributes = {IntAttr("group", k.x[3]), IntsAttr("kernel_shape", {k.kh, k.kw}), IntsAttr("strides", k.strides),
-                  IntsAttr("pads", k.pads), IntsAttr("dilations", k.dilations)};
-  if (!k.act.empty()) n.attributes.push_back(StringAttr("activation", k.act));
-  if (!k.input_act.empty()) n.attributes.push_back(StringAttr(ir::kConvNhwcInputActivation, k.input_act));
-  m.graph.nodes = {n};
-  m.graph.outputs = {ir::ValueInfo{"y", false, {}, {}}};
-  return m;
+  std::vector<ir::Attribute> attrs = {IntAttr("group", k.x[3]), IntsAttr("kernel_shape", {k.kh, k.kw}),
+                                      IntsAttr("strides", k.strides), IntsAttr("pads", k.pads),
+                                      IntsAttr("dilations", k.dilations)};
+  if (!k.act.empty()) attrs.push_back(StringAttr("activation", k.act));
+  if (!k.input_act.empty()) attrs.push_back(StringAttr(ir::kConvNhwcInputActivation, k.input_act));
+  return ConvNhwcModel(o.x, o.w, k.bias ? &o.b : nullptr, std::move(attrs), k.residual ? &o.z : nullptr);
 }
 
 // Runs `model` on `backends` (no fallback); `placement` gets "op 'name' on backend" per node.
@@ -121,20 +80,12 @@ runtime::Tensor RunModel(const ir::Model& model, std::vector<std::shared_ptr<con
   runtime::SessionOptions options;
   options.backends = std::move(backends);
   options.no_fallback = true;
-  auto session = runtime::Session::Create(model, options);
-  if (!session.ok()) {
-    ADD_FAILURE() << session.status().ToString();
+  std::vector<runtime::NamedTensor> out = RunWithX(model, options, x, placement);
+  if (out.size() != 1) {
+    ADD_FAILURE() << "expected one output, got " << out.size();
     return {};
   }
-  if (placement) {
-    for (const runtime::NodePlacement& p : (*session)->placement()) placement->push_back(p.node + " on " + p.backend);
-  }
-  auto out = (*session)->Run({{"x", x.dtype(), x.shape(), x.raw_data(), x.byte_size(), ""}});
-  if (!out.ok() || out->size() != 1) {
-    ADD_FAILURE() << out.status().ToString();
-    return {};
-  }
-  return std::move((*out)[0].tensor);
+  return std::move(out[0].tensor);
 }
 
 void ExpectClose(const runtime::Tensor& got, const runtime::Tensor& want, double tol, const std::string& what) {
@@ -156,7 +107,7 @@ void CheckSession(const DepthwiseCase& k, ir::DataType t) {
   EXPECT_EQ(placement[0], "ConvNhwc 'conv_nhwc' on cuda");
   runtime::Tensor want = RunModel(m, {cpu::MakeCpuBackend()}, o.x);
   ASSERT_EQ(want.shape(), OutShape(k)) << Describe(k, t);
-  ExpectClose(got, want, Tol(t), Describe(k, t) + " (session)");
+  ExpectClose(got, want, ConvTolerance(t), Describe(k, t) + " (session)");
 }
 
 #ifdef VIGIL_TESTS_LAUNCH_CUDA_KERNELS
@@ -202,7 +153,7 @@ void CheckKernel(const DepthwiseCase& k, ir::DataType t) {
                                      ActivationOf(k.input_act), nullptr);
   ASSERT_TRUE(s.ok()) << s.ToString();
   ASSERT_EQ(cudaMemcpy(got.raw_data(), y.get(), got.byte_size(), cudaMemcpyDeviceToHost), cudaSuccess);
-  ExpectClose(got, want, Tol(t), Describe(k, t) + " (kernel, poisoned Y)");
+  ExpectClose(got, want, ConvTolerance(t), Describe(k, t) + " (kernel, poisoned Y)");
 }
 #endif
 

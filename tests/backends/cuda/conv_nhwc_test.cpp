@@ -6,83 +6,10 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "cuda_test_util.h"
-#include "ir/layout_nhwc.h"
+#include "session_test_util.h"
 
 namespace vigil::cuda::testing {
 namespace {
-
-using cpu::testing::IntAttr;
-using cpu::testing::IntsAttr;
-using cpu::testing::StringAttr;
-
-constexpr ir::DataType kF32 = ir::DataType::kFloat32;
-constexpr ir::DataType kF16 = ir::DataType::kFloat16;
-constexpr ir::DataType kBF16 = ir::DataType::kBfloat16;
-
-double Tol(ir::DataType t) { return t == kF32 ? 1e-5 : 1e-2; }
-
-ir::ValueInfo Value(std::string name, ir::DataType t, std::vector<int64_t> dims) {
-  ir::ValueInfo vi;
-  vi.name = std::move(name);
-  vi.has_type = true;
-  vi.type = ops::TensorType(t, dims);
-  return vi;
-}
-
-// One ConvNhwc node: x a graph input [N,H,W,C], w [M,kH,kW,C/g] and b constants.
-ir::Model ConvNhwcModel(const runtime::Tensor& x, const runtime::Tensor& w, const runtime::Tensor* b,
-                        std::vector<ir::Attribute> attrs, const runtime::Tensor* z = nullptr) {
-  ir::Model m;
-  m.ir_version = 8;
-  m.opset_imports = {{"", 17}, {ir::kVigilDomain, ir::kVigilOpsetVersion}};
-  m.graph.inputs = {Value("x", x.dtype(), x.shape())};
-  m.graph.initializers = {w.AsConstant("w")};
-  ir::Node n;
-  n.name = "conv_nhwc";
-  n.domain = ir::kVigilDomain;
-  n.op_type = ir::kConvNhwcOp;
-  n.inputs = {"x", "w"};
-  if (b) {
-    m.graph.initializers.push_back(b->AsConstant("b"));
-    n.inputs.push_back("b");
-  }
-  if (z) {
-    m.graph.initializers.push_back(z->AsConstant("z"));
-    n.inputs.resize(3);  // B or the empty name
-    n.inputs.push_back("z");
-  }
-  n.outputs = {"y"};
-  n.attributes = std::move(attrs);
-  m.graph.nodes = {n};
-  m.graph.outputs = {ir::ValueInfo{"y", false, {}, {}}};
-  return m;
-}
-
-std::vector<runtime::NamedTensor> RunModel(const ir::Model& model,
-                                           std::vector<std::shared_ptr<const runtime::Backend>> b,
-                                           const runtime::Tensor& x,
-                                           runtime::ConvLayout layout = runtime::ConvLayout::kAsModel,
-                                           std::vector<std::string>* placement = nullptr) {
-  runtime::SessionOptions options;
-  options.backends = std::move(b);
-  options.constant_folding = true;
-  options.conv_layout = layout;
-  auto session = runtime::Session::Create(model, options);
-  if (!session.ok()) {
-    ADD_FAILURE() << session.status().ToString();
-    return {};
-  }
-  if (placement) {
-    for (const runtime::NodePlacement& p : (*session)->placement()) placement->push_back(p.node + " on " + p.backend);
-  }
-  auto out = (*session)->Run({{"x", x.dtype(), x.shape(), x.raw_data(), x.byte_size(), ""}});
-  if (!out.ok()) {
-    ADD_FAILURE() << out.status().ToString();
-    return {};
-  }
-  return std::move(out).value();
-}
 
 void ExpectClose(const std::vector<runtime::NamedTensor>& got, const std::vector<runtime::NamedTensor>& want,
                  double tol, const std::string& what) {
@@ -109,12 +36,12 @@ void CheckConvNhwc(const NhwcCase& k, ir::DataType t, bool relu = false) {
   ir::Model m = ConvNhwcModel(x, w, k.bias ? &b : nullptr, attrs);
   std::vector<std::string> placement;
   auto got =
-      RunModel(m, {CudaBackendForTests(), cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kAsModel, &placement);
+      RunWithLayout(m, {CudaBackendForTests(), cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kAsModel, &placement);
   ASSERT_EQ(placement.size(), 1u);
   EXPECT_EQ(placement[0], "ConvNhwc 'conv_nhwc' on cuda");
-  auto want = RunModel(m, {cpu::MakeCpuBackend()}, x);
-  ExpectClose(got, want, Tol(t), fmt::format("ConvNhwc {} x[{}] w[{}] relu {}", ir::DataTypeName(t),
-                                             fmt::join(k.x, ","), fmt::join(k.w, ","), relu));
+  auto want = RunWithLayout(m, {cpu::MakeCpuBackend()}, x);
+  ExpectClose(got, want, ConvTolerance(t), fmt::format("ConvNhwc {} x[{}] w[{}] relu {}", ir::DataTypeName(t),
+                                                       fmt::join(k.x, ","), fmt::join(k.w, ","), relu));
 }
 
 TEST(CudaConvNhwc, OddChannelsPadsStridesDilations) {
@@ -133,19 +60,20 @@ void CheckFused(const NhwcCase& k, ir::DataType t, const std::string& act, bool 
   std::vector<ir::Attribute> attrs = k.attrs;
   if (!act.empty()) attrs.push_back(StringAttr("activation", act));
   // Y's shape from a run without Z; Z of magnitude ~4 so that Relu6 clips.
-  auto plain = RunModel(ConvNhwcModel(x, w, k.bias ? &b : nullptr, attrs), {cpu::MakeCpuBackend()}, x);
+  auto plain = RunWithLayout(ConvNhwcModel(x, w, k.bias ? &b : nullptr, attrs), {cpu::MakeCpuBackend()}, x);
   ASSERT_EQ(plain.size(), 1u);
   runtime::Tensor z = RandomTensor(t, plain[0].tensor.shape(), 4, -4.0f, 4.0f);
   ir::Model m = ConvNhwcModel(x, w, k.bias ? &b : nullptr, attrs, residual ? &z : nullptr);
   std::vector<std::string> placement;
-  auto got = RunModel(m, {CudaBackendForTests(), cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kAsModel, &placement);
+  auto got = RunWithLayout(m, {CudaBackendForTests(), cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kAsModel,
+                           &placement);
   ASSERT_EQ(placement.size(), 1u);
   EXPECT_EQ(placement[0], "ConvNhwc 'conv_nhwc' on cuda");
-  auto want = RunModel(m, {cpu::MakeCpuBackend()}, x);
+  auto want = RunWithLayout(m, {cpu::MakeCpuBackend()}, x);
   const char* fusion = std::getenv("VIGIL_CONV_FUSION");
-  ExpectClose(got, want, Tol(t), fmt::format("ConvNhwc {} x[{}] w[{}] act '{}' residual {} fusion {}",
-                                             ir::DataTypeName(t), fmt::join(k.x, ","), fmt::join(k.w, ","), act,
-                                             residual, fusion ? fusion : "default"));
+  ExpectClose(got, want, ConvTolerance(t),
+              fmt::format("ConvNhwc {} x[{}] w[{}] act '{}' residual {} fusion {}", ir::DataTypeName(t),
+                          fmt::join(k.x, ","), fmt::join(k.w, ","), act, residual, fusion ? fusion : "default"));
 }
 
 void CheckAllFusions() {
@@ -190,10 +118,6 @@ TEST(CudaConvNhwc, AutoPadAndNoBias) {
   CheckConvNhwc({{3, 8, 8, 16}, {24, 3, 3, 16}, {IntsAttr("pads", {1, 1, 1, 1})}, false}, kF16, /*relu=*/true);
 }
 
-ir::Tensor Constant(std::string name, ir::DataType t, std::vector<int64_t> dims, uint32_t seed) {
-  return RandomTensor(t, std::move(dims), seed, -0.5f, 0.5f).AsConstant(std::move(name));
-}
-
 ir::Attribute Ints(std::string name, std::vector<int64_t> v) { return IntsAttr(std::move(name), std::move(v)); }
 
 // A small ResNet/MobileNet-like fp16 network: stem Conv+Relu, a residual
@@ -203,13 +127,13 @@ ir::Model SmallCnn(ir::DataType t) {
   ir::Model m;
   m.ir_version = 8;
   m.opset_imports = {{"", 17}};
-  m.graph.inputs = {Value("x", t, {4, 3, 32, 32})};
-  m.graph.outputs = {Value("y", t, {4, 24, 1, 1})};
-  m.graph.initializers = {Constant("w0", t, {16, 3, 3, 3}, 10), Constant("b0", t, {16}, 11),
-                          Constant("w1", t, {16, 16, 3, 3}, 12), Constant("b1", t, {16}, 13),
-                          Constant("w2", t, {16, 16, 3, 3}, 14), Constant("wd", t, {16, 1, 3, 3}, 15),
-                          Constant("wp", t, {24, 16, 1, 1}, 16), Constant("s", t, {24, 1, 1}, 17),
-                          Constant("lo", t, {}, 18), Constant("hi", t, {}, 19)};
+  m.graph.inputs = {TypedValue("x", t, {4, 3, 32, 32})};
+  m.graph.outputs = {TypedValue("y", t, {4, 24, 1, 1})};
+  m.graph.initializers = {RandomConstant("w0", t, {16, 3, 3, 3}, 10), RandomConstant("b0", t, {16}, 11),
+                          RandomConstant("w1", t, {16, 16, 3, 3}, 12), RandomConstant("b1", t, {16}, 13),
+                          RandomConstant("w2", t, {16, 16, 3, 3}, 14), RandomConstant("wd", t, {16, 1, 3, 3}, 15),
+                          RandomConstant("wp", t, {24, 16, 1, 1}, 16), RandomConstant("s", t, {24, 1, 1}, 17),
+                          RandomConstant("lo", t, {}, 18), RandomConstant("hi", t, {}, 19)};
   auto conv = [](std::string x, std::string w, std::string b, std::string y, std::vector<ir::Attribute> a) {
     ir::Node n;
     n.op_type = "Conv";
@@ -249,10 +173,10 @@ TEST(CudaConvNhwc, SessionLayoutPassMatchesTheCpu) {
   for (ir::DataType t : {kF16, kBF16}) {
     ir::Model m = SmallCnn(t);
     runtime::Tensor x = RandomTensor(t, {4, 3, 32, 32}, 7);
-    auto want = RunModel(m, {cpu::MakeCpuBackend()}, x);
+    auto want = RunWithLayout(m, {cpu::MakeCpuBackend()}, x);
     std::vector<std::string> placement;
-    auto nhwc = RunModel(m, {CudaBackendForTests(), cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kNhwcOnDevice,
-                         &placement);
+    auto nhwc = RunWithLayout(m, {CudaBackendForTests(), cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kNhwcOnDevice,
+                              &placement);
     size_t nhwc_nodes = 0;
     for (const std::string& p : placement) {
       if (p.rfind("ConvNhwc", 0) == 0) {
@@ -272,7 +196,7 @@ TEST(CudaConvNhwc, SessionLayoutPassMatchesTheCpu) {
 
     std::vector<std::string> as_model;
     auto nchw =
-        RunModel(m, {CudaBackendForTests(), cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kAsModel, &as_model);
+        RunWithLayout(m, {CudaBackendForTests(), cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kAsModel, &as_model);
     for (const std::string& p : as_model) EXPECT_EQ(p.find("ConvNhwc"), std::string::npos) << p;
     EXPECT_EQ(as_model.size(), m.graph.nodes.size());  // --layout nchw: nothing rewritten
     ExpectClose(nchw, want, 1e-2, fmt::format("NCHW session, {}", ir::DataTypeName(t)));

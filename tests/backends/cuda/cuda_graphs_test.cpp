@@ -7,42 +7,23 @@
 
 #include <fmt/format.h>
 
-#include "cuda_test_util.h"
-#include "onnx/reader.h"
+#include "session_test_util.h"
 
 namespace vigil::cuda::testing {
 namespace {
 
-const char* kModel = VIGIL_SOURCE_DIR "/examples/tiny_cnn.onnx";
-
 std::unique_ptr<runtime::Session> CnnSession(bool graphs, bool deterministic = false) {
   backends::CudaBackendOptions o;
   o.deterministic = deterministic;
-  auto loaded = backends::LoadCudaBackend(o);
-  EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
-  if (!loaded.ok()) return nullptr;
-  auto model = onnx::ReadModel(kModel);
-  EXPECT_TRUE(model.ok()) << model.status().ToString();
-  if (!model.ok()) return nullptr;
-  runtime::SessionOptions options;
-  options.backends = {loaded->backend, cpu::MakeCpuBackend()};
-  options.no_fallback = true;
-  options.device_graphs = graphs;
-  auto session = runtime::Session::Create(std::move(model).value(), options);
-  EXPECT_TRUE(session.ok()) << session.status().ToString();
-  return session.ok() ? std::move(session).value() : nullptr;
-}
-
-std::vector<runtime::InputBinding> Input(const runtime::Tensor& x) {
-  return {{"image", x.dtype(), x.shape(), x.raw_data(), x.byte_size(), ""}};
+  return TinyCnnSession(o, graphs);
 }
 
 runtime::Tensor CpuReference(const runtime::Tensor& x) {
-  auto model = onnx::ReadModel(kModel);
+  auto model = onnx::ReadModel(kTinyCnnModel);
   runtime::SessionOptions options;
   options.backends = {cpu::MakeCpuBackend()};
   auto session = runtime::Session::Create(std::move(model).value(), options);
-  return (*session)->Run(Input(x)).value()[0].tensor;
+  return (*session)->Run(TinyCnnInput(x)).value()[0].tensor;
 }
 
 std::string Notes(const runtime::Session& s) {
@@ -65,7 +46,7 @@ TEST(CudaGraphs, ReplaysWithFreshInputsMatchTheCpu) {
   ASSERT_TRUE(session);
   for (int run = 0; run < 6; ++run) {
     runtime::Tensor x = RandomTensor(ir::DataType::kFloat32, {3, 3, 32, 32}, 300 + run);
-    auto out = session->Run(Input(x));
+    auto out = session->Run(TinyCnnInput(x));
     ASSERT_TRUE(out.ok()) << "run " << run << ": " << out.status().ToString();
     ExpectMatchesCpu(x, (*out)[0].tensor, "run " + std::to_string(run));
   }
@@ -79,8 +60,8 @@ TEST(CudaGraphs, ReplaysAreBitwiseEqualToNodeByNodeRuns) {
   ASSERT_TRUE(graphs && plain);
   for (int run = 0; run < 4; ++run) {
     runtime::Tensor x = RandomTensor(ir::DataType::kFloat32, {2, 3, 32, 32}, 400 + run);
-    auto a = graphs->Run(Input(x));
-    auto b = plain->Run(Input(x));
+    auto a = graphs->Run(TinyCnnInput(x));
+    auto b = plain->Run(TinyCnnInput(x));
     ASSERT_TRUE(a.ok() && b.ok()) << a.status().ToString() << b.status().ToString();
     const runtime::Tensor& ta = (*a)[0].tensor;
     const runtime::Tensor& tb = (*b)[0].tensor;
@@ -103,7 +84,7 @@ TEST(CudaGraphs, EachThreadAndShapeRecordsItsOwn) {
       for (int iter = 0; iter < 6; ++iter) {
         // Two shapes per thread, alternating: two recordings each.
         runtime::Tensor x = RandomTensor(ir::DataType::kFloat32, {1 + t + (iter % 2) * 4, 3, 32, 32}, 500 + 10 * t + iter);
-        auto out = session->Run(Input(x));
+        auto out = session->Run(TinyCnnInput(x));
         if (!out.ok()) {
           errors[t] = out.status().ToString();
           return;

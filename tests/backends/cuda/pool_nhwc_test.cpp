@@ -8,18 +8,13 @@
 // session with the NHWC layout pass on the CUDA backend against the CPU.
 #include <cstring>
 
-#include "cuda_test_util.h"
-#include "ir/layout_nhwc.h"
+#include "session_test_util.h"
 
 namespace vigil::cuda::testing {
 namespace {
 
 namespace kt = vigil::cpu::testing;
 using ir::DataType;
-
-constexpr DataType kF32 = DataType::kFloat32;
-constexpr DataType kF16 = DataType::kFloat16;
-constexpr DataType kBF16 = DataType::kBfloat16;
 
 // Device outputs filled with all-ones bytes first: NaN in every float dtype.
 class PoisonedDeviceOutputs : public runtime::OutputAllocator {
@@ -137,18 +132,6 @@ TEST(CudaPoolNhwc, GlobalAveragePoolMatchesTheCpu) {
   }
 }
 
-ir::ValueInfo Value(std::string name, DataType t, std::vector<int64_t> dims) {
-  ir::ValueInfo vi;
-  vi.name = std::move(name);
-  vi.has_type = true;
-  vi.type = ops::TensorType(t, dims);
-  return vi;
-}
-
-ir::Tensor Constant(std::string name, DataType t, std::vector<int64_t> dims, uint32_t seed) {
-  return RandomTensor(t, std::move(dims), seed, -0.5f, 0.5f).AsConstant(std::move(name));
-}
-
 ir::Node Op(std::string type, std::vector<std::string> in, std::string out, std::vector<ir::Attribute> attrs = {}) {
   ir::Node n = kt::MakeNode(std::move(type), std::move(in), {out}, std::move(attrs));
   n.name = out;
@@ -161,10 +144,10 @@ ir::Model ResNetStem(DataType t) {
   ir::Model m;
   m.ir_version = 8;
   m.opset_imports = {{"", 17}};
-  m.graph.inputs = {Value("x", t, {4, 3, 64, 64})};
-  m.graph.outputs = {Value("y", t, {4, 32})};
-  m.graph.initializers = {Constant("w0", t, {32, 3, 7, 7}, 10), Constant("b0", t, {32}, 11),
-                          Constant("w1", t, {32, 32, 3, 3}, 12), Constant("w2", t, {32, 32, 3, 3}, 13)};
+  m.graph.inputs = {TypedValue("x", t, {4, 3, 64, 64})};
+  m.graph.outputs = {TypedValue("y", t, {4, 32})};
+  m.graph.initializers = {RandomConstant("w0", t, {32, 3, 7, 7}, 10), RandomConstant("b0", t, {32}, 11),
+                          RandomConstant("w1", t, {32, 32, 3, 3}, 12), RandomConstant("w2", t, {32, 32, 3, 3}, 13)};
   const std::vector<ir::Attribute> same = {kt::IntsAttr("pads", {1, 1, 1, 1})};
   m.graph.nodes = {
       Op("Conv", {"x", "w0", "b0"}, "c0", {kt::IntsAttr("pads", {3, 3, 3, 3}), kt::IntsAttr("strides", {2, 2})}),
@@ -180,40 +163,16 @@ ir::Model ResNetStem(DataType t) {
   return m;
 }
 
-std::vector<runtime::NamedTensor> RunModel(const ir::Model& model,
-                                           std::vector<std::shared_ptr<const runtime::Backend>> b,
-                                           const runtime::Tensor& x, runtime::ConvLayout layout,
-                                           std::vector<std::string>* placement = nullptr) {
-  runtime::SessionOptions options;
-  options.backends = std::move(b);
-  options.constant_folding = true;
-  options.conv_layout = layout;
-  auto session = runtime::Session::Create(model, options);
-  if (!session.ok()) {
-    ADD_FAILURE() << session.status().ToString();
-    return {};
-  }
-  if (placement) {
-    for (const runtime::NodePlacement& p : (*session)->placement()) placement->push_back(p.node + " on " + p.backend);
-  }
-  auto out = (*session)->Run({{"x", x.dtype(), x.shape(), x.raw_data(), x.byte_size(), ""}});
-  if (!out.ok()) {
-    ADD_FAILURE() << out.status().ToString();
-    return {};
-  }
-  return std::move(out).value();
-}
-
 TEST(CudaPoolNhwc, ResNetStemSessionMatchesTheCpu) {
   VIGIL_SKIP_WITHOUT_CUDA();
   for (DataType t : {kF16, kBF16}) {
     SCOPED_TRACE(ir::DataTypeName(t));
     ir::Model m = ResNetStem(t);
     runtime::Tensor x = RandomTensor(t, {4, 3, 64, 64}, 7);
-    auto want = RunModel(m, {cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kAsModel);
+    auto want = RunWithLayout(m, {cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kAsModel);
     std::vector<std::string> placement;
-    auto got = RunModel(m, {CudaBackendForTests(), cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kNhwcOnDevice,
-                        &placement);
+    auto got = RunWithLayout(m, {CudaBackendForTests(), cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kNhwcOnDevice,
+                             &placement);
     size_t pools = 0, transposes = 0;
     for (const std::string& p : placement) {
       if (p.find("PoolNhwc") != std::string::npos) {

@@ -3,43 +3,25 @@
 // partition (what runs where) with and without fallback.
 #include <thread>
 
-#include "cuda_test_util.h"
-#include "onnx/reader.h"
+#include "session_test_util.h"
 #include "runtime/tensor_file.h"
 
 namespace vigil::cuda::testing {
 namespace {
 
-const char* kModel = VIGIL_SOURCE_DIR "/examples/tiny_cnn.onnx";
-
 std::unique_ptr<runtime::Session> CnnSession(bool deterministic, uint64_t memory_limit = 0) {
   backends::CudaBackendOptions o;
   o.deterministic = deterministic;
   o.memory_limit = memory_limit;
-  auto loaded = backends::LoadCudaBackend(o);
-  EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
-  if (!loaded.ok()) return nullptr;
-  auto model = onnx::ReadModel(kModel);
-  EXPECT_TRUE(model.ok()) << model.status().ToString();
-  if (!model.ok()) return nullptr;
-  runtime::SessionOptions options;
-  options.backends = {loaded->backend, cpu::MakeCpuBackend()};
-  options.no_fallback = true;
-  auto session = runtime::Session::Create(std::move(model).value(), options);
-  EXPECT_TRUE(session.ok()) << session.status().ToString();
-  return session.ok() ? std::move(session).value() : nullptr;
-}
-
-std::vector<runtime::InputBinding> Input(const runtime::Tensor& x) {
-  return {{"image", x.dtype(), x.shape(), x.raw_data(), x.byte_size(), ""}};
+  return TinyCnnSession(o);
 }
 
 std::vector<runtime::NamedTensor> CpuReference(const runtime::Tensor& x) {
-  auto model = onnx::ReadModel(kModel);
+  auto model = onnx::ReadModel(kTinyCnnModel);
   runtime::SessionOptions options;
   options.backends = {cpu::MakeCpuBackend()};
   auto session = runtime::Session::Create(std::move(model).value(), options);
-  return (*session)->Run(Input(x)).value();
+  return (*session)->Run(TinyCnnInput(x)).value();
 }
 
 TEST(CudaSession, EightThreadsShareOneSession) {
@@ -54,7 +36,7 @@ TEST(CudaSession, EightThreadsShareOneSession) {
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
       for (int iter = 0; iter < 20; ++iter) {
-        auto out = session->Run(Input(inputs[t]));
+        auto out = session->Run(TinyCnnInput(inputs[t]));
         if (!out.ok()) {
           errors[t] = out.status().ToString();
           return;
@@ -79,10 +61,10 @@ TEST(CudaSession, DeterministicRunsAreBitwiseEqual) {
   auto session = CnnSession(true);
   ASSERT_TRUE(session);
   runtime::Tensor x = RandomTensor(ir::DataType::kFloat32, {16, 3, 32, 32}, 7);
-  auto first = session->Run(Input(x));
+  auto first = session->Run(TinyCnnInput(x));
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   for (int i = 0; i < 10; ++i) {
-    auto again = session->Run(Input(x));
+    auto again = session->Run(TinyCnnInput(x));
     ASSERT_TRUE(again.ok()) << again.status().ToString();
     const runtime::Tensor& a = (*first)[0].tensor;
     const runtime::Tensor& b = (*again)[0].tensor;
@@ -96,12 +78,12 @@ TEST(CudaSession, InputsAlreadyOnTheDeviceGiveTheSameOutputs) {
   auto session = CnnSession(true);
   ASSERT_TRUE(session);
   runtime::Tensor x = RandomTensor(ir::DataType::kFloat32, {5, 3, 32, 32}, 11);
-  auto from_host = session->Run(Input(x));
+  auto from_host = session->Run(TinyCnnInput(x));
   ASSERT_TRUE(from_host.ok()) << from_host.status().ToString();
   auto up = session->UploadInput(x);
   ASSERT_TRUE(up.ok()) << up.status().ToString();
   EXPECT_EQ(up->device(), runtime::Device::kCuda);
-  std::vector<runtime::InputBinding> on_device = Input(*up);
+  std::vector<runtime::InputBinding> on_device = TinyCnnInput(*up);
   on_device[0].device = runtime::Device::kCuda;
   for (int i = 0; i < 3; ++i) {
     auto out = session->Run(on_device);
@@ -121,11 +103,11 @@ TEST(CudaSession, RunOverTheMemoryLimitIsRefusedWithTheLargestTensors) {
   ASSERT_TRUE(session);
   runtime::Tensor x = RandomTensor(ir::DataType::kFloat32, {64, 3, 32, 32}, 9);
   // Every node is on the GPU: the plan is all device arena, no host arena.
-  auto plan = session->Plan(Input(x));
+  auto plan = session->Plan(TinyCnnInput(x));
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->arena_bytes, 0u);
   EXPECT_GT(plan->device_arena_bytes, uint64_t{1} << 20);
-  auto out = session->Run(Input(x));
+  auto out = session->Run(TinyCnnInput(x));
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), ErrorCode::kOutOfMemory) << out.status().ToString();
   EXPECT_NE(out.status().summary().find("--gpu-mem-limit"), std::string::npos) << out.status().summary();
@@ -137,7 +119,7 @@ TEST(CudaSession, RunOverTheMemoryLimitIsRefusedWithTheLargestTensors) {
   ASSERT_FALSE(out.status().diagnosis().fixes.empty());
   // A batch that fits still runs on the same session.
   runtime::Tensor small = RandomTensor(ir::DataType::kFloat32, {1, 3, 32, 32}, 9);
-  auto ran = session->Run(Input(small));
+  auto ran = session->Run(TinyCnnInput(small));
   EXPECT_TRUE(ran.ok()) << ran.status().ToString();
 }
 
