@@ -310,19 +310,22 @@ Result<std::vector<NamedTensor>> Session::State::RunWithGraphs(const std::shared
     std::string why_not;
     if (!CapturedRun::Recordable(model, *plan, &why_not)) {
       slot->unavailable = true;
+      std::lock_guard<std::mutex> lock(graph_mutex);  // DeviceGraphNotes reads notes from other threads
       slot->note = "not used: " + why_not;
     }
   }
   if (!slot->unavailable && slot->normal_runs >= 1) {
     auto recorded = CapturedRun::Record(model, plan, constants, device_constants, bindings);
+    std::lock_guard<std::mutex> lock(graph_mutex);
     if (recorded.ok()) {
       slot->run = std::move(recorded).value();
       slot->note = fmt::format("replaying a recording of the whole run ({} steps)", plan->steps.size());
-      return slot->run->Replay(bindings);
+    } else {
+      slot->unavailable = true;
+      slot->note = "not used: " + recorded.status().summary();
     }
-    slot->unavailable = true;
-    slot->note = "not used: " + recorded.status().summary();
   }
+  if (slot->run) return slot->run->Replay(bindings);
   ++slot->normal_runs;
   return ExecutePlan(model, *plan, constants, device_constants, bindings, /*keep_all=*/false);
 }

@@ -34,6 +34,7 @@ switches() {
     vit_b_16) echo "VIGIL_FUSE_ATTENTION=0 VIGIL_ATTENTION_BATCH_FIRST=0 VIGIL_ATTENTION_KERNEL=wmma" ;;
   esac
 }
+{
 echo "| model | batch | variant | p50 ms | variant/final |"
 echo "|---|---|---|---|---|"
 for m in ${models//,/ }; do
@@ -52,7 +53,8 @@ for m in ${models//,/ }; do
       row "$s" "$(env $s VIGIL_CUDA_MODULE=$b/libvigil_cuda.so "$b/vigil" "${common[@]}" | p50)"
     done
   done
-done | tee "$out/switches.md"
+done
+} | tee "$out/switches.md"
 for m in ${models//,/ }; do
   echo "== $m batch 1: what the graphs did"
   VIGIL_CUDA_MODULE=$b/libvigil_cuda.so "$b/vigil" bench /tmp/peer/${m}_fp16.onnx --backend cuda --no-fallback \

@@ -26,6 +26,7 @@
 
 #include "backends/cuda/attention.h"
 #include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/shared_memory_optin.h"
 
 namespace vigil::cuda {
 namespace {
@@ -324,19 +325,6 @@ __global__ void __launch_bounds__(32 * kWarps) AttentionMmaKernel(const T* __res
 
 // --- launch -----------------------------------------------------------------------
 
-// Opting in to more than 48 KB of dynamic shared memory is per kernel and
-// device; done once per device (bit d of `done`).
-template <typename Kernel>
-Status AllowSharedMemory(Kernel kernel, size_t bytes, std::atomic<uint64_t>& done) {
-  if (bytes <= 48 * 1024) return Status::Ok();
-  int device = 0;
-  VIGIL_CUDA_CALL(cudaGetDevice(&device));
-  const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
-  if (bit && (done.load(std::memory_order_acquire) & bit)) return Status::Ok();
-  VIGIL_CUDA_CALL(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-  done.fetch_or(bit, std::memory_order_release);
-  return Status::Ok();
-}
 
 template <typename T, int D, int kWarps>
 Status Launch(const AttentionShape& a, const void* qkv, void* y, cudaStream_t stream) {

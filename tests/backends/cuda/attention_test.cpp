@@ -31,6 +31,7 @@ namespace {
 using ir::DataType;
 using testing::CudaBackendForTests;
 using testing::RandomTensor;
+using testing::PoisonedDeviceOutputs;
 
 constexpr DataType kF32 = DataType::kFloat32;
 constexpr DataType kF16 = DataType::kFloat16;
@@ -107,23 +108,6 @@ std::vector<double> Reference(const runtime::Tensor& qkv, const AttentionCase& c
   }
   return y;
 }
-
-// Device outputs filled with all-ones bytes first: NaN in float32, float16
-// and bfloat16, so that an unwritten element cannot pass.
-class PoisonedDeviceOutputs : public runtime::OutputAllocator {
- public:
-  explicit PoisonedDeviceOutputs(const runtime::Backend& backend) : backend_(backend) {}
-  Result<runtime::Tensor> Allocate(size_t, DataType dtype, std::vector<int64_t> shape) override {
-    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor host, runtime::Tensor::Allocate(dtype, std::move(shape)));
-    std::memset(host.raw_data(), 0xFF, host.byte_size());
-    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor device, backend_.ToDevice(host));
-    VIGIL_RETURN_IF_ERROR(backend_.Synchronize());  // `host` goes away on return
-    return device;
-  }
-
- private:
-  const runtime::Backend& backend_;
-};
 
 // Runs the node on the CUDA backend with `qkv` (device) as input; Y on the host.
 Result<runtime::Tensor> RunOnDevice(const ir::Node& node, const runtime::Tensor& qkv) {

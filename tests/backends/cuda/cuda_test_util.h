@@ -191,4 +191,21 @@ inline void ExpectCudaMatchesCpu(const NodeCase& c, double tol) {
   }
 }
 
+// Device outputs filled with all-ones bytes first: NaN in float32, float16
+// and bfloat16, so that an element a kernel does not write cannot pass.
+class PoisonedDeviceOutputs : public runtime::OutputAllocator {
+ public:
+  explicit PoisonedDeviceOutputs(const runtime::Backend& backend) : backend_(backend) {}
+  Result<runtime::Tensor> Allocate(size_t, ir::DataType dtype, std::vector<int64_t> shape) override {
+    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor host, runtime::Tensor::Allocate(dtype, std::move(shape)));
+    std::memset(host.raw_data(), 0xFF, host.byte_size());
+    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor device, backend_.ToDevice(host));
+    VIGIL_RETURN_IF_ERROR(backend_.Synchronize());  // `host` goes away on return
+    return device;
+  }
+
+ private:
+  const runtime::Backend& backend_;
+};
+
 }  // namespace vigil::cuda::testing

@@ -16,22 +16,6 @@ namespace {
 namespace kt = vigil::cpu::testing;
 using ir::DataType;
 
-// Device outputs filled with all-ones bytes first: NaN in every float dtype.
-class PoisonedDeviceOutputs : public runtime::OutputAllocator {
- public:
-  explicit PoisonedDeviceOutputs(const runtime::Backend& backend) : backend_(backend) {}
-  Result<runtime::Tensor> Allocate(size_t, DataType dtype, std::vector<int64_t> shape) override {
-    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor host, runtime::Tensor::Allocate(dtype, std::move(shape)));
-    std::memset(host.raw_data(), 0xFF, host.byte_size());
-    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor device, backend_.ToDevice(host));
-    VIGIL_RETURN_IF_ERROR(backend_.Synchronize());  // `host` goes away on return
-    return device;
-  }
-
- private:
-  const runtime::Backend& backend_;
-};
-
 // `host` on the device, starting `offset` elements into its allocation (an
 // offset of 1 makes rows misaligned for vector loads).
 Result<runtime::Tensor> OnDevice(const runtime::Tensor& host, int64_t offset) {
