@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <cstring>
 #include <random>
 #include <string>
 
@@ -32,6 +33,7 @@ struct BenchOptions {
   int iters = 20;
   bool json = false;
   bool inputs_on_device = false;
+  bool pageable_inputs = false;
   std::string profile;  // Chrome trace file; enables per-node timing
   size_t profile_top = 25;
   std::string cuda_graphs = "on";
@@ -122,6 +124,20 @@ Status PlaceInputsOnDevice(const runtime::Session& session, InputFiles& inputs) 
   return Status::Ok();
 }
 
+// Without --inputs-on-device: the inputs are moved once into host buffers
+// the device backend copies by DMA (page-locked), as a caller that allocates
+// its input buffers from the session would have them.
+Status PlaceInputsInHostBuffers(const runtime::Session& session, InputFiles& inputs) {
+  for (size_t i = 0; i < inputs.bindings.size(); ++i) {
+    const runtime::Tensor& t = inputs.tensors[i];
+    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor buffer, session.AllocateHostBuffer(t.dtype(), t.shape()));
+    if (t.byte_size()) std::memcpy(buffer.raw_data(), t.raw_data(), t.byte_size());
+    inputs.bindings[i].data = buffer.raw_data();
+    inputs.tensors[i] = std::move(buffer);
+  }
+  return Status::Ok();
+}
+
 int RunProfile(const BenchOptions& opt, const runtime::Session& session,
                const std::vector<runtime::InputBinding>& inputs) {
   std::fprintf(stderr, "profiling %d run(s), synchronising after every node...\n", opt.iters);
@@ -162,6 +178,9 @@ int RunBench(const BenchOptions& opt) {
   if (opt.inputs_on_device) {
     Status placed = PlaceInputsOnDevice(**session, *inputs);
     if (!placed.ok()) return ReportFailure(placed, opt.json);
+  } else if (!opt.pageable_inputs) {
+    Status placed = PlaceInputsInHostBuffers(**session, *inputs);
+    if (!placed.ok()) return ReportFailure(placed, opt.json);
   }
   auto plan = (*session)->Plan(inputs->bindings);
   if (!plan.ok()) return ReportFailure(plan.status(), opt.json);
@@ -191,6 +210,7 @@ int RunBench(const BenchOptions& opt) {
     for (const std::string& n : notes) graphs += (graphs.empty() ? "" : "; ") + n;
     if (graphs.empty()) graphs = "not used: no device backend";
   }
+  std::vector<std::string> backend_notes = (*session)->BackendNotes();
   double load_ms = Ms(loaded - start), first_ms = Ms(first_done - first_start);
   double first_result_ms = Ms(first_done - start);
   if (opt.json) {
@@ -198,9 +218,11 @@ int RunBench(const BenchOptions& opt) {
                         {"warmup", opt.warmup}, {"load_ms", load_ms}, {"first_run_ms", first_ms},
                         {"time_to_first_result_ms", first_result_ms}, {"p50_ms", p50}, {"p90_ms", p90},
                         {"p99_ms", p99}, {"runs_per_s", 1000.0 / p50}, {"inputs_on_device", opt.inputs_on_device},
+                        {"pageable_inputs", opt.pageable_inputs},
                         {"arena_bytes", plan->arena_bytes}, {"peak_live_bytes", plan->peak_live_bytes},
                         {"device_arena_bytes", plan->device_arena_bytes},
-                        {"device_peak_live_bytes", plan->device_peak_live_bytes}, {"cuda_graphs", graphs}};
+                        {"device_peak_live_bytes", plan->device_peak_live_bytes}, {"cuda_graphs", graphs},
+                        {"backend_notes", backend_notes}};
     std::printf("%s\n", j.dump(2).c_str());
     return kExitOk;
   }
@@ -210,8 +232,11 @@ int RunBench(const BenchOptions& opt) {
   std::printf("latency:      p50 %.3f ms, p90 %.3f ms, p99 %.3f ms over %d runs (%d warm-up)\n", p50, p90, p99,
               opt.iters, opt.warmup);
   std::printf("throughput:   %.1f runs/s (inputs %s)\n", 1000.0 / p50,
-              opt.inputs_on_device ? "already on the device" : "copied from the host in every run");
+              opt.inputs_on_device  ? "already on the device"
+              : opt.pageable_inputs ? "copied from pageable host memory in every run"
+                                    : "copied from the host (page-locked buffers on a GPU) in every run");
   if (opt.backend.backend != "cpu") std::printf("cuda graphs:  %s\n", graphs.c_str());
+  for (const std::string& n : backend_notes) std::printf("backend:      %s\n", n.c_str());
   std::printf("memory plan:  arena %.2f MiB (peak live %.2f MiB)\n", plan->arena_bytes / 1048576.0,
               plan->peak_live_bytes / 1048576.0);
   if (plan->device_arena_bytes > 0) {
@@ -239,7 +264,11 @@ Command AddBenchCommand(CLI::App& parent) {
   sub->add_flag("--json", opt->json, "print JSON");
   sub->add_flag("--inputs-on-device", opt->inputs_on_device,
                 "with --backend cuda: copy the inputs to the GPU once and time runs that read them there (as when "
-                "the caller's data is already on the GPU); without it every run also copies the inputs");
+                "the caller's data is already on the GPU); without it every run also copies the inputs, from "
+                "page-locked host buffers the session gives (Session::AllocateHostBuffer)");
+  sub->add_flag("--pageable-inputs", opt->pageable_inputs,
+                "with --backend cuda, without --inputs-on-device: copy the inputs from ordinary (pageable) host "
+                "memory instead, as a caller that does not use the session's buffers");
   sub->add_option("--profile", opt->profile,
                   "time every node instead (with --backend cuda, a synchronisation after each node), print the "
                   "slowest nodes and the time per op type, and write one run as a Chrome trace to FILE");

@@ -49,6 +49,8 @@ struct BackendChoice {
   std::string cudnn_log;  // file for cuDNN's API log (CUDNN_LOGLEVEL_DBG=3), set before the module loads
   std::string layout = "auto";  // auto: fp16/bf16 convolutions run NHWC on cuda; nchw: as the model says
   bool device_graphs = false;   // record runs as CUDA graphs and replay them (bench --cuda-graphs on)
+  bool tune = false;            // autotuning: measure candidate algorithms of new problems
+  std::string tuning_cache;     // file of recorded algorithm choices (read; appended to with --tune)
 };
 void AddBackendOptions(CLI::App* sub, BackendChoice& choice);
 // The same choice as command-line arguments (for the isolated worker).

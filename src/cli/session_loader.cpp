@@ -48,6 +48,12 @@ void AddBackendOptions(CLI::App* sub, BackendChoice& c) {
                   "with --backend cuda: auto (default) runs float16/bfloat16 2D convolutions channels-last (NHWC, "
                   "for tensor cores), with the fewest transposes; nchw keeps every convolution as the model says")
       ->check(CLI::IsMember({"auto", "nchw"}));
+  sub->add_flag("--tune", c.tune,
+                "with --backend cuda: autotune: the first run of each convolution shape times up to 8 cuDNN engines "
+                "and keeps the fastest (slower first run; see --tuning-cache)");
+  sub->add_option("--tuning-cache", c.tuning_cache,
+                  "with --backend cuda: FILE of algorithm choices keyed by GPU, library versions, shape, dtype and "
+                  "layout: used where it has one; with --tune new choices are appended (docs/tuning.md)");
 }
 
 std::vector<std::string> BackendArguments(const BackendChoice& c) {
@@ -58,6 +64,8 @@ std::vector<std::string> BackendArguments(const BackendChoice& c) {
   if (!c.gpu_mem_limit.empty()) args.insert(args.end(), {"--gpu-mem-limit", c.gpu_mem_limit});
   if (!c.cudnn_log.empty()) args.insert(args.end(), {"--cudnn-log", c.cudnn_log});
   args.insert(args.end(), {"--layout", c.layout});
+  if (c.tune) args.push_back("--tune");
+  if (!c.tuning_cache.empty()) args.insert(args.end(), {"--tuning-cache", c.tuning_cache});
   return args;
 }
 
@@ -68,6 +76,8 @@ Result<std::unique_ptr<runtime::Session>> LoadSession(const std::string& model_p
     cuda.device = choice.device;
     cuda.allow_tf32 = choice.tf32;
     cuda.deterministic = choice.deterministic;
+    cuda.tune = choice.tune;
+    cuda.tuning_cache = choice.tuning_cache;
     if (!choice.gpu_mem_limit.empty()) {
       VIGIL_ASSIGN_OR_RETURN(cuda.memory_limit, ParseBytes(choice.gpu_mem_limit));
     }

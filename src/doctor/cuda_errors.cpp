@@ -158,6 +158,7 @@ constexpr PhaseRule kPhaseRules[] = {
     {"cudaMemPool", Match::kPrefix, CallPhase::kHandleCreation},
     {"cudaStreamCreate", Match::kPrefix, CallPhase::kHandleCreation},
     {"cudaEventCreate", Match::kPrefix, CallPhase::kHandleCreation},
+    {"cudaEventDestroy", Match::kExact, CallPhase::kHandleCreation},
     // library load and version checks
     {"dlopen", Match::kExact, CallPhase::kLibraryLoad},
     {"dlsym", Match::kExact, CallPhase::kLibraryLoad},
@@ -177,6 +178,7 @@ constexpr PhaseRule kPhaseRules[] = {
     // recording a run as a CUDA graph and configuring kernels: preparing execution
     {"cudaStreamBeginCapture", Match::kExact, CallPhase::kPlanChoice},
     {"cudaStreamEndCapture", Match::kExact, CallPhase::kPlanChoice},
+    {"cudaStreamIsCapturing", Match::kExact, CallPhase::kPlanChoice},
     {"cudaGraphInstantiate", Match::kPrefix, CallPhase::kPlanChoice},
     {"cudaGraphUpload", Match::kExact, CallPhase::kPlanChoice},
     {"cudaFuncSetAttribute", Match::kExact, CallPhase::kPlanChoice},
@@ -203,6 +205,7 @@ constexpr PhaseRule kPhaseRules[] = {
     {"Synchronize", Match::kContains, CallPhase::kExecution},
     {"cudaStreamWaitEvent", Match::kExact, CallPhase::kExecution},
     {"cudaEventRecord", Match::kExact, CallPhase::kExecution},
+    {"cudaEventElapsedTime", Match::kExact, CallPhase::kExecution},
     {"cudaGetLastError", Match::kExact, CallPhase::kExecution},
     {"cudaPeekAtLastError", Match::kExact, CallPhase::kExecution},
     {"Forward", Match::kContains, CallPhase::kExecution},

@@ -22,6 +22,8 @@ struct VigilBackendOptions {
   int allow_tf32;                    // 0/1
   int deterministic;                 // 0/1
   unsigned long long memory_limit;   // bytes; 0 = free device memory
+  int tune;                          // 0/1: measure candidate algorithms (autotuning)
+  const char* tuning_cache;          // file of recorded choices, or NULL
 };
 
 // What a backend module's entry function returns. Plain C so that modules
@@ -50,7 +52,8 @@ typedef const struct VigilBackendEntry* (*VigilBackendEntryFn)(void);
 
 namespace vigil::doctor {
 
-inline constexpr int kBackendAbiVersion = 2;
+// 3: VigilBackendOptions gained tune and tuning_cache.
+inline constexpr int kBackendAbiVersion = 3;
 inline constexpr const char* kBackendEntrySymbol = "vigil_backend_entry";
 
 struct ModuleLoadOptions {

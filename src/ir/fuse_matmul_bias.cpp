@@ -2,11 +2,13 @@
 #include "ir/fuse_matmul_bias.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_set>
 #include <vector>
 
 #include "ir/graph_index.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain, kVigilOpsetVersion
+#include "ir/symbolic_shapes.h"
 
 namespace vigil::ir {
 namespace {
@@ -38,6 +40,92 @@ int BiasOperand(const GraphIndex& idx, const Node& add, const std::string& produ
   }
   return -1;
 }
+
+// One residual match: the MatMulBias and the Add, by node index, and the
+// node that replaces them.
+struct ResidualMatch {
+  size_t product = 0, add = 0;
+  Node fused;
+};
+
+// Whether `value` is computed from `from`, walking producers back from
+// `value`. In a valid graph r never is (y's only reader is the Add, which
+// reads r, so that would be a cycle); the check keeps the pass from
+// rewriting a malformed graph into another, harder to diagnose.
+bool DependsOn(const Graph& g, const std::unordered_map<std::string, size_t>& producer, const std::string& value,
+               const std::string& from) {
+  std::unordered_set<std::string> seen;
+  std::vector<std::string> work{value};
+  while (!work.empty()) {
+    std::string v = std::move(work.back());
+    work.pop_back();
+    if (v == from) return true;
+    if (v.empty() || !seen.insert(v).second) continue;
+    auto p = producer.find(v);
+    if (p == producer.end()) continue;
+    for (const std::string& in : g.nodes[p->second].inputs) work.push_back(in);
+  }
+  return false;
+}
+
+// Whether r's known type is y's: the same tensor dtype and a shape proven
+// the same, so the Add cannot broadcast. Inference gives equal dims the same
+// number or symbol (an unnamed dim equals nothing); where it could not
+// (a Reshape to a run-time target), symbolic evaluation of the producers
+// may still prove it.
+bool SameType(const std::unordered_map<std::string, TypeInfo>& types, SymbolicShapes& sym, const std::string& y,
+              const std::string& r) {
+  auto ty = types.find(y), tr = types.find(r);
+  if (ty == types.end() || tr == types.end() || ty->second.kind != TypeInfo::Kind::kTensor ||
+      tr->second.kind != TypeInfo::Kind::kTensor || ty->second.elem_type != tr->second.elem_type) {
+    return false;
+  }
+  if (SameDims(ty->second.shape, tr->second.shape)) return true;
+  const std::optional<SymShape> ys = sym.ShapeOf(y), rs = sym.ShapeOf(r);
+  return ys && rs && *ys == *rs;
+}
+
+class ResidualMatcher {
+ public:
+  ResidualMatcher(const Model& model, const std::unordered_map<std::string, TypeInfo>& types)
+      : g_(model.graph), idx_(IndexGraph(g_)), types_(types), sym_(g_, idx_, types, model.OpsetVersion("")) {
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      for (const std::string& out : g_.nodes[i].outputs) {
+        if (!out.empty()) producer_.emplace(out, i);
+      }
+    }
+  }
+
+  // The match whose MatMulBias is node `i`, or nullopt.
+  std::optional<ResidualMatch> Match(size_t i) {
+    const Node& mm = g_.nodes[i];
+    if (mm.op_type != kMatMulBiasOp || mm.domain != kVigilDomain || mm.inputs.size() != 3 ||
+        mm.outputs.size() != 1 || mm.outputs[0].empty()) {
+      return std::nullopt;
+    }
+    const std::string& y = mm.outputs[0];
+    auto users = idx_.consumers.find(y);
+    if (idx_.outputs.count(y) || users == idx_.consumers.end() || users->second.size() != 1) return std::nullopt;
+    const size_t a = users->second[0];
+    const Node& add = g_.nodes[a];
+    if (add.op_type != "Add" || !IsDefaultDomain(add) || add.inputs.size() != 2 || add.outputs.size() != 1) {
+      return std::nullopt;
+    }
+    const std::string& r = add.inputs[0] == y ? add.inputs[1] : add.inputs[0];
+    if (r == y || r.empty() || !SameType(types_, sym_, y, r) || DependsOn(g_, producer_, r, y)) return std::nullopt;
+    ResidualMatch m{i, a, mm};
+    m.fused.inputs.push_back(r);
+    m.fused.outputs = add.outputs;
+    return m;
+  }
+
+ private:
+  const Graph& g_;
+  const GraphIndex idx_;
+  const std::unordered_map<std::string, TypeInfo>& types_;
+  SymbolicShapes sym_;
+  std::unordered_map<std::string, size_t> producer_;
+};
 
 }  // namespace
 
@@ -82,6 +170,41 @@ Result<size_t> FuseMatMulBias(Model& model, const std::unordered_map<std::string
   }
   g.nodes = std::move(kept);
   if (model.OpsetVersion(kVigilDomain) < 0) model.opset_imports.push_back({kVigilDomain, kVigilOpsetVersion});
+  return fused;
+}
+
+Result<size_t> FuseResidualAdd(Model& model, const std::unordered_map<std::string, TypeInfo>& types,
+                               const ResidualAcceptor& accept) {
+  Graph& g = model.graph;
+  // Matched on the unchanged graph (the symbolic evaluator reads it), then
+  // rewritten. Each Add is taken once: Add(y1, y2) of two MatMulBias outputs
+  // fuses into the first, whose residual is then the second's output.
+  std::vector<ResidualMatch> matches;
+  {
+    ResidualMatcher matcher(model, types);
+    std::vector<bool> taken(g.nodes.size(), false);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      std::optional<ResidualMatch> m = matcher.Match(i);
+      if (!m || taken[m->add] || (accept && !accept(m->fused))) continue;
+      taken[m->add] = true;
+      matches.push_back(std::move(*m));
+    }
+  }
+  if (matches.empty()) return size_t{0};
+  // The fused node takes the Add's place: r and the MatMulBias' inputs come
+  // before it in any topological order, its readers after.
+  std::vector<bool> remove(g.nodes.size(), false);
+  for (ResidualMatch& m : matches) {
+    g.nodes[m.add] = std::move(m.fused);
+    remove[m.product] = true;
+  }
+  const size_t fused = matches.size();
+  std::vector<Node> kept;
+  kept.reserve(g.nodes.size() - fused);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!remove[i]) kept.push_back(std::move(g.nodes[i]));
+  }
+  g.nodes = std::move(kept);
   return fused;
 }
 

@@ -6,10 +6,17 @@
 // The op it writes, ai.vigil.MatMulBias (opset 1 of domain "ai.vigil"):
 //   Y = MatMulBias(A, W, B)  is  Add(MatMul(A, W), B)  with W [K, N] and
 //   B [N] or [1, N]; A has rank >= 2 (numpy MatMul semantics), Y has
-//   MatMul's shape. Pure graph rewriting: the session decides when to run it.
+//   MatMul's shape.
+//   Y = MatMulBias(A, W, B, R)  is  Add(Add(MatMul(A, W), B), R): the
+//   optional 4th input R (a transformer block's residual) has exactly Y's
+//   shape and dtype, never broadcast, so a device adds it in the product's
+//   epilogue (cuBLASLt's C matrix) instead of a separate Add re-reading and
+//   re-writing the whole activation.
+// Pure graph rewriting: the session decides when to run it.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <unordered_map>
 
@@ -30,5 +37,21 @@ inline constexpr const char kMatMulBiasOp[] = "MatMulBias";
 // Adds the opset import of "ai.vigil" when it fuses anything; returns the
 // number of fused pairs.
 Result<size_t> FuseMatMulBias(Model& model, const std::unordered_map<std::string, TypeInfo>& types);
+
+// Rewrites, in the main graph, every y = ai.vigil.MatMulBias(A, W, B) (3
+// inputs) -> Add(y, r) (either operand order) into one
+// ai.vigil.MatMulBias(A, W, B, r) that writes the Add's output, where y is
+// not a graph output and has that Add as its only consumer, r is not y and
+// does not depend on y, and r is known to be a tensor of y's dtype and y's
+// exact shape, so the Add cannot broadcast: per `types` every dim the same
+// number or the same named symbol (an unnamed dim equals nothing), or the
+// shapes proven equal by symbolic evaluation (ir/symbolic_shapes.h).
+// `accept`, when given, is asked about each fused node first (with its
+// inputs set); a node it refuses leaves the pair unfused (the session asks
+// the device backend). The pass creates no value, so `types` stays valid;
+// returns the number of Adds fused away.
+using ResidualAcceptor = std::function<bool(const Node& fused)>;
+Result<size_t> FuseResidualAdd(Model& model, const std::unordered_map<std::string, TypeInfo>& types,
+                               const ResidualAcceptor& accept = {});
 
 }  // namespace vigil::ir

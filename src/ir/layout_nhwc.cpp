@@ -101,17 +101,6 @@ std::optional<double> ScalarOf(const Tensor& t) {
   }
 }
 
-// Equal dims: both known and equal, or both the same named symbol.
-bool SameDims(const Shape& a, const Shape& b) {
-  if (!a.rank_known || !b.rank_known || a.dims.size() != b.dims.size()) return false;
-  for (size_t i = 0; i < a.dims.size(); ++i) {
-    const Dim &x = a.dims[i], &y = b.dims[i];
-    bool same = x.is_known() ? y.is_known() && *x.value == *y.value : x.is_symbolic() && y.param == x.param;
-    if (!same) return false;
-  }
-  return true;
-}
-
 // Who produces and who reads each value among the live nodes.
 struct UseIndex {
   std::unordered_map<std::string, size_t> producer;

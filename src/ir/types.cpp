@@ -4,6 +4,16 @@
 
 namespace vigil::ir {
 
+bool SameDims(const Shape& a, const Shape& b) {
+  if (!a.rank_known || !b.rank_known || a.dims.size() != b.dims.size()) return false;
+  for (size_t i = 0; i < a.dims.size(); ++i) {
+    const Dim &x = a.dims[i], &y = b.dims[i];
+    bool same = x.is_known() ? y.is_known() && *x.value == *y.value : x.is_symbolic() && y.param == x.param;
+    if (!same) return false;
+  }
+  return true;
+}
+
 std::string ShapeToString(const Shape& shape) {
   if (!shape.rank_known) return "[*]";
   std::string out = "[";

@@ -44,4 +44,8 @@ struct TypeInfo {
 std::string TypeToString(const TypeInfo& type);
 std::string ShapeToString(const Shape& shape);
 
+// Whether two shapes are proven equal: both ranks known and equal, each dim
+// the same number or the same named symbol (an unnamed dim equals nothing).
+bool SameDims(const Shape& a, const Shape& b);
+
 }  // namespace vigil::ir

@@ -35,7 +35,31 @@ Status CheckBias(InferenceContext& ctx, const ir::TypeInfo& y) {
   return Status::Ok();
 }
 
-// MatMul's inference for (A, W), then the bias check; Y has MatMul's type.
+// The optional residual R against Y: Y's dtype and exactly Y's shape (no
+// broadcast). Dims that are not both numbers are left to the run.
+Status CheckResidual(InferenceContext& ctx, const ir::TypeInfo& y) {
+  const ir::TypeInfo* r = ctx.input_type(3);
+  if (!r || r->kind != ir::TypeInfo::Kind::kTensor) return Status::Ok();
+  if (r->elem_type != y.elem_type) {
+    return ctx.Fail("input 3 (R) has dtype {}, expected {} (the dtype of Y)", ir::DataTypeName(r->elem_type),
+                    ir::DataTypeName(y.elem_type));
+  }
+  if (!HasRank(r) || !HasRank(&y)) return Status::Ok();
+  const auto& rd = r->shape.dims;
+  const auto& yd = y.shape.dims;
+  bool same = rd.size() == yd.size();
+  for (size_t i = 0; same && i < rd.size(); ++i) {
+    same = !rd[i].is_known() || !yd[i].is_known() || *rd[i].value == *yd[i].value;
+  }
+  if (!same) {
+    return ctx.Fail("input 3 (R) has shape {}, expected {} (the shape of Y; R is not broadcast)",
+                    ir::ShapeToString(r->shape), ir::ShapeToString(y.shape));
+  }
+  return Status::Ok();
+}
+
+// MatMul's inference for (A, W), then the bias and residual checks; Y has
+// MatMul's type.
 Status InferMatMulBias(InferenceContext& ctx) {
   const ir::TypeInfo* a = ctx.input_type(0);
   if (HasRank(a) && a->shape.dims.size() < 2) {
@@ -45,7 +69,8 @@ Status InferMatMulBias(InferenceContext& ctx) {
   if (!matmul) return InternalError("the MatMul schema is missing from the catalogue");
   VIGIL_RETURN_IF_ERROR(matmul->infer(ctx));
   if (ctx.outputs().empty() || ctx.outputs()[0].kind != ir::TypeInfo::Kind::kTensor) return Status::Ok();
-  return CheckBias(ctx, ctx.outputs()[0]);
+  VIGIL_RETURN_IF_ERROR(CheckBias(ctx, ctx.outputs()[0]));
+  return CheckResidual(ctx, ctx.outputs()[0]);
 }
 
 // ONNX Gelu-20's inference (approximate="none" when absent).
@@ -100,7 +125,7 @@ Status InferAttention(InferenceContext& ctx) {
 }
 
 const OpSchema kFusedSchemas[] = {
-    {ir::kVigilDomain, ir::kMatMulBiasOp, 1, kLatest, 3, 3, 1, 1, InferMatMulBias},
+    {ir::kVigilDomain, ir::kMatMulBiasOp, 1, kLatest, 3, 4, 1, 1, InferMatMulBias},
     {ir::kVigilDomain, ir::kGeluOp, 1, kLatest, 1, 1, 1, 1, InferGelu},
     {ir::kVigilDomain, ir::kAttentionOp, 1, kLatest, 1, 1, 1, 1, InferAttention},
 };

@@ -22,7 +22,9 @@ namespace vigil::runtime {
 // SupportsTyped, InputOnHost, PlannedType).
 // 3: device backends may record a run as a graph and replay it
 // (BeginCapture, EndCapture, Replay, CopyInto).
-inline constexpr int kBackendInterfaceVersion = 3;
+// 4: Notes (what the backend did: autotuning) and AllocateHost (page-locked
+// host buffers for inputs and outputs).
+inline constexpr int kBackendInterfaceVersion = 4;
 
 // Gives a node its output buffers: the run's arena slot when the memory plan
 // has one of the right size for that output, a fresh buffer otherwise. The
@@ -85,6 +87,14 @@ class Backend {
   }
   // Waits for the calling thread's pending work; reports any error it raised.
   virtual Status Synchronize() const { return Status::Ok(); }
+  // What the backend did that the user may want reported (one line each),
+  // e.g. how autotuning went.
+  virtual std::vector<std::string> Notes() const { return {}; }
+  // A host tensor for data that moves to or from this backend's device: a
+  // device backend gives page-locked memory (copied by DMA at full bus speed).
+  virtual Result<Tensor> AllocateHost(ir::DataType dtype, std::vector<int64_t> shape) const {
+    return Tensor::Allocate(dtype, std::move(shape));
+  }
   // Called once per run before the first step, with the bytes the plan needs
   // on the device (arena + outputs); refuses a run that cannot fit.
   virtual Status CheckDeviceMemory(uint64_t planned_bytes, const std::string& largest_tensors) const {

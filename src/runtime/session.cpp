@@ -213,7 +213,27 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
         static_cast<void>(relaid);
       }
     }
-    static_cast<void>(linear + gelu + attention);
+    // Then each block's residual Add into the MatMulBias before it (after
+    // the batch-first rewrite, which writes the out-projection's), where the
+    // device takes the 4-input node: cuBLASLt adds R as its C matrix.
+    // VIGIL_FUSE_RESIDUAL=0 keeps the Adds, for before/after measurements.
+    size_t residual = 0;
+    const char* fuse_residual = std::getenv("VIGIL_FUSE_RESIDUAL");
+    if (!fuse_residual || std::string_view(fuse_residual) != "0") {
+      const Backend& device = *state->options.backends[0];
+      auto accept = [&](const ir::Node& fused) {
+        auto type = [&](const std::string& v) -> const ir::TypeInfo* {
+          auto it = inferred.types.find(v);
+          return it == inferred.types.end() ? nullptr : &it->second;
+        };
+        NodeTypes types;
+        for (const std::string& in : fused.inputs) types.inputs.push_back(type(in));
+        for (const std::string& out : fused.outputs) types.outputs.push_back(type(out));
+        return device.SupportsTyped(fused, ir::kVigilOpsetVersion, types, nullptr);
+      };
+      VIGIL_ASSIGN_OR_RETURN(residual, ir::FuseResidualAdd(state->model, inferred.types, accept));
+    }
+    static_cast<void>(linear + gelu + attention + residual);
   }
   VIGIL_ASSIGN_OR_RETURN(bool relaid, ApplyConvLayout(state->model, inferred.types, state->options.conv_layout,
                                                       *state->options.backends[0]));
@@ -341,6 +361,14 @@ std::vector<std::string> Session::DeviceGraphNotes() const {
   return notes;
 }
 
+std::vector<std::string> Session::BackendNotes() const {
+  std::vector<std::string> notes;
+  for (const auto& b : state_->options.backends) {
+    for (std::string& n : b->Notes()) notes.push_back(std::move(n));
+  }
+  return notes;
+}
+
 Result<std::vector<NamedTensor>> Session::Run(std::vector<InputBinding> inputs) const {
   VIGIL_RETURN_IF_ERROR(Check(inputs).status());
   VIGIL_ASSIGN_OR_RETURN(auto plan, state_->GetPlan(inputs));
@@ -364,6 +392,13 @@ Result<Tensor> Session::UploadInput(const Tensor& host) const {
     }
   }
   return InvalidInputError("no node of this session runs on a device, so an input cannot be placed on one");
+}
+
+Result<Tensor> Session::AllocateHostBuffer(ir::DataType dtype, std::vector<int64_t> shape) const {
+  for (const Backend* b : state_->node_backend) {
+    if (b && b->device() != Device::kHost) return b->AllocateHost(dtype, std::move(shape));
+  }
+  return Tensor::Allocate(dtype, std::move(shape));
 }
 
 Result<std::vector<NamedTensor>> Session::RunKeepingAll(std::vector<InputBinding> inputs) const {

@@ -92,10 +92,20 @@ class Session {
   // InvalidInput when no node runs on a device.
   Result<Tensor> UploadInput(const Tensor& host) const;
 
+  // A host tensor to fill with an input (or keep an output in) that the
+  // session's device backend copies by DMA: page-locked memory on a GPU
+  // backend, ordinary memory when no node runs on a device. Binding inputs
+  // from such buffers makes each run's input copy several times faster.
+  Result<Tensor> AllocateHostBuffer(ir::DataType dtype, std::vector<int64_t> shape) const;
+
   // What device_graphs did, one line per distinct outcome ("replaying a
   // recording of the whole run (161 steps)", "not used: ..."); empty before
   // the first run or when device_graphs is off.
   std::vector<std::string> DeviceGraphNotes() const;
+
+  // What the session's backends report of their work (Backend::Notes: how
+  // autotuning went), one line each.
+  std::vector<std::string> BackendNotes() const;
 
   // Runs and also returns every intermediate value (for compare --per-node).
   Result<std::vector<NamedTensor>> RunKeepingAll(std::vector<InputBinding> inputs) const;

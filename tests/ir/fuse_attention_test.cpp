@@ -388,6 +388,32 @@ void ExpectBatchFirst(DataType dt, double tolerance) {
   EXPECT_LE(RelL2(Features(*fused, dt), Features(*plain, dt)), tolerance);
 }
 
+// Both residual Adds of each layer go into the MatMulBias before them
+// (ir::FuseResidualAdd, after the batch-first pass); VIGIL_FUSE_RESIDUAL=0
+// keeps them.
+void ExpectResidualFused(DataType dt, double tolerance) {
+  auto fused = MakeSession(Tiny(dt), /*device=*/true);
+  auto plain = MakeSession(Tiny(dt), /*device=*/false);
+  std::unique_ptr<Session> kept;
+  {
+    setenv("VIGIL_FUSE_RESIDUAL", "0", 1);
+    kept = MakeSession(Tiny(dt), /*device=*/true);
+    unsetenv("VIGIL_FUSE_RESIDUAL");
+  }
+  ASSERT_TRUE(fused && plain && kept);
+  const ir::Model& m = fused->model();
+  EXPECT_EQ(Count(kept->model(), "Add") - Count(m, "Add"), 4u);
+  EXPECT_EQ(kept->model().graph.nodes.size() - m.graph.nodes.size(), 4u);
+  size_t residual = 0;
+  for (const ir::Node& n : m.graph.nodes) residual += n.op_type == ir::kMatMulBiasOp && n.inputs.size() == 4;
+  EXPECT_EQ(residual, 4u);
+  EXPECT_TRUE(ir::ValidateModel(m).ok());
+  EXPECT_LE(RelL2(Features(*fused, dt), Features(*plain, dt)), tolerance);
+}
+
+TEST(FuseResidualAdd, TinyVitLosesBothResidualAddsOfEachLayer) { ExpectResidualFused(DataType::kFloat32, 1e-5); }
+TEST(FuseResidualAdd, TinyVitFloat16WithinFloat16Tolerance) { ExpectResidualFused(DataType::kFloat16, 2e-3); }
+
 TEST(AttentionBatchFirst, DeviceSessionDropsBothLayoutTransposesPerLayer) {
   ExpectBatchFirst(DataType::kFloat32, 1e-5);
 }

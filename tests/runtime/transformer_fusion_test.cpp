@@ -3,6 +3,7 @@
 // in host memory, so the pass, the partition and the run can be checked
 // against a CPU-only session, which does not fuse.
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -93,7 +94,7 @@ TEST(TransformerFusion, DeviceSessionsFuseLinearLayersWithTheSameOutputs) {
   EXPECT_EQ(Count((*fused)->model(), "Gelu"), 1u);
   EXPECT_EQ(Count((*fused)->model(), "Erf"), 0u);
   EXPECT_EQ(Count((*fused)->model(), "Mul"), 0u);
-  EXPECT_EQ(Count((*fused)->model(), "Add"), 1u);  // the residual
+  EXPECT_EQ(Count((*fused)->model(), "Add"), 0u);  // the residual went into fc2's MatMulBias
   for (const NodePlacement& p : (*fused)->placement()) EXPECT_EQ(p.backend, "fakegpu") << p.node;
 
   auto plain = Session::Create(MlpBlock(), Options(/*device=*/false));
@@ -106,6 +107,65 @@ TEST(TransformerFusion, DeviceSessionsFuseLinearLayersWithTheSameOutputs) {
   ASSERT_EQ(got.size(), want.size());
   ASSERT_FALSE(got.empty());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5f) << i;
+}
+
+// Sets VIGIL_FUSE_RESIDUAL while it lives; unset again after.
+class ResidualSwitch {
+ public:
+  explicit ResidualSwitch(const char* value) { setenv(kName, value, 1); }
+  ~ResidualSwitch() { unsetenv(kName); }
+  ResidualSwitch(const ResidualSwitch&) = delete;
+  ResidualSwitch& operator=(const ResidualSwitch&) = delete;
+
+ private:
+  static constexpr const char* kName = "VIGIL_FUSE_RESIDUAL";
+};
+
+TEST(TransformerFusion, TheResidualAddGoesIntoTheProductWithTheSameOutputs) {
+  Result<std::unique_ptr<Session>> kept = InternalError("not created");
+  {
+    ResidualSwitch off("0");
+    kept = Session::Create(MlpBlock(), Options(/*device=*/true));
+  }
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  auto fused = Session::Create(MlpBlock(), Options(/*device=*/true));
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  const ir::Graph& with = (*fused)->model().graph;
+  const ir::Graph& without = (*kept)->model().graph;
+  EXPECT_EQ(with.nodes.size() + 1, without.nodes.size());
+  EXPECT_EQ(Count((*kept)->model(), "Add"), 1u);
+  EXPECT_EQ(Count((*fused)->model(), "Add"), 0u);
+  size_t residual_inputs = 0;
+  for (const ir::Node& n : with.nodes) {
+    if (n.op_type == ir::kMatMulBiasOp && n.inputs.size() == 4) {
+      ++residual_inputs;
+      EXPECT_EQ(n.inputs[3], "x");
+      EXPECT_EQ(n.outputs, (std::vector<std::string>{"y"}));
+    }
+  }
+  EXPECT_EQ(residual_inputs, 1u);
+  for (const NodePlacement& p : (*fused)->placement()) EXPECT_EQ(p.backend, "fakegpu") << p.node;
+
+  auto plain = Session::Create(MlpBlock(), Options(/*device=*/false));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  std::vector<float> got = RunOn(**fused), off = RunOn(**kept), want = RunOn(**plain);
+  ASSERT_EQ(got.size(), want.size());
+  ASSERT_EQ(off.size(), want.size());
+  ASSERT_FALSE(got.empty());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], 1e-5f) << i;
+    EXPECT_NEAR(off[i], want[i], 1e-5f) << i;
+  }
+}
+
+// A residual that would broadcast stays a separate Add.
+TEST(TransformerFusion, ABroadcastingResidualStaysAnAdd) {
+  ir::Model m = MlpBlock();
+  m.graph.initializers.push_back(Weights("row", {8}, 7));
+  m.graph.nodes.back().inputs = {"o", "row"};
+  auto fused = Session::Create(std::move(m), Options(/*device=*/true));
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  EXPECT_EQ(Count((*fused)->model(), "Add"), 1u);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // vigil's fused ops on the CPU, the reference for the CUDA kernels and the
 // fallback where a device cannot run them. Each runs the ONNX ops it fuses,
 // through their own CPU kernels, so the semantics cannot drift:
-//   ai.vigil.MatMulBias(A, W, B) = Add(MatMul(A, W), B)   (ir/fuse_matmul_bias.h)
+//   ai.vigil.MatMulBias(A, W, B[, R]) = Add(Add(MatMul(A, W), B), R)
+//                                                        (ir/fuse_matmul_bias.h)
 //   ai.vigil.Gelu(X) = ONNX Gelu-20, approximate="none"   (ir/fuse_gelu.h)
 // Attention has no single ONNX op to defer to before opset 23; its kernel is
 // the spec's formula as plain loops in double (ir/fuse_attention.h).
@@ -56,6 +57,17 @@ Status MatMulBiasKernel(KernelContext& ctx) {
   if (sum.shape() != product.shape()) {
     return ctx.Fail("input 2 (B) is {}; adding it changes the product's shape {}", ctx.input(2)->Describe(),
                     product.Describe());
+  }
+  if (ctx.has_input(3)) {
+    // The residual is added as its own Add, as in the graph the pass
+    // rewrote, but never broadcast: a device adds it as a matrix of Y's shape.
+    const runtime::Tensor& r = *ctx.input(3);
+    if (r.dtype() != sum.dtype() || r.shape() != sum.shape()) {
+      return ctx.Fail("input 3 (R) is {}, expected {} (Y's dtype and shape; R is not broadcast)", r.Describe(),
+                      sum.Describe());
+    }
+    const runtime::Tensor* residual_inputs[] = {&sum, &r};
+    VIGIL_ASSIGN_OR_RETURN(sum, RunInner(ctx, "Add", residual_inputs));
   }
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, sum.dtype(), sum.shape()));
   if (sum.byte_size()) std::memcpy(y->raw_data(), sum.raw_data(), sum.byte_size());

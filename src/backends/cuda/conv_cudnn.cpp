@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "backends/cuda/conv_depthwise.h"
+#include "backends/cuda/conv_patch.h"
 #include "backends/cuda/epilogue.h"
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/cudnn_graph.h"
@@ -166,10 +167,34 @@ Status AddEpilogue(const Epilogue& e, const ConvShape& s, cudnnDataType_t type, 
   return Status::Ok();
 }
 
+size_t AlignUp(size_t n) { return (n + 255) / 256 * 256; }
+
+// What a candidate plan runs on while autotuning (plan_tuning.h): the node's
+// tensors by uid, with output `out_uid` redirected to scratch memory after
+// the plan's workspace, so that the real output is written once.
+struct ConvOperands {
+  std::vector<int64_t> uids;
+  std::vector<void*> ptrs;
+  int64_t out_uid;
+  size_t out_bytes;
+};
+
+Status RunCandidate(CudaKernelContext& ctx, const ConvOperands& o, const CudnnPlan& plan) {
+  const size_t ws = AlignUp(static_cast<size_t>(plan.workspace_bytes));
+  VIGIL_ASSIGN_OR_RETURN(void* space, ctx.stream_context().Workspace(ws + o.out_bytes));
+  std::vector<void*> ptrs = o.ptrs;
+  for (size_t i = 0; i < o.uids.size(); ++i) {
+    if (o.uids[i] == o.out_uid) ptrs[i] = static_cast<uint8_t*>(space) + ws;
+  }
+  return ExecuteCudnnPlan(ctx.stream_context().cudnn, plan, o.uids, ptrs, space);
+}
+
 // The cuDNN plan for one convolution shape (with `epilogue` fused, forward
-// only), built on first use per thread.
+// only), built on first use per thread: the heuristics' first pick, or with
+// autotuning the recorded or the fastest measured on `operands` (null: not
+// measured).
 Result<const CudnnPlan*> ConvPlan(CudaKernelContext& ctx, const ConvShape& s, ir::DataType dtype, bool transpose,
-                                  Epilogue epilogue = {}) {
+                                  Epilogue epilogue = {}, const ConvOperands* operands = nullptr) {
   std::string key = Key(transpose ? "dgrad" : "fprop", s, dtype) + epilogue.name();
   auto& cache = ctx.stream_context().plans;
   if (auto it = cache.find(key); it != cache.end()) return static_cast<const CudnnPlan*>(it->second.get());
@@ -239,7 +264,13 @@ Result<const CudnnPlan*> ConvPlan(CudaKernelContext& ctx, const ConvShape& s, ir
   } else {
     keep.push_back(std::move(y));
   }
-  Result<CudnnPlan> plan = BuildCudnnPlan(ctx.stream_context().cudnn, std::move(ops), std::move(keep), filter, what);
+  CudnnTuning tuning;
+  tuning.policy = ctx.stream_context().tuning;
+  tuning.problem = fmt::format("cudnn|{}|tf32={}|det={}", key, int{filter.allow_tf32}, int{filter.deterministic});
+  tuning.stream = ctx.stream();
+  if (operands) tuning.run = [&ctx, operands](const CudnnPlan& p) { return RunCandidate(ctx, *operands, p); };
+  Result<CudnnPlan> plan = BuildCudnnPlan(ctx.stream_context().cudnn, std::move(ops), std::move(keep), filter, what,
+                                          tuning.policy.cache ? &tuning : nullptr);
   if (!plan.ok()) return std::move(plan).TakeStatus().WithContext(ops::NodeLabel(ctx.node()));
   auto shared = std::make_shared<CudnnPlan>(std::move(plan).value());
   const CudnnPlan* raw = shared.get();
@@ -253,13 +284,14 @@ Status RunConv(CudaKernelContext& ctx, bool transpose) {
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0));
   if (y->element_count() == 0) return Status::Ok();
   VIGIL_ASSIGN_OR_RETURN(ConvShape s, Geometry(ctx, x.shape(), w.shape(), y->shape(), transpose, false));
-  VIGIL_ASSIGN_OR_RETURN(const CudnnPlan* plan, ConvPlan(ctx, s, x.dtype(), transpose));
-  VIGIL_ASSIGN_OR_RETURN(void* workspace, ctx.stream_context().Workspace(static_cast<size_t>(plan->workspace_bytes)));
   // For ConvTranspose the node's output is the convolution's input (dx).
   void* fwd_x = transpose ? y->raw_data() : const_cast<void*>(x.raw_data());
   void* fwd_y = transpose ? const_cast<void*>(x.raw_data()) : y->raw_data();
-  VIGIL_RETURN_IF_ERROR(ExecuteCudnnPlan(ctx.stream_context().cudnn, *plan, {kX, kW, kY},
-                                         {fwd_x, const_cast<void*>(w.raw_data()), fwd_y}, workspace));
+  const ConvOperands operands{{kX, kW, kY}, {fwd_x, const_cast<void*>(w.raw_data()), fwd_y}, transpose ? kX : kY,
+                              AlignUp(y->byte_size())};
+  VIGIL_ASSIGN_OR_RETURN(const CudnnPlan* plan, ConvPlan(ctx, s, x.dtype(), transpose, {}, &operands));
+  VIGIL_ASSIGN_OR_RETURN(void* workspace, ctx.stream_context().Workspace(static_cast<size_t>(plan->workspace_bytes)));
+  VIGIL_RETURN_IF_ERROR(ExecuteCudnnPlan(ctx.stream_context().cudnn, *plan, operands.uids, operands.ptrs, workspace));
   if (const runtime::Tensor* b = ctx.input(2)) {
     int64_t spatial = 1;
     for (size_t i = 2; i < y->rank(); ++i) spatial *= y->dim(i);
@@ -273,8 +305,9 @@ Status RunConv(CudaKernelContext& ctx, bool transpose) {
 // for this shape here; remembered per thread (a null entry), so the engine
 // search is not repeated every run. Any failure counts: the caller's
 // fallback meets a real error (a device fault) again and reports it.
-const CudnnPlan* NhwcPlanOrNull(CudaKernelContext& ctx, const ConvShape& s, ir::DataType dtype, Epilogue epilogue) {
-  Result<const CudnnPlan*> plan = ConvPlan(ctx, s, dtype, false, epilogue);
+const CudnnPlan* NhwcPlanOrNull(CudaKernelContext& ctx, const ConvShape& s, ir::DataType dtype, Epilogue epilogue,
+                                const ConvOperands& operands) {
+  Result<const CudnnPlan*> plan = ConvPlan(ctx, s, dtype, false, epilogue, &operands);
   if (plan.ok()) return *plan;
   ctx.stream_context().plans.emplace(Key("fprop", s, dtype) + epilogue.name(), nullptr);
   return nullptr;
@@ -288,8 +321,6 @@ bool FusionEnabled() {
   const char* v = std::getenv("VIGIL_CONV_FUSION");
   return v == nullptr || std::string_view(v) != "0";
 }
-
-size_t AlignUp(size_t n) { return (n + 255) / 256 * 256; }
 
 // ConvNhwc through NCHW engines: X and W are transposed into the workspace,
 // the NCHW plan writes Y there, and Y is transposed into the output. For
@@ -350,32 +381,38 @@ Status ConvNhwc(CudaKernelContext& ctx) {
   if (input_act != NhwcActivation::kNone) {
     return ctx.Unsupported("input_activation on a ConvNhwc that is not depthwise (or VIGIL_DEPTHWISE=cudnn)");
   }
+  // Non-overlapping patches (ViT's embedding) run as one GEMM (conv_patch.h says why).
+  if (auto p = PatchShapeOf(x.shape(), w.shape(), y->shape(), group, s.strides, s.pre, s.post, s.dilations);
+      p && PatchGemmEnabled()) {
+    return RunPatchConv(ctx, *p, x.dtype(), xp, wp, b ? b->raw_data() : nullptr, z ? z->raw_data() : nullptr,
+                        y->raw_data(), act);
+  }
   // ReLU6 (RELU_FWD with an upper clip) is left to the epilogue kernel: with
   // cuDNN 9.14 on an H100 the fused conv+bias+clipped-ReLU engines were about
   // 10x slower than the plain convolution (MobileNetV2 fp16 batch 64: 34.8 ms
   // fused, 4.0 ms with the epilogue kernel).
   if (epilogue.any() && FusionEnabled() && act != NhwcActivation::kRelu6) {
-    if (const CudnnPlan* fused = NhwcPlanOrNull(ctx, s, x.dtype(), epilogue)) {
+    ConvOperands fused_operands{{kX, kW, kY}, {xp, wp, y->raw_data()}, kY, AlignUp(y->byte_size())};
+    if (b) {
+      fused_operands.uids.push_back(kB);
+      fused_operands.ptrs.push_back(const_cast<void*>(b->raw_data()));
+    }
+    if (z) {
+      fused_operands.uids.push_back(kZ);
+      fused_operands.ptrs.push_back(const_cast<void*>(z->raw_data()));
+    }
+    if (const CudnnPlan* fused = NhwcPlanOrNull(ctx, s, x.dtype(), epilogue, fused_operands)) {
       VIGIL_ASSIGN_OR_RETURN(void* workspace,
                              ctx.stream_context().Workspace(static_cast<size_t>(fused->workspace_bytes)));
-      std::vector<int64_t> uids{kX, kW, kY};
-      std::vector<void*> ptrs{xp, wp, y->raw_data()};
-      if (b) {
-        uids.push_back(kB);
-        ptrs.push_back(const_cast<void*>(b->raw_data()));
-      }
-      if (z) {
-        uids.push_back(kZ);
-        ptrs.push_back(const_cast<void*>(z->raw_data()));
-      }
-      return ExecuteCudnnPlan(ctx.stream_context().cudnn, *fused, uids, ptrs, workspace);
+      return ExecuteCudnnPlan(ctx.stream_context().cudnn, *fused, fused_operands.uids, fused_operands.ptrs,
+                              workspace);
     }
   }
-  const CudnnPlan* plan = NhwcPlanOrNull(ctx, s, x.dtype(), {});
+  const ConvOperands operands{{kX, kW, kY}, {xp, wp, y->raw_data()}, kY, AlignUp(y->byte_size())};
+  const CudnnPlan* plan = NhwcPlanOrNull(ctx, s, x.dtype(), {}, operands);
   if (plan) {
     VIGIL_ASSIGN_OR_RETURN(void* workspace, ctx.stream_context().Workspace(static_cast<size_t>(plan->workspace_bytes)));
-    VIGIL_RETURN_IF_ERROR(
-        ExecuteCudnnPlan(ctx.stream_context().cudnn, *plan, {kX, kW, kY}, {xp, wp, y->raw_data()}, workspace));
+    VIGIL_RETURN_IF_ERROR(ExecuteCudnnPlan(ctx.stream_context().cudnn, *plan, operands.uids, operands.ptrs, workspace));
   } else {
     VIGIL_RETURN_IF_ERROR(RunNhwcThroughNchw(ctx, s, x, w, *y));
   }

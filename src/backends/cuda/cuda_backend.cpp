@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include "backends/cuda/cudnn_log.h"
+#include "backends/cuda/pinned_pool.h"
+#include "backends/cuda/tuning_cache.h"
 
 namespace vigil::cuda {
 namespace {
@@ -76,7 +78,18 @@ class CudaBackend final : public runtime::Backend {
     VIGIL_CUDA_CALL(cudaDeviceGetDefaultMemPool(&pool, options_.device));
     uint64_t keep = UINT64_MAX;
     VIGIL_CUDA_CALL(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    VIGIL_RETURN_IF_ERROR(OpenTuningCache());
     return Context().status();
+  }
+
+  Result<runtime::Tensor> AllocateHost(ir::DataType dtype, std::vector<int64_t> shape) const override {
+    return pinned_->Allocate(dtype, std::move(shape));
+  }
+
+  // What the backend did that a user may want to know (the tuning cache).
+  std::vector<std::string> Notes() const override {
+    if (!tuning_cache_) return {};
+    return {tuning_cache_->Summary()};
   }
 
   std::string_view name() const override { return "cuda"; }
@@ -206,7 +219,8 @@ class CudaBackend final : public runtime::Backend {
 
   Result<runtime::Tensor> ToHost(const runtime::Tensor& dev) const override {
     if (dev.on_host()) return InternalError("ToHost: {} is already on the host", dev.Describe());
-    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor h, runtime::Tensor::Allocate(dev.dtype(), dev.shape()));
+    // Page-locked, so that the copy engine writes it directly.
+    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor h, pinned_->Allocate(dev.dtype(), dev.shape()));
     VIGIL_ASSIGN_OR_RETURN(StreamContext * c, Context());
     if (dev.byte_size()) {
       VIGIL_CUDA_CALL(cudaMemcpyAsync(h.raw_data(), dev.raw_data(), dev.byte_size(), cudaMemcpyDeviceToHost, c->stream));
@@ -275,6 +289,7 @@ class CudaBackend final : public runtime::Backend {
     }
     VIGIL_CUDNN_CALL(cudnnSetStream(c->cudnn, c->stream));
     VIGIL_CUBLAS_CALL(cublasLtCreate(&c->lt));
+    c->tuning = TuningPolicy{tuning_cache_.get(), options_.tune};
     StreamContext* raw = c.get();
     contexts_.emplace(id, std::move(c));
     return raw;
@@ -294,8 +309,27 @@ class CudaBackend final : public runtime::Backend {
     return runtime::Tensor::OnDevice(runtime::Device::kCuda, dtype, std::move(shape), p, std::move(owner));
   }
 
+  // With --tune or --tuning-cache: choices are keyed by this GPU and the
+  // libraries' versions, so that a cache file can travel between machines.
+  Status OpenTuningCache() {
+    if (!options_.tune && options_.tuning_cache.empty()) return Status::Ok();
+    cudaDeviceProp prop{};
+    VIGIL_CUDA_CALL(cudaGetDeviceProperties(&prop, options_.device));
+    std::string device = fmt::format("{}|sm_{}{}|cudnn {}|cublasLt {}", prop.name, prop.major, prop.minor,
+                                     cudnnGetVersion(), cublasLtGetVersion());
+    if (options_.tuning_cache.empty()) {
+      tuning_cache_ = TuningCache::InMemory(std::move(device));
+      return Status::Ok();
+    }
+    VIGIL_ASSIGN_OR_RETURN(tuning_cache_, TuningCache::Open(options_.tuning_cache, std::move(device), options_.tune));
+    return Status::Ok();
+  }
+
   CudaOptions options_;
   bool sync_each_node_;
+  std::unique_ptr<TuningCache> tuning_cache_;  // before contexts_: their policies point to it
+  // Host buffers for inputs and outputs; shared with the tensors it gives out.
+  std::shared_ptr<PinnedPool> pinned_ = PinnedPool::Create();
   mutable std::mutex mutex_;
   mutable std::unordered_map<std::thread::id, std::unique_ptr<StreamContext>> contexts_;
 };

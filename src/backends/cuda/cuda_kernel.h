@@ -23,6 +23,7 @@
 #include <cudnn.h>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/plan_tuning.h"
 #include "base/status.h"
 #include "ir/graph.h"
 #include "ops/attributes.h"
@@ -36,6 +37,8 @@ struct CudaOptions {
   bool allow_tf32 = false;     // fp32 convolutions and products may use TF32 tensor cores
   bool deterministic = false;  // exclude non-deterministic algorithms
   uint64_t memory_limit = 0;   // bytes a run may use on the device (0: what is free)
+  bool tune = false;           // measure candidate algorithms of problems not in the tuning cache
+  std::string tuning_cache;    // recorded choices (read; appended to when tuning); empty: none
 };
 
 // One per thread that runs the session: its stream, its library handles and
@@ -56,6 +59,8 @@ struct StreamContext {
   // Per-thread caches of built library plans (cuDNN execution plans are tied
   // to a handle), keyed by the op's shapes, dtypes and attributes.
   std::unordered_map<std::string, std::shared_ptr<void>> plans;
+  // How plans not in `plans` yet are chosen (autotuning, the tuning cache).
+  TuningPolicy tuning;
   // A workspace of at least `bytes` on this stream (grows; never shrinks).
   // While recording it cannot grow (Unsupported): a first normal run at the
   // same shapes has grown it already.

@@ -44,6 +44,8 @@ int Create(const VigilBackendOptions* options, void** backend, void** status) {
     o.allow_tf32 = options->allow_tf32 != 0;
     o.deterministic = options->deterministic != 0;
     o.memory_limit = options->memory_limit;
+    o.tune = options->tune != 0;
+    if (options->tuning_cache) o.tuning_cache = options->tuning_cache;
   }
   auto created = vigil::cuda::CreateCudaBackend(o);
   if (!created.ok()) {

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/tuning_cache.h"
 #include "ir/dtype.h"
 
 namespace vigil::cuda {
@@ -172,12 +175,194 @@ bool Acceptable(const CudnnDescriptor& config, const PlanFilter& filter, std::st
   return true;
 }
 
+// Reads the engine config's engine and knob choices.
+Result<std::string> ChoiceOf(const CudnnDescriptor& config) {
+  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor engine, CudnnDescriptor::Create(CUDNN_BACKEND_ENGINE_DESCRIPTOR));
+  cudnnBackendDescriptor_t raw = engine.get();
+  int64_t n = 0;
+  VIGIL_CUDNN_CALL_IN(kPlanChoice, cudnnBackendGetAttribute(config.get(), CUDNN_ATTR_ENGINECFG_ENGINE,
+                                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &raw));
+  int64_t index = -1;
+  VIGIL_CUDNN_CALL_IN(kPlanChoice, cudnnBackendGetAttribute(raw, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1,
+                                                            &n, &index));
+  std::vector<CudnnDescriptor> knobs;
+  std::vector<cudnnBackendDescriptor_t> raws;
+  for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; ++i) {
+    VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor k, CudnnDescriptor::Create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR));
+    raws.push_back(k.get());
+    knobs.push_back(std::move(k));
+  }
+  int64_t count = 0;
+  VIGIL_CUDNN_CALL_IN(kPlanChoice, cudnnBackendGetAttribute(config.get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                                                            CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                                            static_cast<int64_t>(raws.size()), &count, raws.data()));
+  std::string text = fmt::format("engine {} knobs", index);
+  for (int64_t i = 0; i < std::min<int64_t>(count, static_cast<int64_t>(raws.size())); ++i) {
+    cudnnBackendKnobType_t type{};
+    int64_t value = 0;
+    VIGIL_CUDNN_CALL_IN(kPlanChoice, cudnnBackendGetAttribute(raws[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
+                                                              CUDNN_TYPE_KNOB_TYPE, 1, &n, &type));
+    VIGIL_CUDNN_CALL_IN(kPlanChoice, cudnnBackendGetAttribute(raws[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE,
+                                                              CUDNN_TYPE_INT64, 1, &n, &value));
+    text += fmt::format("{}{}={}", i ? "," : " ", static_cast<int>(type), value);
+  }
+  if (count == 0) text += " -";
+  return text;
+}
+
+// The parse of ChoiceOf's text: engine index and (type, value) knobs.
+struct EngineChoice {
+  int64_t engine = -1;
+  std::vector<std::pair<int64_t, int64_t>> knobs;
+};
+
+std::optional<EngineChoice> ParseChoice(const std::string& text) {
+  EngineChoice c;
+  std::istringstream in(text);
+  std::string word, knobs;
+  if (!(in >> word) || word != "engine" || !(in >> c.engine) || c.engine < 0 || !(in >> word) || word != "knobs" ||
+      !(in >> knobs) || !(in >> std::ws).eof()) {
+    return std::nullopt;
+  }
+  if (knobs == "-") return c;
+  std::istringstream list(knobs);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    int64_t type = 0, value = 0;
+    char eq = 0;
+    std::istringstream one(item);
+    if (!(one >> type >> eq >> value) || eq != '=' || type < 0 || type >= CUDNN_KNOB_TYPE_COUNTS) return std::nullopt;
+    c.knobs.emplace_back(type, value);
+  }
+  return c;
+}
+
+// An engine config of `graph` for a recorded choice; its descriptors go to
+// `parts` (the config itself last).
+Status ConfigFromChoice(const CudnnDescriptor& graph, const EngineChoice& c, std::vector<CudnnDescriptor>& parts) {
+  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor engine, CudnnDescriptor::Create(CUDNN_BACKEND_ENGINE_DESCRIPTOR));
+  VIGIL_RETURN_IF_ERROR(engine.SetDescriptor(CUDNN_ATTR_ENGINE_OPERATION_GRAPH, graph));
+  VIGIL_RETURN_IF_ERROR(engine.SetInt(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, c.engine));
+  VIGIL_RETURN_IF_ERROR(engine.Finalize());
+  std::vector<cudnnBackendDescriptor_t> raws;
+  for (const auto& [type, value] : c.knobs) {
+    VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor k, CudnnDescriptor::Create(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR));
+    auto t = static_cast<cudnnBackendKnobType_t>(type);
+    VIGIL_RETURN_IF_ERROR(k.Set(CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &t));
+    VIGIL_RETURN_IF_ERROR(k.SetInt(CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, value));
+    VIGIL_RETURN_IF_ERROR(k.Finalize());
+    raws.push_back(k.get());
+    parts.push_back(std::move(k));
+  }
+  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor config, CudnnDescriptor::Create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+  VIGIL_RETURN_IF_ERROR(config.SetDescriptor(CUDNN_ATTR_ENGINECFG_ENGINE, engine));
+  if (!raws.empty()) {
+    VIGIL_RETURN_IF_ERROR(config.Set(CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                     static_cast<int64_t>(raws.size()), raws.data()));
+  }
+  VIGIL_RETURN_IF_ERROR(config.Finalize());
+  parts.push_back(std::move(engine));
+  parts.push_back(std::move(config));
+  return Status::Ok();
+}
+
+// Finalizes the plan of `config_parts.back()` (an engine config); false when
+// cuDNN will not.
+Result<bool> FinalizePlan(cudnnHandle_t handle, CudnnPlan& p) {
+  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor plan, CudnnDescriptor::Create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR));
+  VIGIL_RETURN_IF_ERROR(SetHandle(plan, /*plan=*/true, handle));
+  VIGIL_RETURN_IF_ERROR(plan.SetDescriptor(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, p.config_parts.back()));
+  if (cudnnBackendFinalize(plan.get()) != CUDNN_STATUS_SUCCESS) return false;
+  int64_t n = 0;
+  VIGIL_CUDNN_CALL_IN(kPlanChoice, cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                                            CUDNN_TYPE_INT64, 1, &n, &p.workspace_bytes));
+  p.plan = std::move(plan);
+  return true;
+}
+
+// The recorded choice's plan, or an error saying why it no longer builds.
+Result<CudnnPlan> PlanFromChoice(cudnnHandle_t handle, const CudnnDescriptor& graph, const std::string& text,
+                                 const PlanFilter& filter) {
+  std::optional<EngineChoice> choice = ParseChoice(text);
+  if (!choice) return InvalidInputError("the recorded choice '{}' is not an engine choice", text);
+  CudnnPlan p;
+  VIGIL_RETURN_IF_ERROR(ConfigFromChoice(graph, *choice, p.config_parts));
+  // A recorded choice passes the same filters as a fresh one: a cache file
+  // cannot bring TF32 or a non-deterministic engine back.
+  std::string why;
+  if (!Acceptable(p.config_parts.back(), filter, &why)) return UnsupportedError("recorded engine: {}", why);
+  VIGIL_ASSIGN_OR_RETURN(bool built, FinalizePlan(handle, p));
+  if (!built) return UnsupportedError("the recorded engine's plan does not finalize here");
+  p.engine = "recorded: " + text;
+  return p;
+}
+
+// Up to `want` acceptable finalized plans, heuristics mode A first, then the
+// fallback list; `rejected`/`tried` say what was passed over.
+Result<std::vector<CudnnPlan>> CandidatePlans(cudnnHandle_t handle, const CudnnDescriptor& graph, size_t want,
+                                              const PlanFilter& filter, std::vector<std::string>& rejected,
+                                              size_t& tried) {
+  std::vector<CudnnPlan> found;
+  for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    if (!found.empty()) break;  // the fallback list only when mode A has nothing
+    VIGIL_ASSIGN_OR_RETURN(std::vector<CudnnDescriptor> configs, EngineConfigs(graph, mode));
+    for (size_t i = 0; i < configs.size() && found.size() < want; ++i) {
+      ++tried;
+      std::string why;
+      if (!Acceptable(configs[i], filter, &why)) {
+        rejected.push_back(why);
+        continue;
+      }
+      CudnnPlan p;
+      p.config_parts.push_back(std::move(configs[i]));
+      VIGIL_ASSIGN_OR_RETURN(bool built, FinalizePlan(handle, p));
+      if (!built) {
+        rejected.push_back("plan did not finalize");
+        continue;
+      }
+      p.engine = fmt::format("config {} of {} ({} heuristics)", i + 1, configs.size(),
+                             mode == CUDNN_HEUR_MODE_A ? "mode A" : "fallback");
+      found.push_back(std::move(p));
+    }
+  }
+  return found;
+}
+
+// Candidates needing more workspace than this are not measured.
+constexpr int64_t kMaxTuningWorkspace = int64_t{1} << 30;
+
+// Times the candidates and returns the index of the fastest, recording it.
+Result<size_t> MeasureCandidates(std::vector<CudnnPlan>& plans, const CudnnTuning& t) {
+  size_t best = 0;
+  double best_us = -1, first_us = -1;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (plans[i].workspace_bytes > kMaxTuningWorkspace) continue;
+    Result<double> us = MedianMicros(t.stream, [&] { return t.run(plans[i]); });
+    if (!us.ok()) {
+      // A device fault is the run's problem, not this candidate's.
+      VIGIL_RETURN_IF_ERROR(StickyError());
+      continue;
+    }
+    if (i == 0) first_us = *us;
+    if (best_us < 0 || *us < best_us) {
+      best_us = *us;
+      best = i;
+    }
+  }
+  if (best_us < 0) return size_t{0};  // none ran: keep the heuristics' pick, record nothing
+  VIGIL_ASSIGN_OR_RETURN(std::string text, ChoiceOf(plans[best].config_parts.back()));
+  t.policy.cache->Record(t.problem, text, best_us, first_us < 0 ? best_us : first_us);
+  plans[best].engine += fmt::format(", measured fastest of {}: {:.1f} us", plans.size(), best_us);
+  return best;
+}
+
 }  // namespace
+
+Result<std::string> EngineChoiceText(const CudnnDescriptor& config) { return ChoiceOf(config); }
 
 Result<CudnnPlan> BuildCudnnPlan(cudnnHandle_t handle, std::vector<CudnnDescriptor> ops,
                                  std::vector<CudnnDescriptor> keep_alive, const PlanFilter& filter,
-                                 const std::string& what) {
-  CudnnPlan result;
+                                 const std::string& what, const CudnnTuning* tuning) {
   VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor graph, CudnnDescriptor::Create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR));
   std::vector<cudnnBackendDescriptor_t> raw_ops;
   for (const CudnnDescriptor& op : ops) raw_ops.push_back(op.get());
@@ -186,37 +371,44 @@ Result<CudnnPlan> BuildCudnnPlan(cudnnHandle_t handle, std::vector<CudnnDescript
   VIGIL_RETURN_IF_ERROR(SetHandle(graph, /*plan=*/false, handle));
   Status finalized = VIGIL_CUDNN_STATUS_IN(kPlanChoice, cudnnBackendFinalize(graph.get()));
   if (!finalized.ok()) return finalized.WithContext(fmt::format("cuDNN operation graph for {}", what));
+  auto finish = [&](CudnnPlan p) {
+    auto parts = std::make_shared<std::vector<CudnnDescriptor>>(std::move(keep_alive));
+    for (CudnnDescriptor& op : ops) parts->push_back(std::move(op));
+    parts->push_back(std::move(graph));
+    p.graph_parts = std::move(parts);
+    return p;
+  };
 
+  TuningCache* cache = tuning ? tuning->policy.cache : nullptr;
+  if (cache) {
+    if (std::optional<std::string> recorded = cache->Find(tuning->problem)) {
+      Result<CudnnPlan> p = PlanFromChoice(handle, graph, *recorded, filter);
+      if (p.ok()) {
+        cache->CountHit();
+        return finish(std::move(p).value());
+      }
+      cache->CountStale();
+    }
+  }
+  bool measure = cache && tuning->policy.measure && tuning->run;
+  if (measure) {
+    VIGIL_ASSIGN_OR_RETURN(bool recording, StreamRecording(tuning->stream));
+    measure = !recording;
+  }
   std::vector<std::string> rejected;
   size_t tried = 0;
-  for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-    VIGIL_ASSIGN_OR_RETURN(std::vector<CudnnDescriptor> configs, EngineConfigs(graph, mode));
-    for (size_t i = 0; i < configs.size(); ++i) {
-      ++tried;
-      std::string why;
-      if (!Acceptable(configs[i], filter, &why)) {
-        rejected.push_back(why);
-        continue;
-      }
-      VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor plan, CudnnDescriptor::Create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR));
-      VIGIL_RETURN_IF_ERROR(SetHandle(plan, /*plan=*/true, handle));
-      VIGIL_RETURN_IF_ERROR(plan.SetDescriptor(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[i]));
-      if (cudnnBackendFinalize(plan.get()) != CUDNN_STATUS_SUCCESS) {
-        rejected.push_back("plan did not finalize");
-        continue;
-      }
-      int64_t n = 0;
-      VIGIL_CUDNN_CALL_IN(kPlanChoice, cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                                                CUDNN_TYPE_INT64, 1, &n, &result.workspace_bytes));
-      result.plan = std::move(plan);
-      result.engine = fmt::format("config {} of {} ({} heuristics)", i + 1, configs.size(),
-                                  mode == CUDNN_HEUR_MODE_A ? "mode A" : "fallback");
-      result.keep_alive = std::move(keep_alive);
-      for (CudnnDescriptor& op : ops) result.keep_alive.push_back(std::move(op));
-      result.keep_alive.push_back(std::move(graph));
-      result.keep_alive.push_back(std::move(configs[i]));
-      return result;
+  // Tuning time counts the candidates' finalization too (cuDNN compiles
+  // some engines then): it is most of it.
+  const auto start = std::chrono::steady_clock::now();
+  VIGIL_ASSIGN_OR_RETURN(std::vector<CudnnPlan> plans,
+                         CandidatePlans(handle, graph, measure ? kMaxTuningCandidates : 1, filter, rejected, tried));
+  if (!plans.empty()) {
+    size_t pick = 0;
+    if (measure) {
+      VIGIL_ASSIGN_OR_RETURN(pick, MeasureCandidates(plans, *tuning));
+      cache->AddTuningTime(SecondsSince(start));
     }
+    return finish(std::move(plans[pick]));
   }
   std::string reasons;
   for (size_t i = 0; i < rejected.size() && i < 6; ++i) reasons += (i ? "; " : "") + rejected[i];

@@ -2,18 +2,21 @@
 // building cuDNN asks for: describe tensors and operations, build the
 // operation graph, ask the heuristics for engine configurations, finalize the
 // first plan that passes our filters (no TF32 for float32 unless allowed, no
-// non-deterministic engine when determinism is asked), then execute it with a
-// variant pack. "Not supported" (no engine for this graph here, e.g. under
+// non-deterministic engine when determinism is asked), or with autotuning the
+// fastest of the first few measured, or the one a tuning cache recorded,
+// then execute it with a variant pack. "Not supported" (no engine for this graph here, e.g. under
 // CUDNN_LIB_CONFIG=GRAPH_JIT_ONLY) stays apart from "failed".
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <cudnn.h>
 
+#include "backends/cuda/plan_tuning.h"
 #include "base/status.h"
 
 namespace vigil::cuda {
@@ -61,18 +64,36 @@ struct PlanFilter {
 
 // A finalized execution plan and what it needs to run.
 struct CudnnPlan {
-  std::vector<CudnnDescriptor> keep_alive;  // graph, ops, tensors, configs the plan was built from
+  // The graph, its ops and tensors, shared by the candidate plans of one graph.
+  std::shared_ptr<const std::vector<CudnnDescriptor>> graph_parts;
+  std::vector<CudnnDescriptor> config_parts;  // the engine config (and its engine and knobs)
   CudnnDescriptor plan;
   int64_t workspace_bytes = 0;
-  std::string engine;  // "engine 12 of 40 candidates" (for logs)
+  std::string engine;  // "config 1 of 12 (mode A heuristics)" (for logs)
+};
+
+// How BuildCudnnPlan chooses among the engines beyond the heuristics' first
+// pick (plan_tuning.h).
+struct CudnnTuning {
+  TuningPolicy policy;
+  std::string problem;  // the tuning-cache key: the pattern, shapes, dtype, layout, filters
+  cudaStream_t stream = nullptr;
+  // Queues one execution of a candidate plan on `stream` (outputs to scratch
+  // memory); null: candidates are not measured.
+  std::function<Status(const CudnnPlan&)> run;
 };
 
 // Builds the operation graph of `ops` on `handle` and finalizes the first
-// acceptable plan. `what` names the pattern ("Conv float16 NCHW 2D") for the
-// "not supported" diagnosis.
+// acceptable plan, or with `tuning` the recorded or the measured-fastest
+// one. `what` names the pattern ("Conv float16 NCHW 2D") for the "not
+// supported" diagnosis.
 Result<CudnnPlan> BuildCudnnPlan(cudnnHandle_t handle, std::vector<CudnnDescriptor> ops,
                                  std::vector<CudnnDescriptor> keep_alive, const PlanFilter& filter,
-                                 const std::string& what);
+                                 const std::string& what, const CudnnTuning* tuning = nullptr);
+
+// The engine config's identity as a tuning-cache choice: "engine 12 knobs
+// 3=1,7=0" (the engine's global index and its knob choices, by knob type).
+Result<std::string> EngineChoiceText(const CudnnDescriptor& config);
 
 // Runs `plan` with the device pointers of the tensors `uids`.
 Status ExecuteCudnnPlan(cudnnHandle_t handle, const CudnnPlan& plan, const std::vector<int64_t>& uids,

@@ -6,8 +6,10 @@
 // broadcast into the output first and blended with beta. Accumulation is in
 // float32; float32 inputs use TF32 only when the session allows it.
 // ai.vigil.MatMulBias (the fused MatMul + Add of a Linear layer) is one
-// product over A's flattened rows with the bias epilogue.
+// product over A's flattened rows with the bias epilogue; its optional
+// residual R is cuBLASLt's C matrix, added with beta = 1.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/epilogue.h"
@@ -19,7 +21,7 @@
 namespace vigil::cuda {
 namespace {
 
-constexpr size_t kMaxWorkspace = size_t{32} << 20;
+constexpr size_t kMaxWorkspace = kMaxLtWorkspace;  // matmul_cublaslt.h
 
 template <typename T, cublasStatus_t (*Destroy)(T)>
 struct LtHandle {
@@ -48,6 +50,7 @@ struct ProductShape {
   int32_t batch;
   bool bias_epilogue;
   bool blend_c;  // beta * C, with C broadcast into D beforehand
+  bool residual_c;  // + C, a separate matrix of D's layout (MatMulBias' R)
 };
 
 // A cuBLASLt plan for one product shape, cached per thread.
@@ -81,7 +84,7 @@ Status MakeLayout(Layout& l, cudaDataType_t type, const Operand& o, int32_t batc
 // cuBLASLt's heuristics assume 256-byte alignment unless told otherwise, and
 // arena slots and batch offsets are only 64-byte aligned.
 struct Alignments {
-  uint32_t x, y, d;
+  uint32_t x, y, d, c;
 };
 
 uint32_t AlignmentOf(const void* p) {
@@ -93,9 +96,9 @@ uint32_t AlignmentOf(const void* p) {
 
 std::string Key(const ProductShape& s, ir::DataType t, const CudaOptions& o, const Alignments& al) {
   auto op = [](const Operand& x) { return fmt::format("{}x{}l{}s{}", x.rows, x.cols, x.ld, x.batch_stride); };
-  return fmt::format("lt|{}|{}{}|{}|{}|{}|b{}|{}{}|{}{}|a{},{},{}", static_cast<int>(t), static_cast<int>(s.op_x),
-                     static_cast<int>(s.op_y), op(s.x), op(s.y), op(s.d), s.batch, s.bias_epilogue, s.blend_c,
-                     o.allow_tf32, o.deterministic, al.x, al.y, al.d);
+  return fmt::format("lt|{}|{}{}|{}|{}|{}|b{}|{}{}{}|{}{}|a{},{},{},{}", static_cast<int>(t),
+                     static_cast<int>(s.op_x), static_cast<int>(s.op_y), op(s.x), op(s.y), op(s.d), s.batch,
+                     s.bias_epilogue, s.blend_c, s.residual_c, o.allow_tf32, o.deterministic, al.x, al.y, al.d, al.c);
 }
 
 Result<const LtPlan*> GetPlan(CudaKernelContext& ctx, const ProductShape& s, ir::DataType dtype,
@@ -130,8 +133,8 @@ Result<const LtPlan*> GetPlan(CudaKernelContext& ctx, const ProductShape& s, ir:
                                                          sizeof al.x));
   VIGIL_CUBLAS_CALL(cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al.y,
                                                          sizeof al.y));
-  VIGIL_CUBLAS_CALL(cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al.d,
-                                                         sizeof al.d));
+  VIGIL_CUBLAS_CALL(cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al.c,
+                                                         sizeof al.c));
   VIGIL_CUBLAS_CALL(cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al.d,
                                                          sizeof al.d));
   if (ctx.options().deterministic) {
@@ -155,16 +158,19 @@ Result<const LtPlan*> GetPlan(CudaKernelContext& ctx, const ProductShape& s, ir:
   return raw;
 }
 
+// D = alpha * A·B (+ bias) + beta * C, where C is `c` when given (in D's
+// layout), else D itself (blend_c: C already broadcast into D).
 Status Product(CudaKernelContext& ctx, const ProductShape& s, ir::DataType dtype, const void* a, const void* b,
-               void* d, const void* bias, float alpha, float beta) {
-  Alignments al{AlignmentOf(b), AlignmentOf(a), AlignmentOf(d)};
+               void* d, const void* bias, float alpha, float beta, const void* c = nullptr) {
+  if (!c) c = d;
+  Alignments al{AlignmentOf(b), AlignmentOf(a), AlignmentOf(d), AlignmentOf(c)};
   VIGIL_ASSIGN_OR_RETURN(const LtPlan* plan, GetPlan(ctx, s, dtype, al));
   if (s.bias_epilogue) {
     VIGIL_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(plan->op.h, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                      sizeof bias));
   }
   VIGIL_ASSIGN_OR_RETURN(void* workspace, ctx.stream_context().Workspace(plan->workspace));
-  VIGIL_CUBLAS_CALL(cublasLtMatmul(ctx.stream_context().lt, plan->op.h, &alpha, b, plan->x.h, a, plan->y.h, &beta, d,
+  VIGIL_CUBLAS_CALL(cublasLtMatmul(ctx.stream_context().lt, plan->op.h, &alpha, b, plan->x.h, a, plan->y.h, &beta, c,
                                    plan->d.h, d, plan->d.h, &plan->algo, workspace, plan->workspace, ctx.stream()));
   return Status::Ok();
 }
@@ -282,9 +288,33 @@ Status MatMul(CudaKernelContext& ctx) {
   return Status::Ok();
 }
 
-// ai.vigil.MatMulBias(A, W, B) (ir/fuse_matmul_bias.h): A's rows, all
+// R of MatMulBias (input 3), when present: Y's dtype and exactly Y's shape.
+Result<const runtime::Tensor*> Residual(CudaKernelContext& ctx, ir::DataType dtype, const std::vector<int64_t>& shape) {
+  if (!ctx.has_input(3)) return static_cast<const runtime::Tensor*>(nullptr);
+  const runtime::Tensor* r = ctx.input(3);
+  if (r->dtype() != dtype || r->shape() != shape) {
+    return ctx.Fail("input 3 (R) is {}, expected {} [{}] (Y's dtype and shape; R is not broadcast)", r->Describe(),
+                    ir::DataTypeName(dtype), fmt::join(shape, ","));
+  }
+  return r;
+}
+
+// Y = B + R on every row: MatMulBias with an empty inner dimension and a
+// residual (the product is zero).
+Status BiasPlusResidual(CudaKernelContext& ctx, runtime::Tensor& y, const runtime::Tensor& b,
+                        const runtime::Tensor& r, int64_t m, int64_t n) {
+  if (r.raw_data() != y.raw_data()) {
+    VIGIL_CUDA_CALL(cudaMemcpyAsync(y.raw_data(), r.raw_data(), y.byte_size(), cudaMemcpyDeviceToDevice,
+                                    ctx.stream()));
+  }
+  return LaunchNhwcBiasActivation(y.raw_data(), b.raw_data(), nullptr, y.dtype(), m, n, NhwcActivation::kNone,
+                                  ctx.stream());
+}
+
+// ai.vigil.MatMulBias(A, W, B[, R]) (ir/fuse_matmul_bias.h): A's rows, all
 // leading dims flattened (A is contiguous), times W [K, N], with B [N] added
-// by the bias epilogue, so the product is written once and never re-read.
+// by the bias epilogue and R as cuBLASLt's C with beta = 1, so the product
+// is written once and never re-read.
 Status MatMulBias(CudaKernelContext& ctx) {
   for (size_t i = 0; i < 3; ++i) {
     if (!ctx.has_input(i)) return ctx.Fail("input {} is missing; MatMulBias needs A, W and B", i);
@@ -306,19 +336,36 @@ Status MatMulBias(CudaKernelContext& ctx) {
   }
   std::vector<int64_t> shape = a.shape();
   shape.back() = n;
+  VIGIL_ASSIGN_OR_RETURN(const runtime::Tensor* r, Residual(ctx, a.dtype(), shape));
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, a.dtype(), shape));
   if (y->element_count() == 0) return Status::Ok();
   const int64_t m = static_cast<int64_t>(y->element_count()) / n;
   if (k == 0) {
-    // An empty inner dimension: the product is zero and Y is B on every row.
+    // An empty inner dimension: the product is zero and Y is B (+ R) on every row.
+    if (r) return BiasPlusResidual(ctx, *y, b, *r, m, n);
     return LaunchBroadcastCopy(y->raw_data(), b.raw_data(), y->dtype(), {1, n}, {m, n}, ctx.stream());
   }
   ProductShape s = Shape2D(m, n, k, false, false);
   s.bias_epilogue = true;
-  return Product(ctx, s, y->dtype(), a.raw_data(), w.raw_data(), y->raw_data(), b.raw_data(), 1.0f, 0.0f);
+  s.residual_c = r != nullptr;
+  // R is C, read with D's layout and beta = 1; D stays Y's own pointer.
+  // The arena never gives Y the slot of a value still read at Y's step (R's
+  // lifetime includes this step), so R and Y are distinct in practice; were
+  // they one buffer, cuBLASLt allows C == D with the same layout.
+  return Product(ctx, s, y->dtype(), a.raw_data(), w.raw_data(), y->raw_data(), b.raw_data(), 1.0f, r ? 1.0f : 0.0f,
+                 r ? r->raw_data() : nullptr);
 }
 
 bool FloatProduct(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
+  return AllInputsFloat(node, types, why_not);
+}
+
+// A, W, B and the optional residual R, all of one float dtype.
+bool MatMulBiasSupported(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
+  if (node.inputs.size() < 3 || node.inputs.size() > 4) {
+    if (why_not) *why_not = fmt::format("MatMulBias with {} inputs (it takes 3 or 4)", node.inputs.size());
+    return false;
+  }
   return AllInputsFloat(node, types, why_not);
 }
 
@@ -337,7 +384,7 @@ std::span<const CudaKernelDef> MatMulCudaKernels() {
   static const CudaKernelDef kDefs[] = {
       {"", "MatMul", 1, kLatest, MatMul, FloatProduct, 0},
       {"", "Gemm", 7, kLatest, Gemm, FloatProduct, 0},
-      {ir::kVigilDomain, ir::kMatMulBiasOp, 1, kLatest, MatMulBias, FloatProduct, 0},
+      {ir::kVigilDomain, ir::kMatMulBiasOp, 1, kLatest, MatMulBias, MatMulBiasSupported, 0},
   };
   return kDefs;
 }

@@ -2,9 +2,17 @@
 // product through the same cached cuBLASLt plans as MatMul and Gemm.
 #pragma once
 
+#include <cstddef>
+
 #include "backends/cuda/cuda_kernel.h"
 
 namespace vigil::cuda {
+
+// The most cuBLASLt workspace any product asks for. A product takes its
+// workspace from the start of StreamContext::Workspace(), so a caller that
+// needs scratch memory of its own next to a product (conv_patch_gemm.cpp)
+// asks for kMaxLtWorkspace + its bytes and uses the part past this offset.
+inline constexpr size_t kMaxLtWorkspace = size_t{32} << 20;
 
 // C[M,N] = alpha * op(A) * op(B) + beta * C, all row-major on the device and
 // of `dtype` (float32, float16, bfloat16); op(A) is [M,K] (A stored [K,M]

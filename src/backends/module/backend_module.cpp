@@ -86,7 +86,8 @@ Result<LoadedBackend> LoadCudaBackend(const CudaBackendOptions& options) {
                          .WithFix("install the CUDA module of the same vigil build"));
   }
   VigilBackendOptions c{options.device, options.allow_tf32 ? 1 : 0, options.deterministic ? 1 : 0,
-                        static_cast<unsigned long long>(options.memory_limit)};
+                        static_cast<unsigned long long>(options.memory_limit), options.tune ? 1 : 0,
+                        options.tuning_cache.empty() ? nullptr : options.tuning_cache.c_str()};
   void* backend = nullptr;
   void* status = nullptr;
   if (entry->create(&c, &backend, &status) != 0 || !backend) {

@@ -20,6 +20,8 @@ struct CudaBackendOptions {
   bool allow_tf32 = false;
   bool deterministic = false;
   uint64_t memory_limit = 0;  // bytes (0: free device memory)
+  bool tune = false;          // autotuning: measure candidate algorithms (docs/tuning.md)
+  std::string tuning_cache;   // file of recorded algorithm choices; empty: none
 };
 
 struct LoadedBackend {

@@ -93,6 +93,86 @@ TEST(MatMulBiasCpu, InfersMatMulsShapeAndChecksTheBias) {
   EXPECT_FALSE(InferNode(MatMulBiasNode(), 1, {&vec, &w, &b}).ok());
 }
 
+ir::Node MatMulBiasResidualNode() {
+  ir::Node n = MakeNode(ir::kMatMulBiasOp, {"a", "w", "b", "r"}, {"y"});
+  n.domain = ir::kVigilDomain;
+  return n;
+}
+
+// MatMulBias(A, W, B, R) against Add(Add(MatMul(A, W), B), R), bitwise.
+void ExpectResidualMatchesComposition(const runtime::Tensor& a, const runtime::Tensor& w, const runtime::Tensor& b,
+                                      const runtime::Tensor& r) {
+  auto fused = RunKernel(MatMulBiasResidualNode(), 1, {&a, &w, &b, &r});
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  auto linear = RunKernel(MatMulBiasNode(), 1, {&a, &w, &b});
+  ASSERT_TRUE(linear.ok()) << linear.status().ToString();
+  auto sum = RunKernel(MakeNode("Add", {"y", "r"}, {"z"}), 17, {&(*linear)[0], &r});
+  ASSERT_TRUE(sum.ok()) << sum.status().ToString();
+  EXPECT_EQ((*fused)[0].shape(), (*sum)[0].shape());
+  EXPECT_EQ((*fused)[0].dtype(), (*sum)[0].dtype());
+  EXPECT_EQ(Values<uint8_t>((*fused)[0]), Values<uint8_t>((*sum)[0]));
+  EXPECT_NE(Values<uint8_t>((*fused)[0]), Values<uint8_t>((*linear)[0]));  // R was added
+}
+
+TEST(MatMulBiasCpu, AddsTheResidualFloat32) {
+  runtime::Tensor a = F32({3, 13, 7}, Random(3 * 13 * 7, 11));
+  runtime::Tensor w = F32({7, 11}, Random(77, 12));
+  ExpectResidualMatchesComposition(a, w, F32({11}, Random(11, 13)), F32({3, 13, 11}, Random(3 * 13 * 11, 14)));
+}
+
+TEST(MatMulBiasCpu, AddsTheResidualFloat16) {
+  auto half = [](std::vector<int64_t> shape, uint32_t seed) {
+    uint64_t count = 1;
+    for (int64_t d : shape) count *= static_cast<uint64_t>(d);
+    std::vector<uint16_t> h;
+    for (float v : Random(count, seed)) h.push_back(FloatToFloat16(v));
+    return MakeTensor(ir::DataType::kFloat16, shape, h);
+  };
+  ExpectResidualMatchesComposition(half({2, 13, 9}, 15), half({9, 33}, 16), half({33}, 17), half({2, 13, 33}, 18));
+}
+
+TEST(MatMulBiasCpu, RejectsAResidualThatIsNotYsShapeAndDtype) {
+  runtime::Tensor a = F32({2, 3}, Random(6, 1));
+  runtime::Tensor w = F32({3, 4}, Random(12, 2));
+  runtime::Tensor b = F32({4}, Random(4, 3));
+  // Each would broadcast in an Add; R is Y's exact shape or nothing.
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{4}, {1, 4}, {2, 1}, {1, 2, 4}}) {
+    uint64_t count = 1;
+    for (int64_t d : shape) count *= static_cast<uint64_t>(d);
+    runtime::Tensor r = F32(shape, Random(count, 4));
+    auto got = RunKernel(MatMulBiasResidualNode(), 1, {&a, &w, &b, &r});
+    ASSERT_FALSE(got.ok()) << shape.size();
+    EXPECT_NE(got.status().summary().find("input 3 (R)"), std::string::npos) << got.status().summary();
+  }
+  std::vector<uint16_t> h(8, FloatToFloat16(1.0f));
+  runtime::Tensor r16 = MakeTensor(ir::DataType::kFloat16, {2, 4}, h);
+  EXPECT_FALSE(RunKernel(MatMulBiasResidualNode(), 1, {&a, &w, &b, &r16}).ok());
+}
+
+TEST(MatMulBiasCpu, InfersWithAResidualAndChecksIt) {
+  using ir::DataType;
+  ir::TypeInfo a = ops::TensorType(DataType::kFloat16, std::vector<int64_t>{4, 197, 768});
+  ir::TypeInfo w = ops::TensorType(DataType::kFloat16, std::vector<int64_t>{768, 768});
+  ir::TypeInfo b = ops::TensorType(DataType::kFloat16, std::vector<int64_t>{768});
+  ir::TypeInfo r = ops::TensorType(DataType::kFloat16, std::vector<int64_t>{4, 197, 768});
+  auto out = InferNode(MatMulBiasResidualNode(), 1, {&a, &w, &b, &r});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(ir::TypeToString((*out)[0]), ir::TypeToString(r));
+  ir::TypeInfo row = ops::TensorType(DataType::kFloat16, std::vector<int64_t>{1, 197, 768});
+  auto wide = InferNode(MatMulBiasResidualNode(), 1, {&a, &w, &b, &row});
+  ASSERT_FALSE(wide.ok());
+  const std::string& why = wide.status().summary();
+  EXPECT_NE(why.find("MatMulBias"), std::string::npos) << why;
+  EXPECT_NE(why.find("input 3 (R) has shape [1,197,768], expected [4,197,768]"), std::string::npos) << why;
+  ir::TypeInfo f32 = ops::TensorType(DataType::kFloat32, std::vector<int64_t>{4, 197, 768});
+  auto dtype = InferNode(MatMulBiasResidualNode(), 1, {&a, &w, &b, &f32});
+  ASSERT_FALSE(dtype.ok());
+  EXPECT_NE(dtype.status().summary().find("input 3 (R) has dtype float32, expected float16"), std::string::npos)
+      << dtype.status().summary();
+  ir::TypeInfo rank2 = ops::TensorType(DataType::kFloat16, std::vector<int64_t>{788, 768});
+  EXPECT_FALSE(InferNode(MatMulBiasResidualNode(), 1, {&a, &w, &b, &rank2}).ok());
+}
+
 // The float32 value of the chain the pass replaces, op by op.
 std::vector<float> GeluChain(const runtime::Tensor& x) {
   auto run = [](const char* op, std::vector<const runtime::Tensor*> in) {

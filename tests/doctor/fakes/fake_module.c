@@ -1,5 +1,6 @@
 /* Fake backend modules for the module loader's tests.
-   FAKE_MODULE_KIND: 0 fine, 1 no entry symbol, 2 wrong ABI, 3 probe refuses. */
+   FAKE_MODULE_KIND: 0 fine, 1 no entry symbol, 2 wrong ABI, 3 probe refuses.
+   The good ABI version is vigil::doctor::kBackendAbiVersion (module_loader.h). */
 #include <stddef.h>
 #include <string.h>
 
@@ -29,6 +30,6 @@ static int Probe(char* message, size_t size) {
 }
 
 #if FAKE_MODULE_KIND != 1
-static const struct VigilBackendEntry kEntry = {FAKE_MODULE_KIND == 2 ? 99 : 2, "cuda", Probe, 0, NULL, NULL, NULL};
+static const struct VigilBackendEntry kEntry = {FAKE_MODULE_KIND == 2 ? 99 : 3, "cuda", Probe, 0, NULL, NULL, NULL};
 const struct VigilBackendEntry* vigil_backend_entry(void) { return &kEntry; }
 #endif
