@@ -49,8 +49,9 @@ void AddBackendOptions(CLI::App* sub, BackendChoice& c) {
                   "for tensor cores), with the fewest transposes; nchw keeps every convolution as the model says")
       ->check(CLI::IsMember({"auto", "nchw"}));
   sub->add_flag("--tune", c.tune,
-                "with --backend cuda: autotune: the first run of each convolution shape times up to 8 cuDNN engines "
-                "and keeps the fastest (slower first run; see --tuning-cache)");
+                "with --backend cuda: autotune: the first run of each convolution and matrix-product shape times up "
+                "to 8 cuDNN engines or cuBLASLt algorithms and keeps the fastest (slower first run; see "
+                "--tuning-cache)");
   sub->add_option("--tuning-cache", c.tuning_cache,
                   "with --backend cuda: FILE of algorithm choices keyed by GPU, library versions, shape, dtype and "
                   "layout: used where it has one; with --tune new choices are appended (docs/tuning.md)");

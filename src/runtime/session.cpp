@@ -17,6 +17,7 @@
 #include "ir/fuse_gelu.h"
 #include "ir/fuse_matmul_bias.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain
+#include "ir/transpose_reshape.h"
 #include "ir/validate.h"
 #include "ops/attributes.h"
 #include "ops/shape_helpers.h"
@@ -244,6 +245,17 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
     VIGIL_ASSIGN_OR_RETURN(inferred, InferGraph(state->model, relaid_order, {}, folding));
     state->model = ApplyFolding(state->model, inferred);
     AlignInitializers(state->model.graph);
+  }
+  // Transposes that meet across a Reshape (the NHWC layout pass's to_nchw
+  // before a ViT's patch flattening) cancel or compose into one, on the
+  // types just inferred; VIGIL_CANCEL_TRANSPOSES=0 keeps them, for
+  // before/after measurements. Device sessions only: CPU reference graphs
+  // stay as written.
+  const char* cancel_transposes = std::getenv("VIGIL_CANCEL_TRANSPOSES");
+  if (state->options.backends[0]->device() != Device::kHost &&
+      (!cancel_transposes || std::string_view(cancel_transposes) != "0")) {
+    VIGIL_ASSIGN_OR_RETURN(size_t cancelled, ir::CancelTransposeReshape(state->model, inferred.types));
+    static_cast<void>(cancelled);
   }
   VIGIL_ASSIGN_OR_RETURN(state->order, ir::TopologicalOrder(state->model.graph));
 

@@ -8,12 +8,19 @@
 // ai.vigil.MatMulBias (the fused MatMul + Add of a Linear layer) is one
 // product over A's flattened rows with the bias epilogue; its optional
 // residual R is cuBLASLt's C matrix, added with beta = 1.
+#include <charconv>
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <sstream>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/epilogue.h"
 #include "backends/cuda/matmul_cublaslt.h"
+#include "backends/cuda/tuning_cache.h"
 #include "ir/fuse_matmul_bias.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain
 #include "ops/shape_helpers.h"
@@ -101,8 +108,106 @@ std::string Key(const ProductShape& s, ir::DataType t, const CudaOptions& o, con
                      s.bias_epilogue, s.blend_c, s.residual_c, o.allow_tf32, o.deterministic, al.x, al.y, al.d, al.c);
 }
 
+// --- autotuning (plan_tuning.h) ----------------------------------------------
+
+// One product's operands, for timing candidate algorithms; D goes to scratch
+// memory of `d_bytes`, so the real output is written once.
+struct LtOperands {
+  const void* a;
+  const void* b;
+  const void* c;
+  const void* bias;
+  float alpha, beta;
+  size_t d_bytes;
+};
+
+// The algorithm as a tuning-cache choice: "algo" and the 8 words of the
+// opaque cublasLtMatmulAlgo_t in hex. The value is only meaningful to the
+// cuBLASLt version that made it, which the cache's device key names; a
+// recorded one is still checked (cublasLtMatmulAlgoCheck) before use.
+std::string AlgoText(const cublasLtMatmulAlgo_t& algo) {
+  std::string text = "algo";
+  for (uint64_t w : algo.data) text += fmt::format(" {:016x}", w);
+  return text;
+}
+
+std::optional<cublasLtMatmulAlgo_t> ParseAlgo(const std::string& text) {
+  std::istringstream in(text);
+  std::string word;
+  if (!(in >> word) || word != "algo") return std::nullopt;
+  cublasLtMatmulAlgo_t algo{};
+  for (uint64_t& w : algo.data) {
+    if (!(in >> word) || word.size() != 16) return std::nullopt;
+    auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), w, 16);
+    if (ec != std::errc() || end != word.data() + word.size()) return std::nullopt;
+  }
+  if (!(in >> std::ws).eof()) return std::nullopt;
+  return algo;
+}
+
+// Uses the recorded algorithm when cuBLASLt still accepts it for this product.
+bool UseRecorded(CudaKernelContext& ctx, LtPlan& plan, const std::string& text) {
+  std::optional<cublasLtMatmulAlgo_t> algo = ParseAlgo(text);
+  if (!algo) return false;
+  cublasLtMatmulHeuristicResult_t check{};
+  if (cublasLtMatmulAlgoCheck(ctx.stream_context().lt, plan.op.h, plan.x.h, plan.y.h, plan.d.h, plan.d.h, &*algo,
+                              &check) != CUBLAS_STATUS_SUCCESS ||
+      check.workspaceSize > kMaxWorkspace) {
+    return false;
+  }
+  plan.algo = *algo;
+  plan.workspace = check.workspaceSize;
+  return true;
+}
+
+// Times the heuristics' candidates on `o` and keeps the fastest in `plan`,
+// recording it as `problem`.
+Status MeasureAlgos(CudaKernelContext& ctx, LtPlan& plan, bool bias_epilogue,
+                    std::span<const cublasLtMatmulHeuristicResult_t> candidates, const LtOperands& o,
+                    const std::string& problem, TuningCache& cache) {
+  const auto start = std::chrono::steady_clock::now();
+  cudaStream_t stream = ctx.stream();
+  void* scratch = nullptr;
+  VIGIL_CUDA_CALL(cudaMallocAsync(&scratch, std::max<size_t>(o.d_bytes, 256), stream));
+  std::unique_ptr<void, std::function<void(void*)>> owned(scratch, [stream](void* p) { cudaFreeAsync(p, stream); });
+  if (bias_epilogue) {
+    VIGIL_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(plan.op.h, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &o.bias,
+                                                     sizeof o.bias));
+  }
+  size_t best = 0;
+  double best_us = -1, first_us = -1;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const cublasLtMatmulHeuristicResult_t& r = candidates[i];
+    if (r.state != CUBLAS_STATUS_SUCCESS) continue;
+    VIGIL_ASSIGN_OR_RETURN(void* workspace, ctx.stream_context().Workspace(r.workspaceSize));
+    Result<double> us = MedianMicros(stream, [&]() -> Status {
+      VIGIL_CUBLAS_CALL(cublasLtMatmul(ctx.stream_context().lt, plan.op.h, &o.alpha, o.b, plan.x.h, o.a, plan.y.h,
+                                       &o.beta, o.c, plan.d.h, scratch, plan.d.h, &r.algo, workspace, r.workspaceSize,
+                                       stream));
+      return Status::Ok();
+    });
+    if (!us.ok()) {
+      VIGIL_RETURN_IF_ERROR(StickyError());  // a device fault is the run's, not the candidate's
+      continue;
+    }
+    if (i == 0) first_us = *us;
+    if (best_us < 0 || *us < best_us) {
+      best_us = *us;
+      best = i;
+    }
+  }
+  plan.algo = candidates[best].algo;
+  plan.workspace = candidates[best].workspaceSize;
+  if (best_us >= 0) cache.Record(problem, AlgoText(plan.algo), best_us, first_us < 0 ? best_us : first_us);
+  cache.AddTuningTime(SecondsSince(start));
+  return Status::Ok();
+}
+
+// The cuBLASLt plan of a product shape, built on first use per thread: the
+// heuristics' first algorithm, or with autotuning the recorded one or the
+// fastest measured on `operands` (null: not measured).
 Result<const LtPlan*> GetPlan(CudaKernelContext& ctx, const ProductShape& s, ir::DataType dtype,
-                              const Alignments& al) {
+                              const Alignments& al, const LtOperands* operands) {
   std::string key = Key(s, dtype, ctx.options(), al);
   auto& cache = ctx.stream_context().plans;
   if (auto it = cache.find(key); it != cache.end()) return static_cast<const LtPlan*>(it->second.get());
@@ -143,16 +248,42 @@ Result<const LtPlan*> GetPlan(CudaKernelContext& ctx, const ProductShape& s, ir:
     VIGIL_CUBLAS_CALL(cublasLtMatmulPreferenceSetAttribute(pref.h, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask,
                                                            sizeof mask));
   }
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  VIGIL_CUBLAS_CALL(cublasLtMatmulAlgoGetHeuristic(ctx.stream_context().lt, plan->op.h, plan->x.h, plan->y.h,
-                                                   plan->d.h, plan->d.h, pref.h, 1, &result, &found));
-  if (found == 0) {
-    return ctx.Unsupported("cuBLASLt has no algorithm for a {} product of {}x{} by {}x{} (batch {})",
-                           ir::DataTypeName(dtype), s.x.rows, s.x.cols, s.y.rows, s.y.cols, s.batch);
+  const TuningPolicy tuning = ctx.stream_context().tuning;
+  const std::string problem = "cublaslt|" + key;
+  bool recorded = false;
+  if (tuning.cache) {
+    if (std::optional<std::string> text = tuning.cache->Find(problem)) {
+      recorded = UseRecorded(ctx, *plan, *text);
+      if (recorded) {
+        tuning.cache->CountHit();
+      } else {
+        tuning.cache->CountStale();
+      }
+    }
   }
-  plan->algo = result.algo;
-  plan->workspace = result.workspaceSize;
+  bool measure = !recorded && tuning.cache && tuning.measure && operands;
+  if (measure) {
+    VIGIL_ASSIGN_OR_RETURN(bool recording, StreamRecording(ctx.stream()));
+    measure = !recording;
+  }
+  if (!recorded) {
+    cublasLtMatmulHeuristicResult_t results[kMaxTuningCandidates] = {};
+    int found = 0;
+    VIGIL_CUBLAS_CALL(cublasLtMatmulAlgoGetHeuristic(ctx.stream_context().lt, plan->op.h, plan->x.h, plan->y.h,
+                                                     plan->d.h, plan->d.h, pref.h, measure ? kMaxTuningCandidates : 1,
+                                                     results, &found));
+    if (found == 0) {
+      return ctx.Unsupported("cuBLASLt has no algorithm for a {} product of {}x{} by {}x{} (batch {})",
+                             ir::DataTypeName(dtype), s.x.rows, s.x.cols, s.y.rows, s.y.cols, s.batch);
+    }
+    plan->algo = results[0].algo;
+    plan->workspace = results[0].workspaceSize;
+    if (measure) {
+      VIGIL_RETURN_IF_ERROR(MeasureAlgos(ctx, *plan, s.bias_epilogue,
+                                         std::span(results, static_cast<size_t>(found)), *operands, problem,
+                                         *tuning.cache));
+    }
+  }
   const LtPlan* raw = plan.get();
   cache.emplace(key, std::move(plan));
   return raw;
@@ -164,7 +295,12 @@ Status Product(CudaKernelContext& ctx, const ProductShape& s, ir::DataType dtype
                void* d, const void* bias, float alpha, float beta, const void* c = nullptr) {
   if (!c) c = d;
   Alignments al{AlignmentOf(b), AlignmentOf(a), AlignmentOf(d), AlignmentOf(c)};
-  VIGIL_ASSIGN_OR_RETURN(const LtPlan* plan, GetPlan(ctx, s, dtype, al));
+  // D's extent in bytes: the last batch's matrix ends `ld * cols` past its start.
+  const size_t esize = static_cast<size_t>(ir::DataTypeBits(dtype) / 8);
+  const size_t d_bytes = (static_cast<size_t>(s.batch - 1) * static_cast<size_t>(s.d.batch_stride) +
+                          static_cast<size_t>(s.d.ld) * s.d.cols) * esize;
+  const LtOperands operands{a, b, c, bias, alpha, beta, d_bytes};
+  VIGIL_ASSIGN_OR_RETURN(const LtPlan* plan, GetPlan(ctx, s, dtype, al, &operands));
   if (s.bias_epilogue) {
     VIGIL_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(plan->op.h, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                      sizeof bias));

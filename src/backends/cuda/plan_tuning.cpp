@@ -1,6 +1,8 @@
 #include "backends/cuda/plan_tuning.h"
 
 #include <algorithm>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "backends/cuda/cuda_check.h"
@@ -22,13 +24,32 @@ struct EventPair {
 
 }  // namespace
 
+// Twice the L2 cache of the current device, in bytes (at least 8 MiB).
+Result<size_t> FlushBytes() {
+  int device = 0, l2 = 0;
+  VIGIL_CUDA_CALL(cudaGetDevice(&device));
+  VIGIL_CUDA_CALL(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  return std::max<size_t>(size_t{8} << 20, 2 * static_cast<size_t>(l2));
+}
+
 Result<double> MedianMicros(cudaStream_t stream, const std::function<Status()>& run, int runs) {
   EventPair e;
   VIGIL_CUDA_CALL(cudaEventCreate(&e.start));
   VIGIL_CUDA_CALL(cudaEventCreate(&e.stop));
-  VIGIL_RETURN_IF_ERROR(run());  // warm-up: first-launch costs, caches
+  // Each timed run starts with a cold L2 (a write of twice its size before
+  // it, not timed). Repeating one operation on the same buffers otherwise
+  // keeps its weights and inputs in L2, which in a network they are not
+  // (the weights at least): with a warm L2 the choices measured faster in
+  // isolation and made ResNet-50 at batch 1 about 10% slower as a whole
+  // (H100, cuDNN 9.14).
+  VIGIL_ASSIGN_OR_RETURN(size_t flush_bytes, FlushBytes());
+  void* flush = nullptr;
+  VIGIL_CUDA_CALL(cudaMallocAsync(&flush, flush_bytes, stream));
+  std::unique_ptr<void, std::function<void(void*)>> owned(flush, [stream](void* p) { cudaFreeAsync(p, stream); });
+  VIGIL_RETURN_IF_ERROR(run());  // warm-up: first-launch costs
   std::vector<double> times;
   for (int i = 0; i < std::max(runs, 1); ++i) {
+    VIGIL_CUDA_CALL(cudaMemsetAsync(flush, i & 0xff, flush_bytes, stream));
     VIGIL_CUDA_CALL(cudaEventRecord(e.start, stream));
     VIGIL_RETURN_IF_ERROR(run());
     VIGIL_CUDA_CALL(cudaEventRecord(e.stop, stream));

@@ -31,7 +31,8 @@ inline constexpr int kMaxTuningCandidates = 8;
 
 // The median time of `run` (which queues one execution on `stream`) in
 // microseconds: one untimed run, then `runs` runs, each between two CUDA
-// events. A failing run returns its Status.
+// events and each after the L2 cache was flushed. A failing run returns its
+// Status.
 Result<double> MedianMicros(cudaStream_t stream, const std::function<Status()>& run, int runs = 5);
 
 // Whether work queued on `stream` is being recorded (no measuring then).

@@ -84,8 +84,11 @@ TEST(Tuning, TunedRunsMatchTheCpuAndTheCacheAnswersTheNextSession) {
   }
   const std::string text = ReadFile(path);
   ASSERT_GT(Lines(text), 0u) << "nothing recorded";
+  // tiny_cnn: two convolutions (cuDNN engines) and a Gemm (a cuBLASLt algorithm).
   EXPECT_NE(text.find("\tcudnn|fprop|"), std::string::npos) << text;
   EXPECT_TRUE(std::regex_search(text, std::regex("\tengine [0-9]+ knobs "))) << text;
+  EXPECT_NE(text.find("\tcublaslt|lt|"), std::string::npos) << text;
+  EXPECT_TRUE(std::regex_search(text, std::regex("\talgo( [0-9a-f]{16}){8}\t"))) << text;
 
   auto cached = Tuned(false, path);
   ASSERT_TRUE(cached);
@@ -112,9 +115,11 @@ TEST(Tuning, AChoiceThatNoLongerBuildsIsMeasuredAgain) {
     ASSERT_TRUE(tuned);
     ASSERT_TRUE(tuned->Run(TinyCnnInput(x)).ok());
   }
-  // Every recorded engine replaced by one cuDNN does not have.
+  // Every recorded engine replaced by one cuDNN does not have, every
+  // cuBLASLt algorithm by one that does not parse.
   std::string text = std::regex_replace(ReadFile(path), std::regex("\tengine [0-9]+ knobs [^\t]*\t"),
                                         "\tengine 999999 knobs -\t");
+  text = std::regex_replace(text, std::regex("\talgo [^\t]*\t"), "\talgo zz\t");
   std::ofstream(path, std::ios::trunc) << text;
   const size_t recorded = Lines(text);
   auto again = Tuned(true, path);
