@@ -18,11 +18,13 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 #include <fmt/ranges.h>
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/device_common.cuh"
+#include "backends/cuda/epilogue.h"
 #include "base/float16.h"
 #include "ops/op_params.h"
 #include "ops/shape_ops_common.h"
@@ -71,6 +73,38 @@ struct GatherElementsMap {  // output shape = indices shape; the axis coordinate
 
 // ---------------------------------------------------------------- kernels
 
+// When `perm` on `dims`, with runs of consecutive axes merged, swaps two
+// blocks: [A, B, C] -> [A, C, B] (or [B, C] -> [C, B]): the sizes n = A,
+// rows = B, cols = C of that batched 2-D transpose. NCHW <-> NHWC are such.
+struct BatchedSwap {
+  int64_t n, rows, cols;
+};
+std::optional<BatchedSwap> AsBatchedSwap(const Shape& dims, const Shape& perm) {
+  // Output axes in order, runs whose source axes are consecutive and
+  // ascending merged into one group; unit axes are left out (they do not
+  // move data). Groups are disjoint runs of source axes, so their order in
+  // the source is the order of their last source axis.
+  struct Group {
+    int64_t last_axis, size;
+  };
+  std::vector<Group> g;
+  for (int64_t axis : perm) {
+    if (dims[axis] == 1) continue;
+    if (!g.empty() && axis == g.back().last_axis + 1) {
+      g.back() = {axis, g.back().size * dims[axis]};
+    } else {
+      g.push_back({axis, dims[axis]});
+    }
+  }
+  // out [G0, G1] from source [G1, G0]: source [rows, cols] = [G1, G0].
+  if (g.size() == 2 && g[1].last_axis < g[0].last_axis) return BatchedSwap{1, g[1].size, g[0].size};
+  // out [G0, G1, G2] from source [G0, G2, G1]: n = G0, rows = G2, cols = G1.
+  if (g.size() == 3 && g[0].last_axis < g[2].last_axis && g[2].last_axis < g[1].last_axis) {
+    return BatchedSwap{g[0].size, g[2].size, g[1].size};
+  }
+  return std::nullopt;
+}
+
 Status Transpose(CudaKernelContext& ctx) {
   const runtime::Tensor& in = *ctx.input(0);
   VIGIL_ASSIGN_OR_RETURN(size_t eb, InputElementBytes(ctx, 0));
@@ -91,6 +125,14 @@ Status Transpose(CudaKernelContext& ctx) {
     src_strides.push_back(in_strides[p]);
   }
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * out, ctx.Output(0, in.dtype(), out_shape));
+  // A swap of two blocks of axes (NCHW <-> NHWC) through a tiled kernel: the
+  // strided copy's index arithmetic made ViT's input NCHW -> NHWC (fp16,
+  // [64,3,224,224]) take 0.41 ms on an H100.
+  if (auto swap = AsBatchedSwap(in.shape(), perm); swap && out->element_count() > 0) {
+    Status done = LaunchBatchedTranspose(out->raw_data(), in.raw_data(), eb, swap->n, swap->rows, swap->cols,
+                                         ctx.stream());
+    if (done.code() != ErrorCode::kUnsupported) return done;  // else (grid limits) the strided copy
+  }
   return LaunchStrided(ctx, "Transpose", eb, in.raw_data(), in.element_count(), out->raw_data(), out_shape,
                        src_strides, 0);
 }

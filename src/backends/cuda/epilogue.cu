@@ -52,6 +52,36 @@ __global__ void BatchedTranspose(T* out, const T* in, int64_t rows, int64_t cols
   }
 }
 
+// The same when one side is short (`rows` <= kShortSide, e.g. the 3 colour
+// planes of an image): a 32x32 tile would be mostly empty, so each thread
+// moves one column: reads one element per row (coalesced across the warp)
+// and writes the column's `rows` elements, which are contiguous.
+constexpr int64_t kShortSide = 16;
+template <typename T>
+__global__ void ShortRowsTranspose(T* out, const T* in, int64_t n, int64_t rows, int64_t cols) {
+  const int64_t total = n * cols;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t b = i / cols, c = i - b * cols;
+    const T* src = in + b * rows * cols + c;
+    T* dst = out + i * rows;
+    for (int64_t r = 0; r < rows; ++r) dst[r] = src[r * cols];
+  }
+}
+// ... and when the short side is the columns: each thread reads a row's
+// `cols` contiguous elements and writes one element per column plane.
+template <typename T>
+__global__ void ShortColsTranspose(T* out, const T* in, int64_t n, int64_t rows, int64_t cols) {
+  const int64_t total = n * rows;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t b = i / rows, r = i - b * rows;
+    const T* src = in + i * cols;
+    T* dst = out + b * rows * cols + r;
+    for (int64_t c = 0; c < cols; ++c) dst[c * rows] = src[c];
+  }
+}
+
 template <typename T>
 __global__ void BroadcastCopy(T* dst, const T* src, int64_t total, IndexMap map) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
@@ -115,24 +145,47 @@ Status LaunchNhwcBiasActivation(void* y, const void* bias, const void* z, ir::Da
   return Status::Ok();
 }
 
-Status LaunchLayoutTranspose(void* dst, const void* src, ir::DataType dtype, int64_t n, int64_t c, int64_t hw,
-                             bool to_nchw, cudaStream_t stream) {
-  if (n == 0 || c == 0 || hw == 0) return Status::Ok();
-  // NHWC -> NCHW transposes each image's [HW, C] matrix; NCHW -> NHWC its [C, HW].
-  const int64_t rows = to_nchw ? hw : c, cols = to_nchw ? c : hw;
+Status LaunchBatchedTranspose(void* dst, const void* src, size_t element_bytes, int64_t n, int64_t rows,
+                              int64_t cols, cudaStream_t stream) {
+  if (n == 0 || rows == 0 || cols == 0) return Status::Ok();
+  if (rows <= kShortSide || cols <= kShortSide) {
+    const bool short_rows = rows <= cols;
+    const int64_t threads = n * (short_rows ? cols : rows);
+    const auto blocks = static_cast<unsigned>(std::min<int64_t>((threads + 255) / 256, 65535 * 8));
+    bool ok = DispatchBySize(element_bytes, [&](auto t) {
+      using T = decltype(t);
+      if (short_rows) {
+        ShortRowsTranspose<T><<<blocks, 256, 0, stream>>>(static_cast<T*>(dst), static_cast<const T*>(src), n, rows,
+                                                         cols);
+      } else {
+        ShortColsTranspose<T><<<blocks, 256, 0, stream>>>(static_cast<T*>(dst), static_cast<const T*>(src), n, rows,
+                                                         cols);
+      }
+    });
+    if (!ok) return InternalError("batched transpose: {}-byte elements", element_bytes);
+    VIGIL_CHECK_LAUNCH("ShortSideTranspose");
+    return Status::Ok();
+  }
   if (n > 65535 || (rows + kTile - 1) / kTile > 65535) {
-    return UnsupportedError("layout transpose of [{}, {}, {}] exceeds the launch grid", n, c, hw);
+    return UnsupportedError("batched transpose of [{}, {}, {}] exceeds the launch grid", n, rows, cols);
   }
   dim3 grid(static_cast<unsigned>((cols + kTile - 1) / kTile), static_cast<unsigned>((rows + kTile - 1) / kTile),
             static_cast<unsigned>(n));
   dim3 block(kTile, 8);
-  bool ok = DispatchBySize(static_cast<size_t>(ir::DataTypeBits(dtype) / 8), [&](auto t) {
+  bool ok = DispatchBySize(element_bytes, [&](auto t) {
     using T = decltype(t);
     BatchedTranspose<T><<<grid, block, 0, stream>>>(static_cast<T*>(dst), static_cast<const T*>(src), rows, cols);
   });
-  if (!ok) return InternalError("layout transpose: dtype {} has no fixed size", ir::DataTypeName(dtype));
+  if (!ok) return InternalError("batched transpose: {}-byte elements", element_bytes);
   VIGIL_CHECK_LAUNCH("BatchedTranspose");
   return Status::Ok();
+}
+
+Status LaunchLayoutTranspose(void* dst, const void* src, ir::DataType dtype, int64_t n, int64_t c, int64_t hw,
+                             bool to_nchw, cudaStream_t stream) {
+  // NHWC -> NCHW transposes each image's [HW, C] matrix; NCHW -> NHWC its [C, HW].
+  return LaunchBatchedTranspose(dst, src, static_cast<size_t>(ir::DataTypeBits(dtype) / 8), n, to_nchw ? hw : c,
+                                to_nchw ? c : hw, stream);
 }
 
 }  // namespace vigil::cuda

@@ -27,6 +27,12 @@ enum class NhwcActivation { kNone, kRelu, kRelu6 };
 Status LaunchNhwcBiasActivation(void* y, const void* bias, const void* z, ir::DataType dtype, int64_t rows,
                                 int64_t channels, NhwcActivation act, cudaStream_t stream);
 
+// dst [n, cols, rows] = src [n, rows, cols] for elements of 1, 2, 4 or 8
+// bytes: a 32x32 shared-memory tile, or a thread per column (row) when the
+// other side is short (<= 16: image planes, small channel counts).
+Status LaunchBatchedTranspose(void* dst, const void* src, size_t element_bytes, int64_t n, int64_t rows,
+                              int64_t cols, cudaStream_t stream);
+
 // dst [N, C, H, W] = src [N, H, W, C] (to_nchw) or dst [N, H, W, C] = src
 // [N, C, H, W] (!to_nchw): ConvNhwc's fallback through NCHW engines.
 Status LaunchLayoutTranspose(void* dst, const void* src, ir::DataType dtype, int64_t n, int64_t c, int64_t hw,

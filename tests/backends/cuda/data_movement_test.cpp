@@ -73,7 +73,17 @@ TEST(CudaDataMovement, Transpose) {
                      {{3, 5, 7, 11}, {0, 2, 3, 1}},
                      {{3, 1, 7, 1, 5}, {4, 2, 0, 3, 1}},
                      {{2, 3, 1, 4, 5, 2, 3, 2}, {7, 0, 6, 1, 5, 2, 4, 3}},
-                     {{4, 0, 3}, {2, 1, 0}}};
+                     {{4, 0, 3}, {2, 1, 0}},
+                     // Block swaps (LaunchBatchedTranspose): NCHW -> NHWC with 3 planes
+                     // (short rows), NHWC -> NCHW with 3 channels (short columns), the
+                     // 32x32 tiles with leftovers, a 2-D swap, unit axes, 16 on the edge.
+                     {{2, 3, 33, 35}, {0, 2, 3, 1}},
+                     {{2, 33, 35, 3}, {0, 3, 1, 2}},
+                     {{3, 40, 70}, {0, 2, 1}},
+                     {{2, 40, 5}, {0, 2, 1}},
+                     {{70, 40}, {1, 0}},
+                     {{1, 16, 1, 17, 3}, {0, 3, 4, 2, 1}},
+                     {{2, 17, 16}, {0, 2, 1}}};
   for (const P& p : cases) {
     for (DataType t : kAll) {
       SCOPED_TRACE(fmt::format("{} [{}] perm [{}]", Name(t), fmt::join(p.shape, ","), fmt::join(p.perm, ",")));
