@@ -14,7 +14,9 @@ it exports one ONNX file with a dynamic batch dim, then for each batch:
   --json`, the median wall-clock time of Session::Run with the input already
   on the GPU (as the peer has it), which also copies the output back and
   synchronises; "end to end" is the same without --inputs-on-device (every
-  run also copies the input from pageable host memory).
+  run also copies the input from the host, from the page-locked buffers
+  vigil bench allocates through Session::AllocateHostBuffer; before
+  2026-11-22 it was pageable memory).
 vigil records each run as a CUDA graph after its first run and replays it
 (`vigil bench --cuda-graphs on`, the default), as torch.compile's
 reduce-overhead mode does. fp32 runs with TF32 off on both sides (PyTorch's
