@@ -74,20 +74,6 @@ ir::Model DepthwiseModel(const DepthwiseCase& k, const Operands& o) {
   return ConvNhwcModel(o.x, o.w, k.bias ? &o.b : nullptr, std::move(attrs), k.residual ? &o.z : nullptr);
 }
 
-// Runs `model` on `backends` (no fallback); `placement` gets "op 'name' on backend" per node.
-runtime::Tensor RunModel(const ir::Model& model, std::vector<std::shared_ptr<const runtime::Backend>> backends,
-                         const runtime::Tensor& x, std::vector<std::string>* placement = nullptr) {
-  runtime::SessionOptions options;
-  options.backends = std::move(backends);
-  options.no_fallback = true;
-  std::vector<runtime::NamedTensor> out = RunWithX(model, options, x, placement);
-  if (out.size() != 1) {
-    ADD_FAILURE() << "expected one output, got " << out.size();
-    return {};
-  }
-  return std::move(out[0].tensor);
-}
-
 void ExpectClose(const runtime::Tensor& got, const runtime::Tensor& want, double tol, const std::string& what) {
   runtime::TensorComparison cmp = runtime::CompareTensors(want, got, 1e300, 1e300);
   EXPECT_TRUE(cmp.same_dtype && cmp.same_shape) << what << ": got " << got.Describe() << ", expected "
@@ -102,10 +88,10 @@ void CheckSession(const DepthwiseCase& k, ir::DataType t) {
   Operands o = MakeOperands(k, t);
   ir::Model m = DepthwiseModel(k, o);
   std::vector<std::string> placement;
-  runtime::Tensor got = RunModel(m, {CudaBackendForTests(), cpu::MakeCpuBackend()}, o.x, &placement);
+  runtime::Tensor got = RunSingleOutput(m, {CudaBackendForTests(), cpu::MakeCpuBackend()}, o.x, &placement);
   ASSERT_EQ(placement.size(), 1u);
   EXPECT_EQ(placement[0], "ConvNhwc 'conv_nhwc' on cuda");
-  runtime::Tensor want = RunModel(m, {cpu::MakeCpuBackend()}, o.x);
+  runtime::Tensor want = RunSingleOutput(m, {cpu::MakeCpuBackend()}, o.x);
   ASSERT_EQ(want.shape(), OutShape(k)) << Describe(k, t);
   ExpectClose(got, want, ConvTolerance(t), Describe(k, t) + " (session)");
 }
@@ -139,7 +125,7 @@ NhwcActivation ActivationOf(const std::string& act) {
 // float32, float16 and bfloat16), against the CPU session.
 void CheckKernel(const DepthwiseCase& k, ir::DataType t) {
   Operands o = MakeOperands(k, t);
-  runtime::Tensor want = RunModel(DepthwiseModel(k, o), {cpu::MakeCpuBackend()}, o.x);
+  runtime::Tensor want = RunSingleOutput(DepthwiseModel(k, o), {cpu::MakeCpuBackend()}, o.x);
   std::optional<DepthwiseConvShape> shape =
       DepthwiseShapeOf(k.x, o.w.shape(), OutShape(k), k.x[3], k.strides, {k.pads[0], k.pads[1]}, k.dilations);
   ASSERT_TRUE(shape.has_value()) << Describe(k, t);

@@ -86,25 +86,11 @@ ir::Model PatchModel(const PatchCase& k, const Operands& o) {
   return ConvNhwcModel(o.x, o.w, k.bias ? &o.b : nullptr, std::move(attrs), k.residual ? &o.z : nullptr);
 }
 
-// Runs `model` on `backends` (no fallback); `placement` gets "op 'name' on backend" per node.
-runtime::Tensor RunModel(const ir::Model& model, std::vector<std::shared_ptr<const runtime::Backend>> backends,
-                         const runtime::Tensor& x, std::vector<std::string>* placement = nullptr) {
-  runtime::SessionOptions options;
-  options.backends = std::move(backends);
-  options.no_fallback = true;
-  std::vector<runtime::NamedTensor> out = RunWithX(model, options, x, placement);
-  if (out.size() != 1) {
-    ADD_FAILURE() << "expected one output, got " << out.size();
-    return {};
-  }
-  return std::move(out[0].tensor);
-}
-
 // The case in float64 on the CPU: the operands are exact in float64, so
 // this is the convolution of the very values the GPU got, unrounded.
 runtime::Tensor Float64Reference(const PatchCase& k, const Operands& o) {
   Operands d = ToFloat64(o);
-  return RunModel(PatchModel(k, d), {cpu::MakeCpuBackend()}, d.x);
+  return RunSingleOutput(PatchModel(k, d), {cpu::MakeCpuBackend()}, d.x);
 }
 
 void ExpectClose(const runtime::Tensor& got, const runtime::Tensor& want, double tol, const std::string& what) {
@@ -119,7 +105,7 @@ void ExpectClose(const runtime::Tensor& got, const runtime::Tensor& want, double
 void CheckSession(const PatchCase& k, ir::DataType t) {
   Operands o = MakeOperands(k, t);
   std::vector<std::string> placement;
-  runtime::Tensor got = RunModel(PatchModel(k, o), {CudaBackendForTests(), cpu::MakeCpuBackend()}, o.x, &placement);
+  runtime::Tensor got = RunSingleOutput(PatchModel(k, o), {CudaBackendForTests(), cpu::MakeCpuBackend()}, o.x, &placement);
   ASSERT_EQ(placement.size(), 1u);
   EXPECT_EQ(placement[0], "ConvNhwc 'conv_nhwc' on cuda");
   runtime::Tensor want = Float64Reference(k, o);

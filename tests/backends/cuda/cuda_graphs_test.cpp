@@ -18,14 +18,6 @@ std::unique_ptr<runtime::Session> CnnSession(bool graphs, bool deterministic = f
   return TinyCnnSession(o, graphs);
 }
 
-runtime::Tensor CpuReference(const runtime::Tensor& x) {
-  auto model = onnx::ReadModel(kTinyCnnModel);
-  runtime::SessionOptions options;
-  options.backends = {cpu::MakeCpuBackend()};
-  auto session = runtime::Session::Create(std::move(model).value(), options);
-  return (*session)->Run(TinyCnnInput(x)).value()[0].tensor;
-}
-
 std::string Notes(const runtime::Session& s) {
   std::string all;
   for (const std::string& n : s.DeviceGraphNotes()) all += n + "\n";
@@ -33,7 +25,7 @@ std::string Notes(const runtime::Session& s) {
 }
 
 void ExpectMatchesCpu(const runtime::Tensor& x, const runtime::Tensor& got, const std::string& what) {
-  runtime::Tensor want = CpuReference(x);
+  runtime::Tensor want = TinyCnnCpuReference(x);
   auto cmp = runtime::CompareTensors(want, got, 1e300, 1e300);
   EXPECT_TRUE(cmp.same_shape) << what;
   EXPECT_EQ(cmp.nan_mismatches, 0u) << what;

@@ -91,6 +91,23 @@ inline std::vector<runtime::NamedTensor> RunWithX(const ir::Model& model, const 
   return std::move(out).value();
 }
 
+// Runs `model` (one input "x", one output) on `backends` with no fallback;
+// the output, or an empty tensor after failing the test. `placement` as in
+// RunWithX.
+inline runtime::Tensor RunSingleOutput(const ir::Model& model,
+                                       std::vector<std::shared_ptr<const runtime::Backend>> backends,
+                                       const runtime::Tensor& x, std::vector<std::string>* placement = nullptr) {
+  runtime::SessionOptions options;
+  options.backends = std::move(backends);
+  options.no_fallback = true;
+  std::vector<runtime::NamedTensor> out = RunWithX(model, options, x, placement);
+  if (out.size() != 1) {
+    ADD_FAILURE() << "expected one output, got " << out.size();
+    return {};
+  }
+  return std::move(out[0].tensor);
+}
+
 // Runs `model` on backends `b` (in order of preference, with fallback) with
 // constant folding and the given conv layout; as RunWithX.
 inline std::vector<runtime::NamedTensor> RunWithLayout(const ir::Model& model,
@@ -129,6 +146,29 @@ inline std::unique_ptr<runtime::Session> TinyCnnSession(const backends::CudaBack
 // tiny_cnn.onnx's input binding for host tensor x.
 inline std::vector<runtime::InputBinding> TinyCnnInput(const runtime::Tensor& x) {
   return {{"image", x.dtype(), x.shape(), x.raw_data(), x.byte_size(), ""}};
+}
+
+// tiny_cnn.onnx's output for x on the CPU backend (the reference), or an
+// empty tensor after failing the test.
+inline runtime::Tensor TinyCnnCpuReference(const runtime::Tensor& x) {
+  auto model = onnx::ReadModel(kTinyCnnModel);
+  if (!model.ok()) {
+    ADD_FAILURE() << model.status().ToString();
+    return {};
+  }
+  runtime::SessionOptions options;
+  options.backends = {cpu::MakeCpuBackend()};
+  auto session = runtime::Session::Create(std::move(model).value(), options);
+  if (!session.ok()) {
+    ADD_FAILURE() << session.status().ToString();
+    return {};
+  }
+  auto out = (*session)->Run(TinyCnnInput(x));
+  if (!out.ok() || out->empty()) {
+    ADD_FAILURE() << out.status().ToString();
+    return {};
+  }
+  return std::move((*out)[0].tensor);
 }
 
 }  // namespace vigil::cuda::testing

@@ -53,16 +53,8 @@ std::unique_ptr<runtime::Session> Tuned(bool tune, const std::string& cache) {
   return TinyCnnSession(o);
 }
 
-runtime::Tensor CpuReference(const runtime::Tensor& x) {
-  auto model = onnx::ReadModel(kTinyCnnModel);
-  runtime::SessionOptions options;
-  options.backends = {cpu::MakeCpuBackend()};
-  auto session = runtime::Session::Create(std::move(model).value(), options);
-  return (*session)->Run(TinyCnnInput(x)).value()[0].tensor;
-}
-
 void ExpectMatchesCpu(const runtime::Tensor& x, const runtime::Tensor& got) {
-  auto cmp = runtime::CompareTensors(CpuReference(x), got, 1e300, 1e300);
+  auto cmp = runtime::CompareTensors(TinyCnnCpuReference(x), got, 1e300, 1e300);
   EXPECT_TRUE(cmp.same_shape);
   EXPECT_EQ(cmp.nan_mismatches, 0u);
   EXPECT_LE(cmp.rel_l2_error, 1e-5) << cmp.Describe();
