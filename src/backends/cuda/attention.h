@@ -39,8 +39,9 @@ struct AttentionShape {
 std::string AttentionMmaWhyNot(const AttentionShape& a, ir::DataType dtype, const void* qkv, const void* y);
 
 // Launches the mma kernel on `stream` (AttentionMmaWhyNot must be empty).
-// Blocks of 4 warps (64 query rows); fewer rows per block when that grid
-// would leave SMs idle (small batch).
+// One block per (batch, head) covering the whole sequence when batch x heads
+// fills the SMs; else blocks of 4 warps (64 query rows), or fewer rows per
+// block when that grid would leave SMs idle (small batch).
 Status LaunchAttentionMma(const AttentionShape& a, ir::DataType dtype, const void* qkv, void* y, cudaStream_t stream);
 
 // Part of FindCudaKernel's family list (cuda_kernel.cpp). Declared here, as

@@ -16,13 +16,23 @@
 // two buffers, so the next tile loads while this one is multiplied. Shared
 // rows are padded by 8 elements (16 bytes): the 8 rows an ldmatrix phase
 // reads then start in 8 different 4-bank groups.
+// Launch shapes (ChooseShape below): the query rows of one (batch, head)
+// split over the fewest blocks of at most 8 warps ("whole"; S = 197: 2 x 7
+// warps), so K and V are read twice per pair and at most 15 padding rows
+// are computed; blocks of 4, 2 or 1 warps over fixed 64/32/16-row tiles
+// ("tiles") only when forced (VIGIL_ATTENTION_SHAPE).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cmath>
+#include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "backends/cuda/attention.h"
 #include "backends/cuda/cuda_kernel.h"
@@ -94,33 +104,34 @@ __device__ __forceinline__ uint32_t Pack(float lo, float hi) {
 
 // --- the kernel -------------------------------------------------------------------
 
-// Shared memory of a block of kWarps warps, in elements of T: Q rows, then
-// two K tiles, then two V tiles, rows kLd apart.
-template <int D, int kWarps>
+// Shared memory, in elements of T: two K tiles, two V tiles, then the
+// block's Q rows (16 per warp), rows kLd apart. Q goes last so that the
+// K / V offsets do not depend on the block's warp count.
+template <int D>
 struct MmaLayout {
   static constexpr int kLd = D + 8;
-  static constexpr int kRows = 16 * kWarps;  // query rows per block
-  static constexpr int kQ = 0;
-  static constexpr int kK = kQ + kRows * kLd;
-  static constexpr int kV = kK + 2 * kKeys * kLd;
   static constexpr int kTile = kKeys * kLd;
-  static constexpr size_t kBytes = size_t{kV + 2 * kTile} * 2;
+  static constexpr int kK = 0;
+  static constexpr int kV = 2 * kTile;
+  static constexpr int kQ = 4 * kTile;
+  static constexpr size_t Bytes(int warps) { return size_t{kQ + 16 * size_t(warps) * kLd} * 2; }
   static_assert(D % 16 == 0 && D <= 128, "head size must be a multiple of 16, at most 128");
 };
 
-// Rows [row0, row0 + kRows) of an [S, D] matrix (rows `stride` apart) into
-// shared memory, 16-byte chunks spread over the block's threads; rows at or
-// past `rows` become zeros. Part of the caller's current copy group.
-template <typename T, int D, int kRows, int kThreads>
-__device__ __forceinline__ void IssueRows(T* dst, const T* __restrict__ src, int64_t stride, int row0, int rows) {
-  constexpr int kChunks = D / 8;
-  constexpr int kStep = kThreads / kChunks;  // rows apart of a thread's chunks
-  static_assert(kThreads % kChunks == 0 && kRows % kStep == 0);
+// Rows [row0, row0 + count) of an [S, D] matrix (rows `stride` apart) into
+// shared memory, 16-byte chunks spread over the block's `threads` threads;
+// rows at or past `rows` become zeros. Part of the caller's current copy
+// group. Every thread of the block calls it, with the same arguments.
+template <typename T, int D>
+__device__ __forceinline__ void IssueRows(T* dst, const T* __restrict__ src, int64_t stride, int row0, int count,
+                                          int rows, int threads) {
+  constexpr int kChunks = D / 8;  // divides 32, so every block size
+  const int step = threads / kChunks;  // rows apart of a thread's chunks
   const int c = (static_cast<int>(threadIdx.x) % kChunks) * 8;
   // Not unrolled: unrolled, ptxas keeps every iteration's row offset in
-  // registers across the key loop (up to 32 of them with one warp a block).
+  // registers across the key loop.
 #pragma unroll 1
-  for (int r = static_cast<int>(threadIdx.x) / kChunks; r < kRows; r += kStep) {
+  for (int r = static_cast<int>(threadIdx.x) / kChunks; r < count; r += step) {
     const bool in = row0 + r < rows;
     CopyAsync16(dst + r * (D + 8) + c, in ? src + int64_t{row0 + r} * stride + c : src, in ? 16 : 0);
   }
@@ -263,28 +274,42 @@ __device__ __forceinline__ void StoreRows(const float (&o)[D / 8][4], float (&l)
   }
 }
 
-// Grid: x = batch * heads, y = query tiles of 16 * kWarps rows.
-template <typename T, int D, int kWarps>
-__global__ void __launch_bounds__(32 * kWarps) AttentionMmaKernel(const T* __restrict__ qkv, T* __restrict__ y,
-                                                                  AttentionShape a) {
-  using L = MmaLayout<D, kWarps>;
-  constexpr int kThreads = 32 * kWarps;
+// Block x takes query block x % query_blocks (16 rows per warp) of the
+// (batch, head) pair x / query_blocks: the query blocks of one pair are
+// neighbours in launch order, so all but the first find the pair's K and V
+// in L2 (with pairs on x and query blocks on y, a pair's second block ran a
+// whole grid row later). The warp count is blockDim.x / 32, at most
+// kMaxWarps (which ptxas sizes registers for). Every warp issues its share
+// of every copy and reaches every barrier, but a warp whose 16 rows all lie
+// at or past S (the tail of the last query block) does no math and stores
+// nothing.
+template <typename T, int D, int kMaxWarps>
+__global__ void __launch_bounds__(32 * kMaxWarps) AttentionMmaKernel(const T* __restrict__ qkv, T* __restrict__ y,
+                                                                     AttentionShape a, unsigned query_blocks) {
+  using L = MmaLayout<D>;
   extern __shared__ __align__(128) unsigned char smem_bytes[];
   T* smem = reinterpret_cast<T*>(smem_bytes);
+  // Blocks of kMaxWarps <= 4 (the tiles) always have exactly kMaxWarps
+  // warps: a constant there spares ptxas a register.
+  const int threads = kMaxWarps <= 4 ? 32 * kMaxWarps : static_cast<int>(blockDim.x);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int64_t b = blockIdx.x / a.heads, h = blockIdx.x % a.heads;
+  const int64_t pair = blockIdx.x / query_blocks;
+  const int64_t b = pair / a.heads, h = pair % a.heads;
   // S < 2^31: attention.cu limits the 64-row tiles to 65535.
   const int seq = static_cast<int>(a.seq);
-  const int q0 = static_cast<int>(blockIdx.y) * L::kRows;
+  const int block_rows = 16 * (threads / 32);
+  const int q0 = static_cast<int>(blockIdx.x % query_blocks) * block_rows;
+  const int row0 = q0 + warp * 16;  // the warp's first query row
+  const bool active = row0 < seq;   // the same for the whole warp
   const T* base = qkv + b * a.in_batch + h * D;
   const T* kbase = base + a.embed;
   const T* vbase = base + 2 * a.embed;
   T* qs = smem + L::kQ + warp * 16 * L::kLd;  // the warp's Q rows
 
   // Copy group 0: Q and the first K and V tiles.
-  IssueRows<T, D, L::kRows, kThreads>(smem + L::kQ, base, a.in_row, q0, seq);
-  IssueRows<T, D, kKeys, kThreads>(smem + L::kK, kbase, a.in_row, 0, seq);
-  IssueRows<T, D, kKeys, kThreads>(smem + L::kV, vbase, a.in_row, 0, seq);
+  IssueRows<T, D>(smem + L::kQ, base, a.in_row, q0, block_rows, seq, threads);
+  IssueRows<T, D>(smem + L::kK, kbase, a.in_row, 0, kKeys, seq, threads);
+  IssueRows<T, D>(smem + L::kV, vbase, a.in_row, 0, kKeys, seq, threads);
   CommitCopies();
 
   uint32_t qf[D / 16][4];
@@ -299,43 +324,59 @@ __global__ void __launch_bounds__(32 * kWarps) AttentionMmaKernel(const T* __res
     // The other buffers were last read in step t - 1, which ended with a
     // barrier: load tile t + 1 into them while tile t is multiplied.
     if (t + 1 < tiles) {
-      IssueRows<T, D, kKeys, kThreads>(smem + L::kK + (buf ^ 1) * L::kTile, kbase, a.in_row, (t + 1) * kKeys, seq);
-      IssueRows<T, D, kKeys, kThreads>(smem + L::kV + (buf ^ 1) * L::kTile, vbase, a.in_row, (t + 1) * kKeys, seq);
+      IssueRows<T, D>(smem + L::kK + (buf ^ 1) * L::kTile, kbase, a.in_row, (t + 1) * kKeys, kKeys, seq, threads);
+      IssueRows<T, D>(smem + L::kV + (buf ^ 1) * L::kTile, vbase, a.in_row, (t + 1) * kKeys, kKeys, seq, threads);
       CommitCopies();
       WaitCopies<1>();
     } else {
       WaitCopies<0>();
     }
     __syncthreads();  // tile t (and at t = 0, Q) is in place for every warp
-    if (t == 0) {
-      // A fragment matrices: rows +0..7 / cols +0..7, rows +8..15 / +0..7,
-      // rows +0..7 / +8..15, rows +8..15 / +8..15 = a0a1, a2a3, a4a5, a6a7.
+    if (active) {
+      if (t == 0) {
+        // A fragment matrices: rows +0..7 / cols +0..7, rows +8..15 / +0..7,
+        // rows +0..7 / +8..15, rows +8..15 / +8..15 = a0a1, a2a3, a4a5, a6a7.
 #pragma unroll
-      for (int k = 0; k < D / 16; ++k) LoadMatrix4(qf[k], qs + (lane % 16) * L::kLd + k * 16 + (lane / 16) * 8);
+        for (int k = 0; k < D / 16; ++k) LoadMatrix4(qf[k], qs + (lane % 16) * L::kLd + k * 16 + (lane / 16) * 8);
+      }
+      const int valid = min(seq - t * kKeys, kKeys);
+      float s[kKeys / 8][4];
+      Scores<T, D>(s, qf, smem + L::kK + buf * L::kTile, valid, lane);
+      Softmax<D>(s, o, m, l, valid, a.scale_log2, lane);
+      AccumulatePV<T, D>(o, s, smem + L::kV + buf * L::kTile, valid, lane);
     }
-    const int valid = min(seq - t * kKeys, kKeys);
-    float s[kKeys / 8][4];
-    Scores<T, D>(s, qf, smem + L::kK + buf * L::kTile, valid, lane);
-    Softmax<D>(s, o, m, l, valid, a.scale_log2, lane);
-    AccumulatePV<T, D>(o, s, smem + L::kV + buf * L::kTile, valid, lane);
     __syncthreads();  // no warp reads buffers `buf` any more
   }
-  StoreRows<T, D>(o, l, qs, y + b * a.out_batch + h * D, a.out_row, q0 + warp * 16, seq, lane);
+  if (active) StoreRows<T, D>(o, l, qs, y + b * a.out_batch + h * D, a.out_row, row0, seq, lane);
 }
 
 // --- launch -----------------------------------------------------------------------
 
+// Warps of the whole-sequence instance: 16 (256 query rows), but 8 for
+// D = 128, whose ~170 registers a thread would not fit 16 warps in an SM's
+// 64K registers (and __launch_bounds__(512) would cap them at 128).
+template <int D>
+constexpr int kWholeWarps = D == 128 ? 8 : 16;
 
-template <typename T, int D, int kWarps>
-Status Launch(const AttentionShape& a, const void* qkv, void* y, cudaStream_t stream) {
-  using L = MmaLayout<D, kWarps>;
-  static std::atomic<uint64_t> smem_allowed{0};
-  auto kernel = AttentionMmaKernel<T, D, kWarps>;
-  VIGIL_RETURN_IF_ERROR(AllowSharedMemory(kernel, L::kBytes, smem_allowed));
-  const dim3 grid(static_cast<unsigned>(a.batch * a.heads), static_cast<unsigned>((a.seq + L::kRows - 1) / L::kRows));
-  kernel<<<grid, 32 * kWarps, L::kBytes, stream>>>(static_cast<const T*>(qkv), static_cast<T*>(y), a);
-  VIGIL_CHECK_LAUNCH("AttentionMmaKernel");
-  return Status::Ok();
+// How a launch covers the query rows: blocks of `warps` warps (16 rows
+// each), `query_blocks` of them per (batch, head); `whole` picks the
+// whole-sequence kernel instance, else the one of exactly `warps` warps.
+struct MmaShape {
+  int warps = 4;
+  int64_t query_blocks = 1;
+  bool whole = false;
+};
+
+// One block per (batch, head) holding all ceil(S / 16) row tiles when they
+// fit in `max_warps` warps, so K and V are read once per (batch, head) and
+// at most 15 padding rows are computed (S = 197: 13 warps, 208 rows; the
+// 4-warp tiles compute 256). Longer S: the fewest query blocks that fit, the
+// tiles spread evenly over them (S = 300, 19 tiles: 2 x 10 warps, not
+// 16 + 3).
+MmaShape WholeShape(const AttentionShape& a, int max_warps) {
+  const int64_t tiles = (a.seq + 15) / 16;
+  const int64_t query_blocks = (tiles + max_warps - 1) / max_warps;
+  return {static_cast<int>((tiles + query_blocks - 1) / query_blocks), query_blocks, true};
 }
 
 // The current device's SM count, asked once per device.
@@ -352,23 +393,84 @@ Result<int> SmCount() {
   return n < 1 ? 1 : n;
 }
 
-// Warps per block: 4 (64 query rows) when that grid has at least two blocks
+// Tiles of 4 warps (64 query rows) when that grid has at least two blocks
 // per SM, else fewer rows per block so that more SMs get work (small batch).
-int WarpsPerBlock(const AttentionShape& a, int sms) {
-  const auto blocks = [&](int warps) { return a.batch * a.heads * ((a.seq + 16 * warps - 1) / (16 * warps)); };
-  const auto fits = [&](int warps) { return (a.seq + 16 * warps - 1) / (16 * warps) <= 65535; };
-  if (blocks(4) >= 2 * int64_t{sms} || !fits(2)) return 4;
-  if (blocks(2) >= 2 * int64_t{sms} || !fits(1)) return 2;
-  return 1;
+MmaShape TileShape(const AttentionShape& a, int sms) {
+  const auto query_blocks = [&](int warps) { return (a.seq + 16 * warps - 1) / (16 * warps); };
+  const auto blocks = [&](int warps) { return a.batch * a.heads * query_blocks(warps); };
+  const auto fits = [&](int warps) { return blocks(warps) <= INT32_MAX; };  // a 1-D grid (Launch)
+  int warps = 1;
+  if (blocks(4) >= 2 * int64_t{sms} || !fits(2)) {
+    warps = 4;
+  } else if (blocks(2) >= 2 * int64_t{sms} || !fits(1)) {
+    warps = 2;
+  }
+  return {warps, query_blocks(warps), false};
+}
+
+// Whole-sequence blocks hold at most this many warps by default: ptxas gives
+// D = 64 ~128 registers a thread, so a 13-warp block (S = 197) fills an
+// SM's 64K registers alone, while 8 leave room for two blocks.
+constexpr int kDefaultWholeCap = 8;
+
+// The rule: the whole-sequence shape with blocks of at most 8 warps (S = 197:
+// two query blocks of 7 warps per (batch, head)). Measured on an H100 with
+// ViT-B/16 float16 (`vigil bench` p50, the whole model; 2026-11-22), against
+// uncapped whole blocks (13 warps) and the 1/2/4-warp tiles:
+//   batch  1: 0.570 ms (tiles 0.614, 13 warps 0.620)
+//   batch  2: 0.583 ms (tiles 0.635)
+//   batch  8: 0.950 ms (tiles 0.938-0.953: within the noise)
+//   batch 64: 5.721 ms (13 warps 5.818-5.831, tiles 5.777)
+// so one shape for every grid. The tiles stay for the environment switch
+// and for grids of over 2^31 - 1 whole blocks.
+// The environment variable VIGIL_ATTENTION_SHAPE=whole or =tiles forces
+// one (=whole: blocks up to the instance's 16 warps, 8 for D = 128); =whole:N
+// caps the whole-sequence blocks at N warps instead of 8 (measurements).
+MmaShape ChooseShape(const AttentionShape& a, int max_warps, int sms) {
+  const char* env = std::getenv("VIGIL_ATTENTION_SHAPE");
+  const std::string_view forced = env ? env : "";
+  int cap = forced == "whole" ? max_warps : std::min(kDefaultWholeCap, max_warps);
+  if (forced.starts_with("whole:")) {
+    const char* end = forced.data() + forced.size();
+    int n = 0;
+    const auto [stop, error] = std::from_chars(forced.data() + 6, end, n);
+    if (error == std::errc() && stop == end && n >= 1) cap = std::min(n, max_warps);
+  }
+  const MmaShape whole = WholeShape(a, cap);
+  // Over 2^31 - 1 blocks (whole:1 with a huge S) does not launch.
+  if (forced == "tiles" || a.batch * a.heads * whole.query_blocks > INT32_MAX) return TileShape(a, sms);
+  return whole;
+}
+
+template <typename T, int D, int kMaxWarps>
+Status Launch(const AttentionShape& a, const MmaShape& shape, const void* qkv, void* y, cudaStream_t stream) {
+  using L = MmaLayout<D>;
+  static std::atomic<uint64_t> smem_allowed{0};
+  auto kernel = AttentionMmaKernel<T, D, kMaxWarps>;
+  // Allowed once per device, for the instance's largest block.
+  VIGIL_RETURN_IF_ERROR(AllowSharedMemory(kernel, L::Bytes(kMaxWarps), smem_allowed));
+  // A 1-D grid: pairs x query blocks < 2^31 holds wherever QKV fits in
+  // memory (at D = 16, 2^31 blocks of 16 rows would be 3 TB of QKV).
+  const int64_t blocks = a.batch * a.heads * shape.query_blocks;
+  if (shape.warps < 1 || shape.warps > kMaxWarps || shape.query_blocks < 1 || blocks > INT32_MAX) {
+    return InternalError("attention mma kernel: {} warps x {} query blocks x {} (batch, head) pairs", shape.warps,
+                         shape.query_blocks, a.batch * a.heads);
+  }
+  kernel<<<static_cast<unsigned>(blocks), 32 * shape.warps, L::Bytes(shape.warps), stream>>>(
+      static_cast<const T*>(qkv), static_cast<T*>(y), a, static_cast<unsigned>(shape.query_blocks));
+  VIGIL_CHECK_LAUNCH("AttentionMmaKernel");
+  return Status::Ok();
 }
 
 template <typename T, int D>
 Status LaunchForHeadSize(const AttentionShape& a, const void* qkv, void* y, cudaStream_t stream) {
   VIGIL_ASSIGN_OR_RETURN(int sms, SmCount());
-  switch (WarpsPerBlock(a, sms)) {
-    case 1: return Launch<T, D, 1>(a, qkv, y, stream);
-    case 2: return Launch<T, D, 2>(a, qkv, y, stream);
-    default: return Launch<T, D, 4>(a, qkv, y, stream);
+  const MmaShape shape = ChooseShape(a, kWholeWarps<D>, sms);
+  if (shape.whole) return Launch<T, D, kWholeWarps<D>>(a, shape, qkv, y, stream);
+  switch (shape.warps) {
+    case 1: return Launch<T, D, 1>(a, shape, qkv, y, stream);
+    case 2: return Launch<T, D, 2>(a, shape, qkv, y, stream);
+    default: return Launch<T, D, 4>(a, shape, qkv, y, stream);
   }
 }
 

@@ -7,7 +7,8 @@
 // the kernel does not write fails the comparison. float16 / bfloat16 cases
 // run through both tensor-core kernels, chosen with VIGIL_ATTENTION_KERNEL:
 // the default choice, "mma" (attention_mma.cu, an Unsupported error where it
-// cannot run, so a pass shows that it ran) and "wmma" (the fallback).
+// cannot run, so a pass shows that it ran) and "wmma" (the fallback); the
+// mma kernel's launch shapes are forced with VIGIL_ATTENTION_SHAPE.
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
@@ -137,23 +138,24 @@ Result<runtime::Tensor> OnDevice(const runtime::Tensor& host, int64_t offset) {
                                    static_cast<char*>(device.raw_data()) + offset * elem, owner);
 }
 
-// Sets VIGIL_ATTENTION_KERNEL while it lives ("" leaves it unset: the
-// default choice); unset again after.
-class KernelChoice {
+// Sets an environment variable while it lives ("" leaves it unset: the
+// default choice); unset again after. VIGIL_ATTENTION_KERNEL picks the
+// kernel, VIGIL_ATTENTION_SHAPE the mma kernel's launch shape.
+class ScopedEnv {
  public:
-  explicit KernelChoice(const std::string& kernel) {
-    if (kernel.empty()) {
-      unsetenv(kKernelVariable);
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (value.empty()) {
+      unsetenv(name_);
     } else {
-      setenv(kKernelVariable, kernel.c_str(), 1);
+      setenv(name_, value.c_str(), 1);
     }
   }
-  ~KernelChoice() { unsetenv(kKernelVariable); }
-  KernelChoice(const KernelChoice&) = delete;
-  KernelChoice& operator=(const KernelChoice&) = delete;
+  ~ScopedEnv() { unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
 
  private:
-  static constexpr const char* kKernelVariable = "VIGIL_ATTENTION_KERNEL";
+  const char* name_;
 };
 
 // The kernel choices a case runs through: float32 has one kernel.
@@ -182,9 +184,10 @@ void ExpectClose(const runtime::Tensor& y, const std::vector<double>& want, Data
 }
 
 // Runs the case once per kernel choice in `kernels` (KernelsFor(dtype) when
-// empty) against one reference.
+// empty) and mma launch shape in `shapes` ("" = the default choice) against
+// one reference.
 void ExpectMatchesReference(DataType dtype, const AttentionCase& c, int64_t misalign = 0,
-                            std::vector<std::string> kernels = {}) {
+                            std::vector<std::string> kernels = {}, const std::vector<std::string>& shapes = {""}) {
   SCOPED_TRACE(std::string(ir::DataTypeName(dtype)) + " " + c.Name() + (misalign ? " misaligned" : ""));
   // [-2, 2]: scores of a few units, so the softmax is far from uniform.
   runtime::Tensor qkv = RandomTensor(dtype, c.InputShape(), static_cast<uint32_t>(c.seq * 131 + c.head_size), -2, 2);
@@ -193,13 +196,16 @@ void ExpectMatchesReference(DataType dtype, const AttentionCase& c, int64_t misa
   const std::vector<double> want = Reference(qkv, c);
   if (kernels.empty()) kernels = KernelsFor(dtype);
   for (const std::string& kernel : kernels) {
-    SCOPED_TRACE("VIGIL_ATTENTION_KERNEL=" + kernel);
-    KernelChoice choice(kernel);
-    auto y = RunOnDevice(AttentionNode(c), *device_qkv);
-    ASSERT_TRUE(y.ok()) << y.status().ToString();
-    ASSERT_EQ(y->dtype(), dtype);
-    ASSERT_EQ(y->shape(), c.OutputShape());
-    ExpectClose(*y, want, dtype);
+    for (const std::string& shape : shapes) {
+      SCOPED_TRACE("VIGIL_ATTENTION_KERNEL=" + kernel + " VIGIL_ATTENTION_SHAPE=" + shape);
+      ScopedEnv kernel_choice("VIGIL_ATTENTION_KERNEL", kernel);
+      ScopedEnv shape_choice("VIGIL_ATTENTION_SHAPE", shape);
+      auto y = RunOnDevice(AttentionNode(c), *device_qkv);
+      ASSERT_TRUE(y.ok()) << y.status().ToString();
+      ASSERT_EQ(y->dtype(), dtype);
+      ASSERT_EQ(y->shape(), c.OutputShape());
+      ExpectClose(*y, want, dtype);
+    }
   }
 }
 
@@ -242,6 +248,46 @@ TEST(CudaAttention, Float32MatchesReference) {
   ExpectAllCasesMatch(kF32);
 }
 
+// The mma kernel's launch shapes (attention_mma.cu): the whole-sequence
+// shape (one block of ceil(S / 16) warps per batch x head, at most 16
+// warps, 8 for D = 128, else query blocks sharing the row tiles evenly) and
+// the tiles of 1, 2 or 4 warps, each forced with VIGIL_ATTENTION_SHAPE (so both
+// run whatever the GPU's SM count) and left to the default choice;
+// "whole:N" caps the whole-sequence blocks at N warps. Edges: a last warp
+// with 5 real rows (S = 197), warps wholly past S in the last query block
+// (S = 300: 2 x 10 warps for 19 row tiles; D = 128: 3 x 7 for 19), one and
+// two warps (S = 16, 17), one row (S = 1).
+std::vector<AttentionCase> ShapeCases() {
+  std::vector<AttentionCase> cases = {
+      // On an H100 (132 SMs) the default picks the whole-sequence shape for
+      // these (at least 264 blocks).
+      {197, 24, 12, 64, false},  // ViT-B/16, batch 24: 288 blocks of 13 warps
+      {300, 12, 12, 64, true},   // 288 blocks of 10 warps, 2 per (batch, head)
+      {16, 64, 12, 64, true},    // 1 warp
+      {17, 64, 12, 64, false},   // 2 warps, the second with 1 real row
+  };
+  for (bool sbe : {true, false}) {
+    cases.push_back({1, 3, 2, 64, sbe});
+    cases.push_back({600, 1, 2, 64, sbe});   // 38 row tiles: 3 query blocks of 13 warps
+    cases.push_back({197, 2, 3, 128, sbe});  // 13 row tiles: 2 query blocks of 7 warps
+    cases.push_back({300, 2, 2, 128, sbe});  // 19 row tiles: 3 query blocks of 7 warps
+    cases.push_back({65, 2, 3, 16, sbe});
+    cases.push_back({130, 2, 3, 32, sbe});
+  }
+  return cases;
+}
+
+TEST(CudaAttention, MmaLaunchShapesMatchReference) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  for (DataType dtype : {kF16, kBF16}) {
+    for (const AttentionCase& c : ShapeCases()) {
+      // whole:3 caps the blocks at 3 warps: more query blocks, the last one
+      // mostly past S (S = 197: 5 x 3 warps for 13 row tiles).
+      ExpectMatchesReference(dtype, c, 0, {"mma"}, {"", "whole", "tiles", "whole:3"});
+    }
+  }
+}
+
 // QKV not 16-byte aligned: the default choice falls back to the wmma
 // kernel's element-wise loads (the mma kernel refuses it, below).
 TEST(CudaAttention, MisalignedInputMatchesReference) {
@@ -268,7 +314,7 @@ TEST(CudaAttention, NegativeScaleMatchesReference) {
   runtime::Tensor qkv = RandomTensor(kF16, c.InputShape(), 13);
   auto device_qkv = OnDevice(qkv, 0);
   ASSERT_TRUE(device_qkv.ok()) << device_qkv.status().ToString();
-  KernelChoice choice("mma");
+  ScopedEnv choice("VIGIL_ATTENTION_KERNEL", "mma");
   auto y = RunOnDevice(AttentionNode(c), *device_qkv);
   ASSERT_FALSE(y.ok());
   EXPECT_EQ(y.status().code(), ErrorCode::kUnsupported) << y.status().ToString();
@@ -281,7 +327,7 @@ TEST(CudaAttention, MmaKernelRefusesMisalignedRows) {
   runtime::Tensor qkv = RandomTensor(kF16, c.InputShape(), 11);
   auto device_qkv = OnDevice(qkv, /*offset=*/1);
   ASSERT_TRUE(device_qkv.ok()) << device_qkv.status().ToString();
-  KernelChoice choice("mma");
+  ScopedEnv choice("VIGIL_ATTENTION_KERNEL", "mma");
   auto y = RunOnDevice(AttentionNode(c), *device_qkv);
   ASSERT_FALSE(y.ok());
   EXPECT_EQ(y.status().code(), ErrorCode::kUnsupported) << y.status().ToString();
