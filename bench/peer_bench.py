@@ -4,12 +4,14 @@ torch.compile(mode="reduce-overhead"), on the same GPU in the same call.
 
     python3 bench/peer_bench.py VIGIL_BINARY OUT_DIR [--models resnet50,mobilenet_v2,vit_b_16]
         [--batches 1,64] [--dtypes fp16] [--iters 50] [--no-compile] [--markdown FILE]
+        [--no-mha-fastpath]
 
 For each model (torchvision architecture, random weights, seed 0) and dtype
 it exports one ONNX file with a dynamic batch dim, then for each batch:
 - PyTorch eager and compiled: inputs already on the GPU, channels_last for
   CNNs, warm-up, then the median of --iters CUDA-event timings of one
-  forward pass;
+  forward pass; nn.MultiheadAttention (ViT) with its fused fast path, as
+  PyTorch runs it by default (--no-mha-fastpath turns it off);
 - vigil: `vigil bench --backend cuda --dim N=<batch> --inputs-on-device
   --json`, the median wall-clock time of Session::Run with the input already
   on the GPU (as the peer has it), which also copies the output back and
@@ -85,12 +87,20 @@ def export(model, name, dtype, out_dir):
     path = os.path.join(out_dir, f"{name}_{dtype}.onnx")
     if os.path.exists(path):
         return path
+    # The exporter traces nn.MultiheadAttention's Python path, not its fused
+    # fast path. The switch is global: it is restored after the export, so
+    # that PyTorch eager is timed as users run it, fast path included (until
+    # 2026-11-22 it stayed off, and ViT's eager times were the slow path's).
+    fastpath = torch.backends.mha.get_fastpath_enabled()
     torch.backends.mha.set_fastpath_enabled(False)
-    m = model.to("cpu", DTYPES[dtype]).eval()
-    x = torch.randn(1, 3, 224, 224, dtype=DTYPES[dtype])
-    with torch.no_grad():
-        torch.onnx.export(m, (x,), path, opset_version=17, input_names=["input_0"], dynamo=False,
-                          dynamic_axes={"input_0": {0: "N"}}, do_constant_folding=True)
+    try:
+        m = model.to("cpu", DTYPES[dtype]).eval()
+        x = torch.randn(1, 3, 224, 224, dtype=DTYPES[dtype])
+        with torch.no_grad():
+            torch.onnx.export(m, (x,), path, opset_version=17, input_names=["input_0"], dynamo=False,
+                              dynamic_axes={"input_0": {0: "N"}}, do_constant_folding=True)
+    finally:
+        torch.backends.mha.set_fastpath_enabled(fastpath)
     return path
 
 
@@ -114,12 +124,17 @@ def main():
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--no-compile", action="store_true")
     p.add_argument("--markdown", default="")
+    p.add_argument("--no-mha-fastpath", action="store_true",
+                   help="time PyTorch with nn.MultiheadAttention's fused fast path off (as every run before "
+                        "2026-11-22 did by mistake), to compare with older tables")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     gpu = torch.cuda.get_device_name()
     print(f"GPU {gpu}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}", flush=True)
+    if a.no_mha_fastpath:
+        torch.backends.mha.set_fastpath_enabled(False)
     rows = []
     for name in a.models.split(","):
         for dt in a.dtypes.split(","):
@@ -133,7 +148,8 @@ def main():
                 x = torch.randn(batch, 3, 224, 224, device="cuda", dtype=DTYPES[dt])
                 if cnn:
                     x = x.contiguous(memory_format=torch.channels_last)
-                row = {"model": name, "dtype": dt, "batch": batch}
+                row = {"model": name, "dtype": dt, "batch": batch,
+                       "mha_fastpath": torch.backends.mha.get_fastpath_enabled()}
                 row["eager_ms"] = cuda_ms(m, x, a.warmup, a.iters)
                 if compiled is not None:
                     row["compiled_ms"] = cuda_ms(compiled, x, a.warmup, a.iters)
