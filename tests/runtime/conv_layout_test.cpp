@@ -317,8 +317,12 @@ TEST(ConvLayout, ExpansionRelu6MovesIntoTheDepthwiseInput) {
   EXPECT_EQ(CountWith(m, "activation", "Relu6"), 1u);
   EXPECT_EQ(CountWith(m, ir::kConvNhwcInputActivation, "Relu6"), 1u);
   for (const ir::Node& n : m.graph.nodes) {
-    if (n.name == "expand") EXPECT_EQ(n.FindAttribute("activation"), nullptr);
-    if (n.name == "depthwise") EXPECT_NE(n.FindAttribute(ir::kConvNhwcInputActivation), nullptr);
+    if (n.name == "expand") {
+      EXPECT_EQ(n.FindAttribute("activation"), nullptr);
+    }
+    if (n.name == "depthwise") {
+      EXPECT_NE(n.FindAttribute(ir::kConvNhwcInputActivation), nullptr);
+    }
   }
   ExpectMatchesTheCpu(**on, MobileBlock(1));
 
