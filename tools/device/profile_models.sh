@@ -10,14 +10,7 @@ batches=${4:-1,64}
 dtype=${5:-fp16}
 mkdir -p "$out" /tmp/peer
 export VIGIL_CUDA_MODULE=$b/libvigil_cuda.so PYTHONUNBUFFERED=1
-python3 - "$models" "$dtype" <<'PY'
-import sys
-sys.path.insert(0, "bench")
-import peer_bench
-for name in sys.argv[1].split(","):
-    model, _ = peer_bench.build(name)
-    print("exported", peer_bench.export(model, name, sys.argv[2], "/tmp/peer"))
-PY
+python3 bench/export_models.py /tmp/peer --models "$models" --dtype "$dtype"
 for m in ${models//,/ }; do
   for n in ${batches//,/ }; do
     echo "== $m $dtype batch $n"

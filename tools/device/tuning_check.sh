@@ -17,14 +17,7 @@ models=${3:-resnet50,mobilenet_v2,vit_b_16}
 batches=${4:-1,64}
 mkdir -p "$out" /tmp/peer
 export VIGIL_CUDA_MODULE=$b/libvigil_cuda.so PYTHONUNBUFFERED=1
-python3 - "$models" <<'PY' 2>&1 | grep -E "^exported"
-import sys
-sys.path.insert(0, "bench")
-import peer_bench
-for name in sys.argv[1].split(","):
-    model, _ = peer_bench.build(name)
-    print("exported", peer_bench.export(model, name, "fp16", "/tmp/peer"))
-PY
+python3 bench/export_models.py /tmp/peer --models "$models" --dtype fp16 2>&1 | grep -E "^exported"
 cache=$out/tuning.tsv
 rm -f "$cache"
 p50() { python3 -c "import json,sys; j=json.load(sys.stdin); print(f\"{j['p50_ms']:.3f}\")" 2>/dev/null || echo error; }
