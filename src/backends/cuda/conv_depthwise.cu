@@ -15,6 +15,16 @@ namespace {
 // multiple of 8, so the scalar variant is for odd channel counts only.
 constexpr int kVector = 4;
 constexpr int kThreads = 256;
+// Blocks per SM the 3x3 kernel is compiled for (__launch_bounds__): 4 caps
+// it at 64 registers a thread (ptxas, sm_90: 96 for stride 1 and 88 for
+// stride 2 unbounded, which let only 3 blocks of ~250 threads in an SM;
+// bounded, the stride-1 instance spills ~160 bytes to L1). The kernel is
+// bound by load latency, not bandwidth (ncu, H100, MobileNetV2 batch 64:
+// 20-27% of DRAM bandwidth at 33% occupancy), so more resident warps pay:
+// MobileNetV2 fp16 on an H100, `vigil bench` p50, one call: batch 64
+// 1.774 -> 1.482 ms; batch 1 0.264 -> 0.271 ms. Keeping the weights in shared
+// memory instead (58 and 48 registers, no spills) measured slower: 1.884 ms.
+constexpr int kMinBlocks3x3 = 4;
 // Output pixels along W per thread in the 3x3 kernel: with stride 1, four
 // outputs read 6 input columns per row instead of 12; with stride 2, two
 // read 5 instead of 6. More would cost registers (and occupancy) for little.
@@ -105,7 +115,7 @@ __device__ __forceinline__ void SplitRun(const Args& a, int g, int& n, int& oh, 
 // weights stay in registers) and computes R outputs along W per step,
 // loading each input column they share once.
 template <typename T, int V, int S, int R, bool ClipIn>
-__global__ void __launch_bounds__(kThreads) Depthwise3x3(const T* __restrict__ x, const T* __restrict__ w,
+__global__ void __launch_bounds__(kThreads, kMinBlocks3x3) Depthwise3x3(const T* __restrict__ x, const T* __restrict__ w,
                                                         const T* __restrict__ bias, const T* __restrict__ z,
                                                         T* __restrict__ y, Args a) {
   constexpr int K = 3, kCols = (R - 1) * S + K;
