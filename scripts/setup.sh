@@ -10,9 +10,9 @@ cd "$(dirname "$0")/.."
 
 # Compiler and build; header-only or static libraries (Eigen, CLI11, JSON,
 # fmt); GoogleTest; ONNX's test models; the onnx Python package and numpy,
-# which the tests compare against.
+# which the tests compare against; venv and headers for the Python package.
 packages=(build-essential cmake pkg-config libcli11-dev nlohmann-json3-dev libfmt-dev libeigen3-dev
-          libgtest-dev libgmock-dev libonnx-testdata python3-onnx python3-numpy)
+          libgtest-dev libgmock-dev libonnx-testdata python3-onnx python3-numpy python3-venv python3-dev ccache)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -25,9 +25,28 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# The Python package (python/) is built with the rest and tested by ctest,
+# with the pinned packages of a venv at build/venv (VIGIL_PYTHON=0: without).
+python_args=()
+if [[ "${VIGIL_PYTHON:-1}" != 0 ]]; then
+  python=$(scripts/python_env.sh build/venv)
+  python_args=(-DVIGIL_PYTHON=ON "-DPython_EXECUTABLE=$python")
+fi
+
+# ccache, so that a second build (another clone, CI after a developer's run)
+# compiles only what changed. Paths are taken relative to the checkout, so
+# clones in other folders share the cache.
+launcher_args=()
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
+  launcher_args=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+                 -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+fi
+
 build_dir=${VIGIL_BUILD_DIR:-build}
 echo "== configuring $build_dir"
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVIGIL_BUILD_TESTS=ON ${VIGIL_CMAKE_ARGS:-} >/dev/null
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVIGIL_BUILD_TESTS=ON "${python_args[@]}" \
+  "${launcher_args[@]}" ${VIGIL_CMAKE_ARGS:-} >/dev/null
 echo "== building $build_dir ${*:-(all)}"
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done

@@ -1,4 +1,4 @@
-#include "cli/bench_profile.h"
+#include "bench_profile.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,12 +8,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "ops/attributes.h"
 
 namespace vigil::cli {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -21,35 +18,16 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
 }  // namespace
 
-Result<ProfileResult> ProfileRuns(const runtime::Session& session, const std::vector<runtime::InputBinding>& inputs,
-                                  int runs) {
+ProfileResult ParseProfile(const std::string& text) {
   ProfileResult result;
-  std::map<size_t, size_t> slot;  // node index -> position in result.nodes
-  std::vector<double> tails;
-  for (int r = 0; r < runs; ++r) {
-    std::vector<std::pair<size_t, Clock::time_point>> starts;
-    runtime::NodeObserver observer = [&](const runtime::NodeStart& n) {
-      starts.emplace_back(n.node_index, Clock::now());
-      if (r == 0 && !slot.count(n.node_index)) {
-        slot[n.node_index] = result.nodes.size();
-        result.nodes.push_back({n.node_index, ops::NodeLabel(*n.node), n.node->op_type, std::string(n.backend), {}});
-      }
-    };
-    const auto begin = Clock::now();
-    auto out = session.Run(inputs, observer);
-    const auto end = Clock::now();
-    if (!out.ok()) return std::move(out).TakeStatus();
-    for (size_t i = 0; i < starts.size(); ++i) {
-      auto it = slot.find(starts[i].first);
-      if (it == slot.end()) continue;  // a node that only ran after the first run: not expected
-      const auto next = i + 1 < starts.size() ? starts[i + 1].second : end;
-      result.nodes[it->second].ms.push_back(Ms(next - starts[i].second));
-    }
-    result.run_ms.push_back(Ms(end - begin));
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return result;
+  result.run_ms = j.value("run_ms", std::vector<double>{});
+  for (const nlohmann::json& n : j.value("nodes", nlohmann::json::array())) {
+    result.nodes.push_back({n.value("index", size_t{0}), n.value("node", std::string()), n.value("op", std::string()),
+                            n.value("backend", std::string()), n.value("ms", std::vector<double>{})});
   }
   return result;
 }
@@ -88,7 +66,7 @@ std::string ProfileText(const ProfileResult& p, size_t top) {
   return out;
 }
 
-Status WriteChromeTrace(const ProfileResult& p, const std::string& path) {
+bool WriteChromeTrace(const ProfileResult& p, const std::string& path) {
   nlohmann::json events = nlohmann::json::array();
   double t = 0;
   for (const NodeTiming& n : p.nodes) {
@@ -99,10 +77,11 @@ Status WriteChromeTrace(const ProfileResult& p, const std::string& path) {
     t += dur;
   }
   std::ofstream f(path);
-  if (!f) return EnvironmentError("cannot write the profile trace '{}'", path);
-  f << nlohmann::json({{"traceEvents", events}, {"displayTimeUnit", "ms"}}).dump(1) << "\n";
-  if (!f) return EnvironmentError("cannot write the profile trace '{}'", path);
-  return Status::Ok();
+  if (!f) return false;
+  f << nlohmann::json({{"traceEvents", events}, {"displayTimeUnit", "ms"}}).dump(1, ' ', false,
+                                                                               nlohmann::json::error_handler_t::replace)
+    << "\n";
+  return static_cast<bool>(f);
 }
 
 }  // namespace vigil::cli

@@ -1,7 +1,8 @@
-// `vigil bench --profile FILE`: time per node. With the CUDA backend every
-// node is followed by a stream synchronisation (VIGIL_CUDA_SYNC=1, set before
-// the backend is created), so the host time between two node starts is the
-// node's device time plus its launch cost. Prints the nodes and op types that
+// `vigil bench --profile FILE`: time per node, as the library measures it
+// (vigil_session_profile; with the CUDA backend the session is created with
+// enable_profiling, so every node is followed by a stream synchronisation and
+// the host time between two node starts is the node's device time plus its
+// launch cost). Prints the nodes and op types that
 // take the most time and writes one run as a Chrome trace (chrome://tracing,
 // https://ui.perfetto.dev).
 #pragma once
@@ -9,8 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "base/status.h"
-#include "runtime/session.h"
 
 namespace vigil::cli {
 
@@ -27,14 +26,15 @@ struct ProfileResult {
   std::vector<double> run_ms;     // whole runs, profiled (synchronised per node)
 };
 
-// Runs the session `runs` times, timing every node.
-Result<ProfileResult> ProfileRuns(const runtime::Session& session, const std::vector<runtime::InputBinding>& inputs,
-                                  int runs);
+// The library's profile JSON ({"run_ms", "nodes": [{"index", "node", "op",
+// "backend", "ms"}]}) as a ProfileResult.
+ProfileResult ParseProfile(const std::string& json);
 
 // The report: the `top` slowest nodes and the time per op type (medians).
 std::string ProfileText(const ProfileResult& profile, size_t top);
 
-// Writes the last profiled run as Chrome trace-event JSON.
-Status WriteChromeTrace(const ProfileResult& profile, const std::string& path);
+// Writes the last profiled run as Chrome trace-event JSON; false when the
+// file cannot be written.
+bool WriteChromeTrace(const ProfileResult& profile, const std::string& path);
 
 }  // namespace vigil::cli

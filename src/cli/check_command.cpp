@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "doctor/forked_child.h"
+#include "doctor/probe/forked_child.h"
 
 namespace vigil::cli {
 namespace {

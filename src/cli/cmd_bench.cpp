@@ -14,10 +14,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "base/float16.h"
-#include "cli/bench_profile.h"
-#include "cli/command.h"
-#include "ops/shape_helpers.h"
+#include "bench_profile.h"
+#include "command.h"
+#include "user_io.h"
+#include "vigil/float16.h"
 
 namespace vigil::cli {
 namespace {
@@ -41,63 +41,66 @@ struct BenchOptions {
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
-Result<std::map<std::string, int64_t>> ParseDims(const std::vector<std::string>& specs) {
-  std::map<std::string, int64_t> dims;
+// NAME=VALUE specs; false (with `error`) for a malformed one.
+bool ParseDims(const std::vector<std::string>& specs, std::map<std::string, int64_t>* dims, std::string* error) {
   for (const std::string& s : specs) {
     auto eq = s.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return InvalidInputError("--dim '{}' is not NAME=VALUE (e.g. --dim N=8)", s);
+    char* end = nullptr;
+    long long v = eq == std::string::npos ? 0 : std::strtoll(s.c_str() + eq + 1, &end, 10);
+    if (eq == std::string::npos || eq == 0 || end == s.c_str() + eq + 1 || *end != '\0' || v < 0) {
+      *error = "--dim '" + s + "' is not NAME=VALUE with a non-negative number (e.g. --dim N=8)";
+      return false;
     }
-    try {
-      dims[s.substr(0, eq)] = std::stoll(s.substr(eq + 1));
-    } catch (...) {
-      return InvalidInputError("--dim '{}': '{}' is not a number", s, s.substr(eq + 1));
-    }
+    (*dims)[s.substr(0, eq)] = v;
   }
-  return dims;
+  return true;
 }
 
-// Inputs with random values (never all zeros: some kernels take shortcuts on
-// zeros), shaped from the model with symbolic dims from --dim (default 1).
-Result<InputFiles> GenerateInputs(const runtime::Session& session, const std::map<std::string, int64_t>& dims) {
-  InputFiles files;
+// Random inputs shaped from the model: symbolic dims from --dim (default 1).
+// Returns "" or why an input cannot be generated.
+std::string GenerateInputs(const vigil::Session& session, const std::map<std::string, int64_t>& dims,
+                           InputFileSet& files) {
   std::mt19937 rng(1234);
-  for (const ir::ValueInfo& vi : session.inputs().required) {
-    if (vi.type.kind != ir::TypeInfo::Kind::kTensor || !vi.type.shape.rank_known) {
-      return InvalidInputError("input '{}' has no fixed rank; give it with --input {}=FILE", vi.name, vi.name);
-    }
+  for (const vigil::IoInfo& in : session.Inputs()) {
+    if (!in.rank_known) return "input '" + in.name + "' has no fixed rank; give it with --input " + in.name + "=FILE";
     std::vector<int64_t> shape;
-    for (const ir::Dim& d : vi.type.shape.dims) {
-      if (d.value) shape.push_back(*d.value);
-      else shape.push_back(dims.count(d.param) ? dims.at(d.param) : 1);
+    for (size_t d = 0; d < in.dims.size(); ++d) {
+      if (in.dims[d] >= 0) shape.push_back(in.dims[d]);
+      else shape.push_back(dims.count(in.dim_names[d]) ? dims.at(in.dim_names[d]) : 1);
     }
-    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor t, runtime::Tensor::Allocate(vi.type.elem_type, shape));
-    const uint64_t n = t.element_count();
+    size_t n = 1;
+    for (int64_t d : shape) n *= static_cast<size_t>(d);
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-    switch (vi.type.elem_type) {
-      case ir::DataType::kFloat32:
-        for (uint64_t i = 0; i < n; ++i) t.data<float>()[i] = uniform(rng);
+    // Ordinary (pageable) host memory, as a caller's own buffer would be.
+    size_t element_bytes = in.dtype == DType::kFloat32 || in.dtype == DType::kInt32 ? 4
+                           : in.dtype == DType::kInt64                              ? 8
+                                                                                    : 2;
+    std::vector<uint8_t>& buffer = files.buffers.emplace_back(n * element_bytes);
+    void* p = buffer.data();
+    switch (in.dtype) {
+      case DType::kFloat32:
+        for (size_t i = 0; i < n; ++i) static_cast<float*>(p)[i] = uniform(rng);
         break;
-      case ir::DataType::kFloat16:
-        for (uint64_t i = 0; i < n; ++i) t.data<uint16_t>()[i] = FloatToFloat16(uniform(rng));
+      case DType::kFloat16:
+        for (size_t i = 0; i < n; ++i) static_cast<uint16_t*>(p)[i] = vigil::FloatToFloat16(uniform(rng));
         break;
-      case ir::DataType::kBfloat16:
-        for (uint64_t i = 0; i < n; ++i) t.data<uint16_t>()[i] = FloatToBfloat16(uniform(rng));
+      case DType::kBfloat16:
+        for (size_t i = 0; i < n; ++i) static_cast<uint16_t*>(p)[i] = vigil::FloatToBfloat16(uniform(rng));
         break;
-      case ir::DataType::kInt64:  // token ids and indices: small non-negative values
-        for (uint64_t i = 0; i < n; ++i) t.data<int64_t>()[i] = static_cast<int64_t>(rng() % 10);
+      case DType::kInt64:  // token ids and indices: small non-negative values
+        for (size_t i = 0; i < n; ++i) static_cast<int64_t*>(p)[i] = static_cast<int64_t>(rng() % 10);
         break;
-      case ir::DataType::kInt32:
-        for (uint64_t i = 0; i < n; ++i) t.data<int32_t>()[i] = static_cast<int32_t>(rng() % 10);
+      case DType::kInt32:
+        for (size_t i = 0; i < n; ++i) static_cast<int32_t*>(p)[i] = static_cast<int32_t>(rng() % 10);
         break;
       default:
-        return UnsupportedError("cannot generate random values for input '{}' of dtype {}; give it with --input",
-                                vi.name, ir::DataTypeName(vi.type.elem_type));
+        return "cannot generate random values for input '" + in.name + "' of dtype " + DTypeName(in.dtype) +
+               "; give it with --input";
     }
-    files.bindings.push_back({vi.name, t.dtype(), t.shape(), t.raw_data(), t.byte_size(), "random"});
-    files.tensors.push_back(std::move(t));
+    files.refs.push_back(vigil::TensorRef::Bytes(in.name, in.dtype, shape, p, buffer.size()));
+    files.refs.back().source = "random";
   }
-  return files;
+  return {};
 }
 
 double Percentile(std::vector<double> v, double p) {
@@ -114,136 +117,132 @@ void Progress(const char* phase, int done, int total) {
 
 // --inputs-on-device: the inputs are copied to the GPU once and bound there,
 // as a caller whose data is already on the GPU (and PyTorch's timing) has it.
-Status PlaceInputsOnDevice(const runtime::Session& session, InputFiles& inputs) {
-  for (size_t i = 0; i < inputs.bindings.size(); ++i) {
-    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor up, session.UploadInput(inputs.tensors[i]));
-    inputs.bindings[i].data = up.raw_data();
-    inputs.bindings[i].device = up.device();
-    inputs.tensors[i] = std::move(up);
+// Copies each input into a buffer of the session's (`memory`: device memory,
+// or page-locked host memory on a GPU) and binds that instead.
+void PlaceInputs(const vigil::Session& session, InputFileSet& inputs, vigil::Memory memory) {
+  for (size_t i = 0; i < inputs.refs.size(); ++i) {
+    vigil::TensorRef& ref = inputs.refs[i];
+    vigil::Value buffer = session.Allocate(ref.dtype, ref.shape, memory);
+    vigil::TensorRef to = buffer.AsInput(ref.name);
+    session.Copy(ref, to);
+    to.source = ref.source;
+    ref = std::move(to);
+    inputs.values.push_back(std::move(buffer));
   }
-  return Status::Ok();
 }
 
-// Without --inputs-on-device: the inputs are moved once into host buffers
-// the device backend copies by DMA (page-locked), as a caller that allocates
-// its input buffers from the session would have them.
-Status PlaceInputsInHostBuffers(const runtime::Session& session, InputFiles& inputs) {
-  for (size_t i = 0; i < inputs.bindings.size(); ++i) {
-    const runtime::Tensor& t = inputs.tensors[i];
-    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor buffer, session.AllocateHostBuffer(t.dtype(), t.shape()));
-    if (t.byte_size()) std::memcpy(buffer.raw_data(), t.raw_data(), t.byte_size());
-    inputs.bindings[i].data = buffer.raw_data();
-    inputs.tensors[i] = std::move(buffer);
-  }
-  return Status::Ok();
-}
-
-int RunProfile(const BenchOptions& opt, const runtime::Session& session,
-               const std::vector<runtime::InputBinding>& inputs) {
+int RunProfile(const BenchOptions& opt, const vigil::Session& session, const std::vector<vigil::TensorRef>& inputs) {
   std::fprintf(stderr, "profiling %d run(s), synchronising after every node...\n", opt.iters);
-  auto profile = ProfileRuns(session, inputs, opt.iters);
-  if (!profile.ok()) return ReportFailure(profile.status(), opt.json);
-  Status written = WriteChromeTrace(*profile, opt.profile);
-  if (!written.ok()) return ReportFailure(written, opt.json);
-  std::string text = ProfileText(*profile, opt.profile_top);
+  ProfileResult profile = ParseProfile(session.ProfileJson(inputs, opt.iters));
+  if (!WriteChromeTrace(profile, opt.profile)) {
+    std::fprintf(stderr, "vigil: cannot write the profile trace '%s'\n", opt.profile.c_str());
+    return kExitDiagnosed;
+  }
+  std::string text = ProfileText(profile, opt.profile_top);
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::printf("trace:        %s (open in chrome://tracing or https://ui.perfetto.dev)\n", opt.profile.c_str());
   return kExitOk;
 }
 
+std::string JoinNotes(const nlohmann::json& list) {
+  std::string s;
+  if (!list.is_array()) return s;
+  for (const auto& n : list) s += (s.empty() ? "" : "; ") + n.get<std::string>();
+  return s;
+}
+
 int RunBench(const BenchOptions& opt) {
   if (opt.iters < 1 || opt.warmup < 0) {
-    return ReportFailure(InvalidInputError("--iters must be at least 1 and --warmup at least 0"), opt.json);
+    std::fprintf(stderr, "vigil: --iters must be at least 1 and --warmup at least 0\n");
+    return kExitUsage;
   }
-  if (!opt.profile.empty() && opt.backend.backend == "cuda") {
-    // Read when the backend is created: a synchronisation after every node,
-    // so that host time per node is device time per node.
-    setenv("VIGIL_CUDA_SYNC", "1", 1);
+  std::map<std::string, int64_t> dims;
+  std::string error;
+  if (!ParseDims(opt.dims, &dims, &error)) {
+    std::fprintf(stderr, "vigil: %s\n", error.c_str());
+    return kExitUsage;
   }
   BackendChoice backend = opt.backend;
   backend.device_graphs = opt.cuda_graphs == "on" && opt.profile.empty();
-  auto start = Clock::now();
-  auto session = LoadSession(opt.model_path, backend);
-  if (!session.ok()) return ReportFailure(session.status(), opt.json);
-  auto loaded = Clock::now();
-  Result<InputFiles> inputs = InputFiles{};
-  if (opt.inputs.empty()) {
-    auto dims = ParseDims(opt.dims);
-    if (!dims.ok()) return ReportFailure(dims.status(), opt.json);
-    inputs = GenerateInputs(**session, *dims);
-  } else {
-    inputs = ReadInputFiles(opt.inputs);
-  }
-  if (!inputs.ok()) return ReportFailure(inputs.status(), opt.json);
-  if (opt.inputs_on_device) {
-    Status placed = PlaceInputsOnDevice(**session, *inputs);
-    if (!placed.ok()) return ReportFailure(placed, opt.json);
-  } else if (!opt.pageable_inputs) {
-    Status placed = PlaceInputsInHostBuffers(**session, *inputs);
-    if (!placed.ok()) return ReportFailure(placed, opt.json);
-  }
-  auto plan = (*session)->Plan(inputs->bindings);
-  if (!plan.ok()) return ReportFailure(plan.status(), opt.json);
-  auto first_start = Clock::now();
-  auto first = (*session)->Run(inputs->bindings);
-  if (!first.ok()) return ReportFailure(first.status(), opt.json);
-  auto first_done = Clock::now();
-  for (int i = 0; i < opt.warmup; ++i) {
-    Progress("warm-up", i + 1, opt.warmup);
-    if (auto r = (*session)->Run(inputs->bindings); !r.ok()) return ReportFailure(r.status(), opt.json);
-  }
-  if (!opt.profile.empty()) return RunProfile(opt, **session, inputs->bindings);
-  std::vector<double> times;
-  for (int i = 0; i < opt.iters; ++i) {
-    Progress("timing", i + 1, opt.iters);
-    auto t0 = Clock::now();
-    auto r = (*session)->Run(inputs->bindings);
-    auto t1 = Clock::now();
-    if (!r.ok()) return ReportFailure(r.status(), opt.json);
-    times.push_back(Ms(t1 - t0));
-  }
-  double p50 = Percentile(times, 50), p90 = Percentile(times, 90), p99 = Percentile(times, 99);
-  std::string graphs = "off";
-  if (backend.device_graphs) {
-    std::vector<std::string> notes = (*session)->DeviceGraphNotes();
-    graphs.clear();
-    for (const std::string& n : notes) graphs += (graphs.empty() ? "" : "; ") + n;
-    if (graphs.empty()) graphs = "not used: no device backend";
-  }
-  std::vector<std::string> backend_notes = (*session)->BackendNotes();
-  double load_ms = Ms(loaded - start), first_ms = Ms(first_done - first_start);
-  double first_result_ms = Ms(first_done - start);
-  if (opt.json) {
-    nlohmann::json j = {{"model", opt.model_path}, {"backend", opt.backend.backend}, {"iters", opt.iters},
-                        {"warmup", opt.warmup}, {"load_ms", load_ms}, {"first_run_ms", first_ms},
-                        {"time_to_first_result_ms", first_result_ms}, {"p50_ms", p50}, {"p90_ms", p90},
-                        {"p99_ms", p99}, {"runs_per_s", 1000.0 / p50}, {"inputs_on_device", opt.inputs_on_device},
-                        {"pageable_inputs", opt.pageable_inputs},
-                        {"arena_bytes", plan->arena_bytes}, {"peak_live_bytes", plan->peak_live_bytes},
-                        {"device_arena_bytes", plan->device_arena_bytes},
-                        {"device_peak_live_bytes", plan->device_peak_live_bytes}, {"cuda_graphs", graphs},
-                        {"backend_notes", backend_notes}};
-    std::printf("%s\n", j.dump(2).c_str());
+  backend.profiling = !opt.profile.empty();
+  try {
+    auto start = Clock::now();
+    vigil::Session session(opt.model_path, ToSessionOptions(backend));
+    auto loaded = Clock::now();
+    InputFileSet inputs;
+    if (opt.inputs.empty()) {
+      error = GenerateInputs(session, dims, inputs);
+      if (!error.empty()) {
+        std::fprintf(stderr, "vigil: %s\n", error.c_str());
+        return kExitDiagnosed;
+      }
+    } else {
+      inputs = ReadInputFileSet(opt.inputs);
+    }
+    session.Check(inputs.refs);
+    if (opt.inputs_on_device) PlaceInputs(session, inputs, vigil::Memory::kCuda);
+    else if (!opt.pageable_inputs) PlaceInputs(session, inputs, vigil::Memory::kHost);
+    nlohmann::json plan = nlohmann::json::parse(session.PlanJson(inputs.refs));
+    auto first_start = Clock::now();
+    session.Run(inputs.refs);
+    auto first_done = Clock::now();
+    for (int i = 0; i < opt.warmup; ++i) {
+      Progress("warm-up", i + 1, opt.warmup);
+      session.Run(inputs.refs);
+    }
+    if (!opt.profile.empty()) return RunProfile(opt, session, inputs.refs);
+    std::vector<double> times;
+    for (int i = 0; i < opt.iters; ++i) {
+      Progress("timing", i + 1, opt.iters);
+      auto t0 = Clock::now();
+      session.Run(inputs.refs);
+      auto t1 = Clock::now();
+      times.push_back(Ms(t1 - t0));
+    }
+    const double p50 = Percentile(times, 50), p90 = Percentile(times, 90), p99 = Percentile(times, 99);
+    nlohmann::json notes = nlohmann::json::parse(session.NotesJson());
+    std::string graphs = "off";
+    if (backend.device_graphs) {
+      graphs = JoinNotes(notes["cuda_graphs"]);
+      if (graphs.empty()) graphs = "not used: no device backend";
+    }
+    std::vector<std::string> backend_notes = notes.value("backend_notes", std::vector<std::string>{});
+    const double load_ms = Ms(loaded - start), first_ms = Ms(first_done - first_start);
+    const double first_result_ms = Ms(first_done - start);
+    const uint64_t arena = plan.value("arena_bytes", uint64_t{0}), peak = plan.value("peak_live_bytes", uint64_t{0});
+    const uint64_t dev_arena = plan.value("device_arena_bytes", uint64_t{0});
+    const uint64_t dev_peak = plan.value("device_peak_live_bytes", uint64_t{0});
+    if (opt.json) {
+      nlohmann::json j = {{"model", opt.model_path}, {"backend", opt.backend.backend}, {"iters", opt.iters},
+                          {"warmup", opt.warmup}, {"load_ms", load_ms}, {"first_run_ms", first_ms},
+                          {"time_to_first_result_ms", first_result_ms}, {"p50_ms", p50}, {"p90_ms", p90},
+                          {"p99_ms", p99}, {"runs_per_s", 1000.0 / p50}, {"inputs_on_device", opt.inputs_on_device},
+                          {"pageable_inputs", opt.pageable_inputs}, {"arena_bytes", arena},
+                          {"peak_live_bytes", peak}, {"device_arena_bytes", dev_arena},
+                          {"device_peak_live_bytes", dev_peak}, {"cuda_graphs", graphs},
+                          {"backend_notes", backend_notes}, {"providers", session.Backends()}};
+      std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+      return kExitOk;
+    }
+    std::printf("model:        %s (%s backend)\n", opt.model_path.c_str(), opt.backend.backend.c_str());
+    std::printf("load:         %.2f ms; first run %.2f ms; time to first result %.2f ms\n", load_ms, first_ms,
+                first_result_ms);
+    std::printf("latency:      p50 %.3f ms, p90 %.3f ms, p99 %.3f ms over %d runs (%d warm-up)\n", p50, p90, p99,
+                opt.iters, opt.warmup);
+    std::printf("throughput:   %.1f runs/s (inputs %s)\n", 1000.0 / p50,
+                opt.inputs_on_device  ? "already on the device"
+                : opt.pageable_inputs ? "copied from pageable host memory in every run"
+                                      : "copied from the host (page-locked buffers on a GPU) in every run");
+    if (opt.backend.backend != "cpu") std::printf("cuda graphs:  %s\n", graphs.c_str());
+    for (const std::string& n : backend_notes) std::printf("backend:      %s\n", n.c_str());
+    std::printf("memory plan:  arena %.2f MiB (peak live %.2f MiB)\n", arena / 1048576.0, peak / 1048576.0);
+    if (dev_arena > 0) {
+      std::printf("device plan:  arena %.2f MiB (peak live %.2f MiB)\n", dev_arena / 1048576.0, dev_peak / 1048576.0);
+    }
     return kExitOk;
+  } catch (const vigil::Error& e) {
+    return ReportError(e, opt.json);
   }
-  std::printf("model:        %s (%s backend)\n", opt.model_path.c_str(), opt.backend.backend.c_str());
-  std::printf("load:         %.2f ms; first run %.2f ms; time to first result %.2f ms\n", load_ms, first_ms,
-              first_result_ms);
-  std::printf("latency:      p50 %.3f ms, p90 %.3f ms, p99 %.3f ms over %d runs (%d warm-up)\n", p50, p90, p99,
-              opt.iters, opt.warmup);
-  std::printf("throughput:   %.1f runs/s (inputs %s)\n", 1000.0 / p50,
-              opt.inputs_on_device  ? "already on the device"
-              : opt.pageable_inputs ? "copied from pageable host memory in every run"
-                                    : "copied from the host (page-locked buffers on a GPU) in every run");
-  if (opt.backend.backend != "cpu") std::printf("cuda graphs:  %s\n", graphs.c_str());
-  for (const std::string& n : backend_notes) std::printf("backend:      %s\n", n.c_str());
-  std::printf("memory plan:  arena %.2f MiB (peak live %.2f MiB)\n", plan->arena_bytes / 1048576.0,
-              plan->peak_live_bytes / 1048576.0);
-  if (plan->device_arena_bytes > 0) {
-    std::printf("device plan:  arena %.2f MiB (peak live %.2f MiB)\n", plan->device_arena_bytes / 1048576.0,
-                plan->device_peak_live_bytes / 1048576.0);
-  }
-  return kExitOk;
 }
 
 }  // namespace
@@ -265,7 +264,7 @@ Command AddBenchCommand(CLI::App& parent) {
   sub->add_flag("--inputs-on-device", opt->inputs_on_device,
                 "with --backend cuda: copy the inputs to the GPU once and time runs that read them there (as when "
                 "the caller's data is already on the GPU); without it every run also copies the inputs, from "
-                "page-locked host buffers the session gives (Session::AllocateHostBuffer)");
+                "page-locked host buffers the session gives (vigil_session_allocate)");
   sub->add_flag("--pageable-inputs", opt->pageable_inputs,
                 "with --backend cuda, without --inputs-on-device: copy the inputs from ordinary (pageable) host "
                 "memory instead, as a caller that does not use the session's buffers");

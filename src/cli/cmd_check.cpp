@@ -6,12 +6,11 @@
 #include <cstdio>
 #include <string>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/command.h"
-#include "ir/validate.h"
-#include "onnx/reader.h"
-#include "runtime/input_binding.h"
+#include "command.h"
+#include "user_io.h"
 
 namespace vigil::cli {
 namespace {
@@ -22,51 +21,53 @@ struct CheckOptions {
   bool json = false;
 };
 
-std::string ShapeText(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += fmt::format("{}{}", i ? "," : "", shape[i]);
-  return s + "]";
-}
-
-void PrintText(const std::vector<runtime::InputBinding>& bindings, const runtime::DimBindings& dims) {
+void PrintText(const std::vector<vigil::TensorRef>& inputs, const nlohmann::json& dims) {
   std::string text = "ok: inputs match the model\n";
-  for (const runtime::InputBinding& b : bindings) {
-    text += fmt::format("  {:<20} {}{} from {}\n", b.name, ir::DataTypeName(b.dtype), ShapeText(b.shape), b.source);
+  for (const vigil::TensorRef& b : inputs) {
+    text += fmt::format("  {:<20} {}{} from {}\n", b.name, DTypeName(b.dtype), ShapeText(b.shape), b.source);
   }
   if (!dims.empty()) {
     text += "symbolic dims:\n";
-    for (const auto& [name, value] : dims) text += fmt::format("  {} = {}\n", name, value);
+    for (const auto& [name, value] : dims.items()) text += fmt::format("  {} = {}\n", name, value.dump());
   }
   std::fwrite(text.data(), 1, text.size(), stdout);
 }
 
-void PrintJson(const std::vector<runtime::InputBinding>& bindings, const runtime::DimBindings& dims) {
-  nlohmann::json inputs = nlohmann::json::array();
-  for (const runtime::InputBinding& b : bindings) {
-    inputs.push_back({{"name", b.name},
-                      {"dtype", std::string(ir::DataTypeName(b.dtype))},
-                      {"shape", b.shape},
-                      {"file", b.source}});
+void PrintJson(const std::vector<vigil::TensorRef>& inputs, const nlohmann::json& dims) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const vigil::TensorRef& b : inputs) {
+    list.push_back({{"name", b.name}, {"dtype", std::string(DTypeName(b.dtype))}, {"shape", b.shape}, {"file", b.source}});
   }
-  nlohmann::json j = {{"ok", true}, {"inputs", inputs}, {"dims", nlohmann::json::object()}};
-  for (const auto& [name, value] : dims) j["dims"][name] = value;
+  nlohmann::json j = {{"ok", true}, {"inputs", list}, {"dims", dims.is_object() ? dims : nlohmann::json::object()}};
   std::string text = j.dump(2);
   std::fprintf(stdout, "%s\n", text.c_str());
 }
 
 int RunCheck(const CheckOptions& opt) {
-  auto model = onnx::ReadModel(opt.model_path);
-  if (!model.ok()) return ReportFailure(model.status(), opt.json);
-  Status valid = ir::ValidateModel(*model);
-  if (!valid.ok()) return ReportFailure(valid.WithFact("model", opt.model_path), opt.json);
-  auto files = ReadInputFiles(opt.inputs);
-  if (!files.ok()) return ReportFailure(files.status(), opt.json);
-  std::vector<runtime::InputBinding>& bindings = files->bindings;
-  auto dims = runtime::ValidateInputs(runtime::ListModelInputs(model->graph), bindings);
-  if (!dims.ok()) return ReportFailure(dims.status(), opt.json);
-  if (opt.json) PrintJson(bindings, *dims);
-  else PrintText(bindings, *dims);
-  return kExitOk;
+  try {
+    // The model is read and validated first, so a broken model is reported
+    // as such before any input file is looked at.
+    vigil::Session session(opt.model_path, ToSessionOptions(BackendChoice{}));
+    InputFileSet files = ReadInputFileSet(opt.inputs);
+    nlohmann::json dims = nlohmann::json::parse(session.Check(files.refs), nullptr, false);
+    // Positional inputs are reported with the names they were bound to: the
+    // model's inputs not bound by name, in order.
+    std::vector<std::string> free_names;
+    for (const vigil::IoInfo& in : session.Inputs()) {
+      bool named = false;
+      for (const vigil::TensorRef& r : files.refs) named |= r.name == in.name;
+      if (!named) free_names.push_back(in.name);
+    }
+    size_t next = 0;
+    for (vigil::TensorRef& r : files.refs) {
+      if (r.name.empty() && next < free_names.size()) r.name = free_names[next++];
+    }
+    if (opt.json) PrintJson(files.refs, dims);
+    else PrintText(files.refs, dims);
+    return kExitOk;
+  } catch (const vigil::Error& e) {
+    return ReportError(e, opt.json);
+  }
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/command.h"
+#include "cli/tooling.h"
 #include "cli/compare_repeat.h"
 #include "cli/per_node_compare.h"
 #include "cli/random_inputs.h"

@@ -3,7 +3,7 @@
 
 #include <cstdio>
 
-#include "cli/command.h"
+#include "cli/tooling.h"
 #include "doctor/doctor.h"
 
 namespace vigil::cli {

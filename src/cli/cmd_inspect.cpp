@@ -1,19 +1,19 @@
 // `vigil inspect MODEL [--json] [--shapes] [--backend cuda]`: what a model
 // takes, gives and contains, and with --backend where each node would run.
+// A client of the public API: the library describes, this file renders.
 #include <cstdio>
-#include <map>
-#include <optional>
 #include <string>
 
-#include "cli/command.h"
-#include "cli/model_json.h"
-#include "cli/node_shapes.h"
-#include "ir/model_stats.h"
-#include "ir/validate.h"
-#include "onnx/reader.h"
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "command.h"
+#include "user_io.h"
 
 namespace vigil::cli {
 namespace {
+
+using nlohmann::json;
 
 struct InspectOptions {
   std::string model_path;
@@ -21,45 +21,6 @@ struct InspectOptions {
   bool shapes = false;
   std::string backend;  // empty: no partition
 };
-
-// Where each node runs on `backend` (after load-time folding), with the
-// reason for every node the preferred backend does not take.
-struct Partition {
-  std::string backend;
-  std::map<std::string, size_t> nodes_per_backend;
-  std::vector<runtime::NodePlacement> fallbacks;
-};
-
-Result<Partition> PartitionOn(const std::string& model_path, const std::string& backend) {
-  BackendChoice choice;
-  choice.backend = backend;
-  VIGIL_ASSIGN_OR_RETURN(auto session, LoadSession(model_path, choice));
-  Partition p;
-  p.backend = backend;
-  for (const runtime::NodePlacement& n : session->placement()) {
-    ++p.nodes_per_backend[n.backend];
-    if (!n.fallback_reason.empty()) p.fallbacks.push_back(n);
-  }
-  return p;
-}
-
-std::string PartitionText(const Partition& p) {
-  std::string out = fmt::format("partition on {} (after constant folding):", p.backend);
-  for (const auto& [b, n] : p.nodes_per_backend) out += fmt::format(" {} {}", n, b);
-  out += "\n";
-  for (const runtime::NodePlacement& n : p.fallbacks) {
-    out += fmt::format("  {:<40} -> {}: {}\n", n.node, n.backend, n.fallback_reason);
-  }
-  return out;
-}
-
-nlohmann::json PartitionJson(const Partition& p) {
-  nlohmann::json fallbacks = nlohmann::json::array();
-  for (const runtime::NodePlacement& n : p.fallbacks) {
-    fallbacks.push_back({{"node", n.node}, {"backend", n.backend}, {"reason", n.fallback_reason}});
-  }
-  return {{"backend", p.backend}, {"nodes_per_backend", p.nodes_per_backend}, {"fallbacks", fallbacks}};
-}
 
 std::string HumanBytes(uint64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -72,98 +33,89 @@ std::string HumanBytes(uint64_t bytes) {
   return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
 }
 
-std::string ValueLine(const ir::ValueInfo& vi) {
-  return fmt::format("  {:<24} {}\n", vi.name, vi.has_type ? ir::TypeToString(vi.type) : std::string("(no type)"));
+std::string Str(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-uint64_t TotalFlops(const std::vector<NodeShapes>& shapes) {
-  uint64_t total = 0;
-  for (const NodeShapes& s : shapes) total += s.flops;
-  return total;
+std::string ValueLine(const json& vi) {
+  std::string type = Str(vi, "type_text");
+  return fmt::format("  {:<24} {}\n", Str(vi, "name"), type.empty() ? std::string("(no type)") : type);
 }
 
-void PrintText(const ir::Model& m, const ir::ModelStats& stats, const std::vector<NodeShapes>& shapes,
-               bool with_shapes) {
-  std::string out = fmt::format("model:      {}\n", m.path);
-  out += fmt::format("ir_version: {}\n", m.ir_version);
-  out += fmt::format("producer:   {} {}\n", m.producer_name, m.producer_version);
+std::string PartitionText(const json& p, const std::string& backend) {
+  std::string out = fmt::format("partition on {} (after constant folding):", backend);
+  for (const auto& [b, n] : p["nodes_per_backend"].items()) out += fmt::format(" {} {}", n.get<uint64_t>(), b);
+  out += "\n";
+  for (const json& n : p["fallbacks"]) {
+    out += fmt::format("  {:<40} -> {}: {}\n", Str(n, "node"), Str(n, "backend"), Str(n, "reason"));
+  }
+  return out;
+}
+
+std::string ModelText(const json& m, bool with_shapes) {
+  std::string out = fmt::format("model:      {}\n", Str(m, "model"));
+  out += fmt::format("ir_version: {}\n", m.value("ir_version", 0));
+  out += fmt::format("producer:   {} {}\n", Str(m, "producer"), Str(m, "producer_version"));
   std::string opsets;
-  for (const ir::OpsetImport& o : m.opset_imports) {
-    opsets += fmt::format("{}{} {}", opsets.empty() ? "" : ", ", o.domain.empty() ? "ai.onnx" : o.domain, o.version);
+  for (const auto& [domain, version] : m["opsets"].items()) {
+    opsets += fmt::format("{}{} {}", opsets.empty() ? "" : ", ", domain.empty() ? "ai.onnx" : domain,
+                          version.get<int64_t>());
   }
   out += fmt::format("opsets:     {}\n", opsets.empty() ? "none" : opsets);
-  out += fmt::format("inputs ({}):\n", m.graph.inputs.size());
-  for (const ir::ValueInfo& vi : m.graph.inputs) out += ValueLine(vi);
-  out += fmt::format("outputs ({}):\n", m.graph.outputs.size());
-  for (const ir::ValueInfo& vi : m.graph.outputs) out += ValueLine(vi);
-  out += fmt::format("nodes:      {}", stats.nodes);
-  if (stats.subgraphs) out += fmt::format(" (+{} in {} subgraphs)", stats.nodes_including_subgraphs - stats.nodes, stats.subgraphs);
+  out += fmt::format("inputs ({}):\n", m["inputs"].size());
+  for (const json& vi : m["inputs"]) out += ValueLine(vi);
+  out += fmt::format("outputs ({}):\n", m["outputs"].size());
+  for (const json& vi : m["outputs"]) out += ValueLine(vi);
+  const uint64_t nodes = m.value("nodes", uint64_t{0}), all = m.value("nodes_including_subgraphs", uint64_t{0});
+  out += fmt::format("nodes:      {}", nodes);
+  if (m.value("subgraphs", uint64_t{0})) {
+    out += fmt::format(" (+{} in {} subgraphs)", all - nodes, m.value("subgraphs", uint64_t{0}));
+  }
   out += "\nops:\n";
-  for (const auto& [op, count] : stats.ops) out += fmt::format("  {:<24} {}\n", op, count);
-  out += fmt::format("parameters: {} ({})\n", stats.parameters, HumanBytes(stats.parameter_bytes));
-  if (!m.functions.empty()) out += fmt::format("functions:  {}\n", m.functions.size());
+  for (const auto& [op, count] : m["ops"].items()) out += fmt::format("  {:<24} {}\n", op, count.get<uint64_t>());
+  out += fmt::format("parameters: {} ({})\n", m.value("parameters", uint64_t{0}),
+                     HumanBytes(m.value("parameter_bytes", uint64_t{0})));
+  if (m.value("functions", uint64_t{0})) out += fmt::format("functions:  {}\n", m.value("functions", uint64_t{0}));
   if (with_shapes) {
     out += "node shapes (execution order):\n";
-    for (const NodeShapes& s : shapes) {
-      out += fmt::format("  #{:<4} {:<32}", s.index, s.label);
-      for (size_t i = 0; i < s.outputs.size(); ++i) out += fmt::format("{}{}", i ? ", " : "", s.outputs[i]);
-      if (s.flops) out += fmt::format("  ({:.3g} FLOP)", static_cast<double>(s.flops));
+    for (const json& s : m["node_shapes"]) {
+      out += fmt::format("  #{:<4} {:<32}", s.value("index", uint64_t{0}), Str(s, "node"));
+      size_t i = 0;
+      for (const json& o : s["outputs"]) out += fmt::format("{}{}", i++ ? ", " : "", o.get<std::string>());
+      if (s.value("flops", uint64_t{0})) out += fmt::format("  ({:.3g} FLOP)", static_cast<double>(s.value("flops", uint64_t{0})));
       out += "\n";
     }
     out += fmt::format("FLOPs:      {:.4g} (Conv, ConvTranspose, Gemm, MatMul; 2 per multiply-add; symbolic dims = 1)\n",
-                       static_cast<double>(TotalFlops(shapes)));
+                       static_cast<double>(m.value("flops", uint64_t{0})));
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
-}
-
-void PrintJson(const ir::Model& m, const ir::ModelStats& stats, const std::vector<NodeShapes>& shapes,
-               bool with_shapes, const nlohmann::json& partition) {
-  nlohmann::json j = ModelInterfaceJson(m);
-  j["model"] = m.path;
-  j["nodes"] = stats.nodes;
-  j["nodes_including_subgraphs"] = stats.nodes_including_subgraphs;
-  j["ops"] = stats.ops;
-  j["parameters"] = stats.parameters;
-  j["parameter_bytes"] = stats.parameter_bytes;
-  j["functions"] = m.functions.size();
-  if (with_shapes) {
-    nlohmann::json nodes = nlohmann::json::array();
-    for (const NodeShapes& s : shapes) {
-      nodes.push_back({{"index", s.index}, {"node", s.label}, {"outputs", s.outputs}, {"flops", s.flops}});
-    }
-    j["node_shapes"] = nodes;
-    j["flops"] = TotalFlops(shapes);
-  }
-  if (!partition.is_null()) j["partition"] = partition;
-  std::string text = j.dump(2);
-  std::fprintf(stdout, "%s\n", text.c_str());
+  return out;
 }
 
 int RunInspect(const InspectOptions& opt) {
-  auto model = onnx::ReadModel(opt.model_path);
-  if (!model.ok()) return ReportFailure(model.status(), opt.json);
-  Status valid = ir::ValidateModel(*model);
-  if (!valid.ok()) return ReportFailure(valid.WithFact("model", opt.model_path), opt.json);
-  ir::ModelStats stats = ir::ComputeStats(*model);
-  std::vector<NodeShapes> shapes;
-  if (opt.shapes) {
-    auto inferred = InferNodeShapes(*model);
-    if (!inferred.ok()) return ReportFailure(inferred.status(), opt.json);
-    shapes = std::move(*inferred);
+  try {
+    json model = json::parse(vigil::DescribeModelJson(opt.model_path, opt.shapes));
+    json partition;
+    if (!opt.backend.empty()) {
+      BackendChoice choice;
+      choice.backend = opt.backend;
+      vigil::Session session(opt.model_path, ToSessionOptions(choice));
+      partition = json::parse(session.DescribeJson());
+      partition["backend"] = opt.backend;
+      partition.erase("backends");
+    }
+    if (opt.json) {
+      if (!partition.is_null()) model["partition"] = partition;
+      std::printf("%s\n", model.dump(2, ' ', false, json::error_handler_t::replace).c_str());
+    } else {
+      std::string text = ModelText(model, opt.shapes);
+      if (!partition.is_null()) text += PartitionText(partition, opt.backend);
+      std::fwrite(text.data(), 1, text.size(), stdout);
+    }
+    return kExitOk;
+  } catch (const vigil::Error& e) {
+    return ReportError(e, opt.json);
   }
-  std::optional<Partition> partition;
-  if (!opt.backend.empty()) {
-    auto p = PartitionOn(opt.model_path, opt.backend);
-    if (!p.ok()) return ReportFailure(p.status(), opt.json);
-    partition = std::move(p).value();
-  }
-  if (opt.json) {
-    PrintJson(*model, stats, shapes, opt.shapes, partition ? PartitionJson(*partition) : nlohmann::json());
-  } else {
-    PrintText(*model, stats, shapes, opt.shapes);
-    if (partition) std::fputs(PartitionText(*partition).c_str(), stdout);
-  }
-  return kExitOk;
 }
 
 }  // namespace

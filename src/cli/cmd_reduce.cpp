@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/check_command.h"
-#include "cli/command.h"
+#include "cli/tooling.h"
 #include "cli/random_inputs.h"
 #include "cli/reduce_output.h"
 #include "cli/reduce_search.h"

@@ -7,12 +7,11 @@
 #include <set>
 #include <string>
 
-#include "base/diagnosis_render.h"
-#include "base/float16.h"
-#include "cli/command.h"
-#include "doctor/crash_guard.h"
-#include "runtime/session.h"
-#include "runtime/tensor_file.h"
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "command.h"
+#include "user_io.h"
 
 namespace vigil::cli {
 namespace {
@@ -27,7 +26,6 @@ struct RunOptions {
   bool json = false;
   bool isolate = false;
   double isolate_timeout = 0;  // seconds; 0: none
-  std::string isolated_fds;    // set only in the isolated worker
 };
 
 // ---- Output summaries ------------------------------------------------------
@@ -42,30 +40,10 @@ struct Summary {
   bool numeric = true;
 };
 
-// Element i of a tensor as double; false for dtypes without a numeric view.
-bool ElementAsDouble(const runtime::Tensor& t, uint64_t i, double* out) {
-  switch (t.dtype()) {
-    case ir::DataType::kFloat32: *out = t.data<float>()[i]; return true;
-    case ir::DataType::kFloat64: *out = t.data<double>()[i]; return true;
-    case ir::DataType::kFloat16: *out = Float16ToFloat(t.data<uint16_t>()[i]); return true;
-    case ir::DataType::kBfloat16: *out = Bfloat16ToFloat(t.data<uint16_t>()[i]); return true;
-    case ir::DataType::kInt8: *out = t.data<int8_t>()[i]; return true;
-    case ir::DataType::kInt16: *out = t.data<int16_t>()[i]; return true;
-    case ir::DataType::kInt32: *out = t.data<int32_t>()[i]; return true;
-    case ir::DataType::kInt64: *out = static_cast<double>(t.data<int64_t>()[i]); return true;
-    case ir::DataType::kUint8: *out = t.data<uint8_t>()[i]; return true;
-    case ir::DataType::kBool: *out = t.data<uint8_t>()[i] != 0; return true;
-    case ir::DataType::kUint16: *out = t.data<uint16_t>()[i]; return true;
-    case ir::DataType::kUint32: *out = t.data<uint32_t>()[i]; return true;
-    case ir::DataType::kUint64: *out = static_cast<double>(t.data<uint64_t>()[i]); return true;
-    default: return false;
-  }
-}
-
-Summary Summarise(const runtime::Tensor& t) {
+Summary Summarise(const vigil::Value& t) {
   Summary s;
-  const uint64_t n = t.element_count();
-  for (uint64_t i = 0; i < n; ++i) {
+  const size_t n = t.ElementCount();
+  for (size_t i = 0; i < n; ++i) {
     double v = 0;
     if (!ElementAsDouble(t, i, &v)) {
       s.numeric = false;
@@ -120,25 +98,22 @@ std::string SafeFileStem(const std::string& name, std::set<std::string>& used) {
   return candidate;
 }
 
-Status MakeOutputDir(const std::string& dir) {
+// Writes each output as DIR/<safe name>.npy; returns the paths in output
+// order, or "" with `error` set.
+std::vector<std::string> WriteOutputs(const std::string& dir, const std::vector<vigil::Value>& outs,
+                                      std::string* error) {
+  std::vector<std::string> paths;
+  if (dir.empty()) return paths;
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) {
-    return EnvironmentError("cannot create output directory '{}': {}", dir, ec ? ec.message() : "not a directory");
+    *error = fmt::format("cannot create output directory '{}': {}", dir, ec ? ec.message() : "not a directory");
+    return {};
   }
-  return Status::Ok();
-}
-
-// Writes each output as DIR/<safe name>.npy; returns the paths in output order.
-Result<std::vector<std::string>> WriteOutputs(const std::string& dir, const std::vector<runtime::NamedTensor>& outs) {
-  std::vector<std::string> paths;
-  if (dir.empty()) return paths;
-  VIGIL_RETURN_IF_ERROR(MakeOutputDir(dir));
   std::set<std::string> used;
-  for (const runtime::NamedTensor& out : outs) {
-    const std::string path = (fs::path(dir) / (SafeFileStem(out.name, used) + ".npy")).string();
-    Status s = runtime::WriteNpy(path, out.tensor);
-    if (!s.ok()) return s.WithContext(fmt::format("output '{}'", out.name));
+  for (const vigil::Value& out : outs) {
+    const std::string path = (fs::path(dir) / (SafeFileStem(out.Name(), used) + ".npy")).string();
+    vigil::WriteNpy(path, out.AsInput());  // throws vigil::Error naming the file
     paths.push_back(path);
   }
   return paths;
@@ -146,21 +121,22 @@ Result<std::vector<std::string>> WriteOutputs(const std::string& dir, const std:
 
 // ---- Printing -----------------------------------------------------------------
 
-void PrintText(const std::vector<runtime::NamedTensor>& outs, const std::vector<std::string>& paths) {
+std::string Describe(const vigil::Value& v) { return std::string(DTypeName(v.GetDType())) + ShapeText(v.Shape()); }
+
+void PrintText(const std::vector<vigil::Value>& outs, const std::vector<std::string>& paths) {
   std::string text = fmt::format("outputs ({}):\n", outs.size());
   for (size_t i = 0; i < outs.size(); ++i) {
-    text += fmt::format("  {:<20} {:<24} {}\n", outs[i].name, outs[i].tensor.Describe(),
-                        SummaryText(Summarise(outs[i].tensor)));
+    text += fmt::format("  {:<20} {:<24} {}\n", outs[i].Name(), Describe(outs[i]), SummaryText(Summarise(outs[i])));
     if (i < paths.size()) text += fmt::format("  {:<20} -> {}\n", "", paths[i]);
   }
   std::fwrite(text.data(), 1, text.size(), stdout);
 }
 
-void PrintJson(const std::vector<runtime::NamedTensor>& outs, const std::vector<std::string>& paths) {
+void PrintJson(const std::vector<vigil::Value>& outs, const std::vector<std::string>& paths) {
   nlohmann::json list = nlohmann::json::array();
   for (size_t i = 0; i < outs.size(); ++i) {
-    const runtime::Tensor& t = outs[i].tensor;
-    nlohmann::json j = {{"name", outs[i].name}, {"dtype", std::string(ir::DataTypeName(t.dtype()))}, {"shape", t.shape()}};
+    const vigil::Value& t = outs[i];
+    nlohmann::json j = {{"name", t.Name()}, {"dtype", std::string(DTypeName(t.GetDType()))}, {"shape", t.Shape()}};
     j["summary"] = SummaryJson(Summarise(t));
     if (i < paths.size()) j["file"] = paths[i];
     list.push_back(std::move(j));
@@ -171,76 +147,34 @@ void PrintJson(const std::vector<runtime::NamedTensor>& outs, const std::vector<
 
 // ---- The command ------------------------------------------------------------
 
-// --isolate: the same run in a child process (doctor/crash_guard.h); this
-// process reads the input files and writes the outputs.
-Result<std::vector<runtime::NamedTensor>> RunIsolatedModel(const RunOptions& opt, const InputFiles& inputs) {
-  doctor::IsolatedRunRequest req;
-  req.worker_argv = {"/proc/self/exe", "run", opt.model_path};
-  for (std::string& a : BackendArguments(opt.backend)) req.worker_argv.push_back(std::move(a));
-  for (size_t i = 0; i < inputs.bindings.size(); ++i) req.inputs.push_back({inputs.bindings[i].name, inputs.tensors[i]});
-  req.timeout_ms = static_cast<int>(opt.isolate_timeout * 1000);
-  req.note = [](std::string_view text) { std::fprintf(stderr, "vigil: %.*s\n", static_cast<int>(text.size()), text.data()); };
-  return doctor::RunIsolated(req);
-}
-
 int RunModel(const RunOptions& opt) {
-  if (!opt.isolated_fds.empty()) {
-    auto fds = doctor::ParseIsolatedChildFds(opt.isolated_fds);
-    if (!fds) return ReportFailure(InvalidInputError("--isolated-fds '{}' is not C,I,O", opt.isolated_fds), false);
-    return doctor::ServeIsolatedRun(*fds, [&opt] { return LoadSession(opt.model_path, opt.backend); });
+  try {
+    std::vector<vigil::Value> outs;
+    if (opt.isolate) {
+      std::vector<vigil_value*> values;
+      int code = RunIsolatedModel({opt.model_path, opt.inputs, opt.backend, opt.json, opt.isolate_timeout}, values);
+      for (vigil_value* v : values) outs.emplace_back(v);
+      if (code != kExitOk) return code;
+    } else {
+      InputFileSet inputs = ReadInputFileSet(opt.inputs);
+      vigil::Session session(opt.model_path, ToSessionOptions(opt.backend));
+      outs = session.Run(inputs.refs);
+    }
+    std::string error;
+    std::vector<std::string> paths = WriteOutputs(opt.output_dir, outs, &error);
+    if (!error.empty()) {
+      std::fprintf(stderr, "vigil: %s\n", error.c_str());
+      return kExitDiagnosed;
+    }
+    if (opt.json) PrintJson(outs, paths);
+    else PrintText(outs, paths);
+    return kExitOk;
+  } catch (const vigil::Error& e) {
+    return ReportError(e, opt.json);
   }
-  auto inputs = ReadInputFiles(opt.inputs);
-  if (!inputs.ok()) return ReportFailure(inputs.status(), opt.json);
-  Result<std::vector<runtime::NamedTensor>> outs = InternalError("not run");
-  if (opt.isolate) {
-    outs = RunIsolatedModel(opt, *inputs);
-  } else {
-    auto session = LoadSession(opt.model_path, opt.backend);
-    if (!session.ok()) return ReportFailure(session.status(), opt.json);
-    outs = (*session)->Run(inputs->bindings);
-  }
-  if (!outs.ok()) return ReportFailure(outs.status(), opt.json);
-  auto paths = WriteOutputs(opt.output_dir, *outs);
-  if (!paths.ok()) return ReportFailure(paths.status(), opt.json);
-  if (opt.json) PrintJson(*outs, *paths);
-  else PrintText(*outs, *paths);
-  return kExitOk;
-}
-
-// NAME=FILE, unless the whole spec names an existing file (paths may hold '=').
-std::pair<std::string, std::string> SplitSpec(const std::string& spec) {
-  const size_t eq = spec.find('=');
-  std::error_code ec;
-  if (eq == std::string::npos || eq == 0 || fs::exists(spec, ec)) return {std::string(), spec};
-  return {spec.substr(0, eq), spec.substr(eq + 1)};
 }
 
 }  // namespace
-
-Result<InputFiles> ReadInputFiles(const std::vector<std::string>& specs) {
-  InputFiles files;
-  files.tensors.reserve(specs.size());
-  for (const std::string& spec : specs) {
-    auto [name, path] = SplitSpec(spec);
-    auto file = runtime::ReadTensorFile(path);
-    if (!file.ok()) {
-      Status s = file.status();
-      if (!name.empty()) s.WithContext(fmt::format("input '{}'", name));
-      return s;
-    }
-    runtime::Tensor& t = files.tensors.emplace_back(std::move(file->tensor));
-    files.bindings.push_back(runtime::InputBinding{name, t.dtype(), t.shape(), t.raw_data(), t.byte_size(), path});
-  }
-  return files;
-}
-
-void AddInputFilesOption(CLI::App* sub, std::vector<std::string>& specs) {
-  sub->add_option("--input,-i", specs,
-                  "NAME=FILE binds FILE (.npy or .pb) to the model input NAME; FILE alone binds by position "
-                  "(required inputs first, in the model's order). Repeat for each input.")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-}
 
 Command AddRunCommand(CLI::App& parent) {
   auto opt = std::make_shared<RunOptions>();
@@ -270,8 +204,6 @@ Command AddRunCommand(CLI::App& parent) {
   sub->add_option("--isolate-timeout", opt->isolate_timeout,
                   "with --isolate: kill the child after SECONDS and report the node it hung in (default: no limit)")
       ->check(CLI::NonNegativeNumber);
-  // The worker side of --isolate; not for people.
-  sub->add_option("--isolated-fds", opt->isolated_fds)->group("");
   return {sub, [opt] { return RunModel(*opt); }};
 }
 

@@ -1,18 +1,22 @@
 // The `vigil` command: each subcommand lives in its own file and is added to
 // the app by an Add*Command function listed in main.cpp (no self-registration).
 //
+// This header is shared by the user-facing commands (run, check, bench,
+// inspect), which are clients of the public API and compiled without src/ on
+// their include path (CMakeLists.txt), and by the tooling commands. So it
+// includes nothing of the library's internals.
+//
 // Exit codes, for every command: 0 success, 1 a diagnosed problem with the
 // model, input or environment, 2 usage error, 3 internal error.
 #pragma once
 
 #include <functional>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
-#include "base/status.h"
-#include "runtime/input_binding.h"
-#include "runtime/session.h"
-#include "runtime/tensor.h"
+#include "vigil/vigil.h"
 
 namespace vigil::cli {
 
@@ -36,9 +40,11 @@ Command AddCheckCommand(CLI::App& parent);
 Command AddBenchCommand(CLI::App& parent);
 Command AddCompareCommand(CLI::App& parent);
 Command AddReduceCommand(CLI::App& parent);
+// The hidden worker of `run --isolate` (tooling: the isolation layer).
+Command AddIsolatedWorkerCommand(CLI::App& parent);
 
 // Where and how a command runs the model: --backend, --no-fallback, --tf32,
-// --deterministic, --gpu-mem-limit, --device.
+// --deterministic, --gpu-mem-limit, --device, ...
 struct BackendChoice {
   std::string backend = "cpu";
   bool no_fallback = false;
@@ -51,30 +57,34 @@ struct BackendChoice {
   bool device_graphs = false;   // record runs as CUDA graphs and replay them (bench --cuda-graphs on)
   bool tune = false;            // autotuning: measure candidate algorithms of new problems
   std::string tuning_cache;     // file of recorded algorithm choices (read; appended to with --tune)
+  bool profiling = false;       // synchronise after every device node (bench --profile)
 };
+// Adds the options; --gpu-mem-limit is checked when parsed (usage error).
 void AddBackendOptions(CLI::App* sub, BackendChoice& choice);
 // The same choice as command-line arguments (for the isolated worker).
 std::vector<std::string> BackendArguments(const BackendChoice& choice);
+// "512M", "2G", "1.5G", "1000000" -> bytes; false if it is not a size.
+bool ParseByteSize(const std::string& text, uint64_t* bytes);
 
-// Reads and validates MODEL and creates a session on the chosen backend
-// (cuda: the module is loaded, the CPU backend is the fallback unless
-// --no-fallback). Defined in session_loader.cpp.
-Result<std::unique_ptr<runtime::Session>> LoadSession(const std::string& model_path, const BackendChoice& choice);
-Result<std::unique_ptr<runtime::Session>> LoadSession(const std::string& model_path, const std::string& backend);
-
-// Input files given as `--input NAME=FILE` or `--input FILE` (bound by
-// position), read and described as bindings; `tensors` keeps their data alive.
-// Shared by run and check; defined in cmd_run.cpp.
-struct InputFiles {
-  std::vector<runtime::Tensor> tensors;
-  std::vector<runtime::InputBinding> bindings;
-};
-Result<InputFiles> ReadInputFiles(const std::vector<std::string>& specs);
 // The `--input,-i NAME=FILE | FILE` option of run, check and bench.
 void AddInputFilesOption(CLI::App* sub, std::vector<std::string>& specs);
+// NAME=FILE, unless the whole spec names an existing file (paths may hold
+// '='): {name, path}, name empty for positional.
+std::pair<std::string, std::string> SplitInputSpec(const std::string& spec);
 
-// Prints a failing status (text on stderr, or JSON on stdout) and returns its
-// exit code.
-int ReportFailure(const Status& status, bool json);
+// What `run --isolate` needs from the tooling side (crash isolation runs in
+// a child process; it is a layer the public API does not offer yet).
+struct IsolatedRunSpec {
+  std::string model_path;
+  std::vector<std::string> inputs;  // --input specs
+  BackendChoice backend;
+  bool json = false;
+  double timeout_s = 0;
+};
+// Runs the model in a child. On success fills `outputs` (the caller releases
+// them, e.g. by wrapping each in a vigil::Value) and returns 0; on a failure
+// (a crash included) prints the diagnosis as `run` does and returns the exit
+// code. Defined with the tooling commands (cmd_isolated.cpp).
+int RunIsolatedModel(const IsolatedRunSpec& spec, std::vector<vigil_value*>& outputs);
 
 }  // namespace vigil::cli

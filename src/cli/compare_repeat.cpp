@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/command.h"
+#include "cli/tooling.h"
 #include "cli/per_node_compare.h"
 
 namespace vigil::cli {

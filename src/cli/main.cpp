@@ -26,6 +26,7 @@ int Main(int argc, char** argv) {
       AddBenchCommand(app),
       AddCompareCommand(app),
       AddReduceCommand(app),
+      AddIsolatedWorkerCommand(app),
   };
 
   try {

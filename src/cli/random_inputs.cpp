@@ -2,7 +2,7 @@
 
 #include <random>
 
-#include "base/float16.h"
+#include "vigil/float16.h"
 
 namespace vigil::cli {
 namespace {

@@ -2,7 +2,7 @@
 // (compare, reduce): deterministic, so two runs see the same values.
 #pragma once
 
-#include "cli/command.h"
+#include "cli/tooling.h"
 
 namespace vigil::cli {
 

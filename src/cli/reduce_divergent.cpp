@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/check_command.h"
-#include "cli/command.h"
+#include "cli/tooling.h"
 #include "cli/per_node_compare.h"
 #include "cli/random_inputs.h"
 #include "cli/reduce_output.h"

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "backends/cpu/cpu_backend.h"
-#include "doctor/forked_child.h"
+#include "doctor/probe/forked_child.h"
 #include "ir/extract_subgraph.h"
 #include "runtime/session.h"
 #include "runtime/tensor_file.h"

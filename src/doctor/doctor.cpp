@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <sstream>
 
-#include "doctor/binary_deps.h"
-#include "doctor/probe_internal.h"
-#include "doctor/rules.h"
+#include "doctor/probe/probe_internal.h"
+#include "doctor/resolver/binary_deps.h"
+#include "doctor/rules/rules.h"
 
 namespace vigil::doctor {
 namespace {

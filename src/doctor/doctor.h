@@ -5,8 +5,8 @@
 #include <optional>
 #include <string>
 
-#include "doctor/live_check.h"
-#include "doctor/probe.h"
+#include "doctor/live/live_check.h"
+#include "doctor/probe/probe.h"
 #include "doctor/report.h"
 
 namespace vigil::doctor {

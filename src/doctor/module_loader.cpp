@@ -5,8 +5,8 @@
 
 #include <cctype>
 
-#include "doctor/rules.h"
-#include "doctor/rules_common.h"
+#include "doctor/rules/rules.h"
+#include "doctor/rules/rules_common.h"
 
 namespace vigil::doctor {
 namespace {

@@ -9,11 +9,12 @@
 #pragma once
 
 #include <cstddef>
+#include <new>
 #include <optional>
 #include <string>
 
 #include "base/status.h"
-#include "doctor/probe.h"
+#include "doctor/probe/probe.h"
 
 extern "C" {
 // Options for creating a backend, as plain C.
@@ -24,6 +25,12 @@ struct VigilBackendOptions {
   unsigned long long memory_limit;   // bytes; 0 = free device memory
   int tune;                          // 0/1: measure candidate algorithms (autotuning)
   const char* tuning_cache;          // file of recorded choices, or NULL
+  int sync_each_node;                // 0/1: synchronise after every node (profiling)
+  // Where the caller's C++ runtime keeps operator new (CxxRuntimeMarker()).
+  // The backend object crosses into the caller as a C++ object, so the module
+  // refuses to create it when the two sides use different copies of the C++
+  // runtime (a caller linked with -static-libstdc++).
+  const void* cxx_runtime_marker;
 };
 
 // What a backend module's entry function returns. Plain C so that modules
@@ -53,7 +60,14 @@ typedef const struct VigilBackendEntry* (*VigilBackendEntryFn)(void);
 namespace vigil::doctor {
 
 // 3: VigilBackendOptions gained tune and tuning_cache.
-inline constexpr int kBackendAbiVersion = 3;
+// 4: sync_each_node and cxx_runtime_marker.
+inline constexpr int kBackendAbiVersion = 4;
+
+// The address of the C++ runtime's operator new as this binary sees it: the
+// same in two binaries only when they share one copy of libstdc++.
+inline const void* CxxRuntimeMarker() {
+  return reinterpret_cast<const void*>(static_cast<void* (*)(std::size_t)>(&::operator new));
+}
 inline constexpr const char* kBackendEntrySymbol = "vigil_backend_entry";
 
 struct ModuleLoadOptions {

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "doctor/finding.h"
-#include "doctor/snapshot.h"
+#include "doctor/probe/snapshot.h"
+#include "doctor/rules/finding.h"
 
 namespace vigil::doctor {
 

@@ -9,7 +9,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "base/float16.h"
+#include "vigil/float16.h"
 #include "ir/graph_index.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain, kVigilOpsetVersion
 

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "base/float16.h"
+#include "vigil/float16.h"
 #include "ir/extract_subgraph.h"
 #include "ir/layout_nhwc_pool.h"
 #include "ir/validate.h"

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "base/float16.h"
+#include "vigil/float16.h"
 
 namespace vigil::ir {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "base/float16.h"
+#include "vigil/float16.h"
 
 namespace vigil::ops {
 

@@ -24,7 +24,9 @@ namespace vigil::runtime {
 // (BeginCapture, EndCapture, Replay, CopyInto).
 // 4: Notes (what the backend did: autotuning) and AllocateHost (page-locked
 // host buffers for inputs and outputs).
-inline constexpr int kBackendInterfaceVersion = 4;
+// 5: CheckPointer (is a caller's buffer where they say it is) and
+// WaitForStream (order a run after a caller's stream).
+inline constexpr int kBackendInterfaceVersion = 5;
 
 // Gives a node its output buffers: the run's arena slot when the memory plan
 // has one of the right size for that output, a fresh buffer otherwise. The
@@ -104,6 +106,20 @@ class Backend {
   // tensor `dst` of the same byte size, ordered on the calling thread's stream.
   virtual Status CopyInto(const Tensor& src, const Tensor& dst) const {
     return InternalError("the {} backend has no device memory", name());
+  }
+
+  // Whether `bytes` at `data` are where the caller says (`claimed`): host
+  // memory given as device memory, or the reverse, or memory of another
+  // device, is an InvalidInput naming `what` ("input 'x'"). Device backends
+  // only; the host backend cannot tell and accepts.
+  virtual Status CheckPointer(const void* data, size_t bytes, Device claimed, int device_id,
+                              const std::string& what) const {
+    return Status::Ok();
+  }
+  // Makes the calling thread's following device work wait for the work
+  // already queued on `stream` (the caller's cudaStream_t).
+  virtual Status WaitForStream(void* stream) const {
+    return UnsupportedError("the {} backend has no streams", name());
   }
 
   // Recording (device backends that have graphs, e.g. CUDA graphs). Between

@@ -115,7 +115,8 @@ Result<std::unique_ptr<CapturedRun>> CapturedRun::Record(const ir::Model& model,
   return run;
 }
 
-Result<std::vector<NamedTensor>> CapturedRun::Replay(const std::vector<InputBinding>& inputs) const {
+Result<std::vector<NamedTensor>> CapturedRun::Replay(const std::vector<InputBinding>& inputs,
+                                                     bool outputs_on_device) const {
   for (const InputBinding& b : inputs) {
     const NamedTensor* buffer = nullptr;
     for (const NamedTensor& nt : input_buffers_) {
@@ -132,7 +133,9 @@ Result<std::vector<NamedTensor>> CapturedRun::Replay(const std::vector<InputBind
   VIGIL_RETURN_IF_ERROR(device_->Replay(graph_.get()));
   std::vector<NamedTensor> result;
   for (const NamedTensor& out : outputs_) {
-    Result<Tensor> host = out.tensor.on_host() ? HostCopy(out.tensor) : device_->ToHost(out.tensor);
+    Result<Tensor> host = out.tensor.on_host()  ? HostCopy(out.tensor)
+                          : outputs_on_device ? CopyOwned(out.tensor, device_)
+                                              : device_->ToHost(out.tensor);
     if (!host.ok()) return std::move(host).TakeStatus().WithContext(fmt::format("copying output '{}'", out.name));
     result.push_back({out.name, std::move(host).value()});
   }

@@ -40,7 +40,9 @@ class CapturedRun {
   // Runs the recording on `inputs` (validated by the caller: same names,
   // dtypes and shapes as recorded); returns the graph outputs on the host.
   // Not for concurrent use: each thread records its own.
-  Result<std::vector<NamedTensor>> Replay(const std::vector<InputBinding>& inputs) const;
+  // With outputs_on_device, device outputs come back as device copies.
+  Result<std::vector<NamedTensor>> Replay(const std::vector<InputBinding>& inputs,
+                                          bool outputs_on_device = false) const;
 
  private:
   CapturedRun() = default;

@@ -112,8 +112,9 @@ class PlannedAllocator : public OutputAllocator {
 // A copy with memory of its own, in the same place as `t`.
 Result<Tensor> Copy(const Tensor& t, const Backend* device_backend) {
   if (!t.on_host()) {
-    VIGIL_ASSIGN_OR_RETURN(Tensor host, device_backend->ToHost(t));
-    return device_backend->ToDevice(host);
+    VIGIL_ASSIGN_OR_RETURN(Tensor copy, device_backend->AllocateDevice(t.dtype(), t.shape()));
+    VIGIL_RETURN_IF_ERROR(device_backend->CopyInto(t, copy));
+    return copy;
   }
   VIGIL_ASSIGN_OR_RETURN(Tensor c, Tensor::Allocate(t.dtype(), t.shape()));
   if (t.byte_size()) std::memcpy(c.raw_data(), t.raw_data(), t.byte_size());
@@ -335,7 +336,7 @@ Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const Execu
                                              const std::unordered_map<std::string, Tensor>& constants,
                                              const std::unordered_map<std::string, Tensor>& device_constants,
                                              const std::vector<InputBinding>& inputs, bool keep_all,
-                                             const NodeObserver* observer) {
+                                             const NodeObserver* observer, bool outputs_on_device) {
   const Backend* dev = plan.device_backend;
   std::optional<Tensor> host_arena_storage, device_arena_storage;
   if (!keep_all && plan.memory.arena_bytes > 0) {
@@ -359,11 +360,13 @@ Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const Execu
   VIGIL_RETURN_IF_ERROR(RunSteps(model, plan, values, host_arena, device_arena, keep_all, observer, &produced));
   std::vector<NamedTensor> result;
   auto to_result = [&](const std::string& name) -> Status {
-    VIGIL_ASSIGN_OR_RETURN(const Tensor* t, values.In(name, Device::kHost));
+    const Tensor* found = values.Find(name);
+    const bool keep_on_device = outputs_on_device && found && !found->on_host();
+    VIGIL_ASSIGN_OR_RETURN(const Tensor* t, values.In(name, keep_on_device ? found->device() : Device::kHost));
     if (!t) return InternalError("graph output '{}' was not computed", name);
     // Outputs must own their memory: not a view of the caller's input
-    // buffers, nor of the arena that dies with this run.
-    if (!t->storage() || InArena(*t, host_arena)) {
+    // buffers, nor of the arenas that die with this run.
+    if (!t->storage() || InArena(*t, host_arena) || InArena(*t, device_arena)) {
       VIGIL_ASSIGN_OR_RETURN(Tensor copy, Copy(*t, dev));
       result.push_back({name, std::move(copy)});
     } else {
@@ -380,4 +383,6 @@ Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const Execu
   if (dev) VIGIL_RETURN_IF_ERROR(dev->Synchronize());
   return result;
 }
+Result<Tensor> CopyOwned(const Tensor& t, const Backend* device_backend) { return Copy(t, device_backend); }
+
 }  // namespace vigil::runtime

@@ -102,11 +102,17 @@ Status RunSteps(const ir::Model& model, const ExecutionPlan& plan, RunValues& va
 // Runs `plan`. With keep_all, every value is kept (no arena, no freeing) and
 // returned after the graph outputs, in step order. `device_constants` holds
 // device copies of constants that device steps read (uploaded once per
-// session); others are copied per run. Everything returned is on the host.
+// session); others are copied per run. Everything returned is on the host,
+// except, with outputs_on_device, the graph outputs device steps produce.
 Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const ExecutionPlan& plan,
                                              const std::unordered_map<std::string, Tensor>& constants,
                                              const std::unordered_map<std::string, Tensor>& device_constants,
                                              const std::vector<InputBinding>& inputs, bool keep_all,
-                                             const NodeObserver* observer = nullptr);
+                                             const NodeObserver* observer = nullptr,
+                                             bool outputs_on_device = false);
+
+// A copy of `t` that owns its memory, in the same place: device memory is
+// copied on the device (no host round trip).
+Result<Tensor> CopyOwned(const Tensor& t, const Backend* device_backend);
 
 }  // namespace vigil::runtime

@@ -116,7 +116,14 @@ struct Session::State {
   mutable std::mutex graph_mutex;
   mutable std::map<std::pair<std::thread::id, const ExecutionPlan*>, GraphSlot> graphs;
   Result<std::vector<NamedTensor>> RunWithGraphs(const std::shared_ptr<const ExecutionPlan>& plan,
-                                                 const std::vector<InputBinding>& inputs) const;
+                                                 const std::vector<InputBinding>& inputs,
+                                                 bool outputs_on_device) const;
+  const Backend* DeviceBackend() const {
+    for (const Backend* b : node_backend) {
+      if (b && b->device() != Device::kHost) return b;
+    }
+    return nullptr;
+  }
 
   Result<std::shared_ptr<const ExecutionPlan>> GetPlan(const std::vector<InputBinding>& bindings) const;
   Status UploadConstants();
@@ -331,13 +338,14 @@ Result<MemoryPlan> Session::Plan(std::vector<InputBinding> inputs) const {
 // and replays; later ones replay. Where recording is impossible or fails,
 // runs go on normally and the slot's note says why.
 Result<std::vector<NamedTensor>> Session::State::RunWithGraphs(const std::shared_ptr<const ExecutionPlan>& plan,
-                                                               const std::vector<InputBinding>& bindings) const {
+                                                               const std::vector<InputBinding>& bindings,
+                                                               bool outputs_on_device) const {
   GraphSlot* slot = nullptr;
   {
     std::lock_guard<std::mutex> lock(graph_mutex);
     slot = &graphs[{std::this_thread::get_id(), plan.get()}];  // map nodes stay put
   }
-  if (slot->run) return slot->run->Replay(bindings);
+  if (slot->run) return slot->run->Replay(bindings, outputs_on_device);
   if (!slot->unavailable && slot->normal_runs == 0) {
     std::string why_not;
     if (!CapturedRun::Recordable(model, *plan, &why_not)) {
@@ -357,9 +365,10 @@ Result<std::vector<NamedTensor>> Session::State::RunWithGraphs(const std::shared
       slot->note = "not used: " + recorded.status().summary();
     }
   }
-  if (slot->run) return slot->run->Replay(bindings);
+  if (slot->run) return slot->run->Replay(bindings, outputs_on_device);
   ++slot->normal_runs;
-  return ExecutePlan(model, *plan, constants, device_constants, bindings, /*keep_all=*/false);
+  return ExecutePlan(model, *plan, constants, device_constants, bindings, /*keep_all=*/false, nullptr,
+                     outputs_on_device);
 }
 
 std::vector<std::string> Session::DeviceGraphNotes() const {
@@ -382,10 +391,59 @@ std::vector<std::string> Session::BackendNotes() const {
 }
 
 Result<std::vector<NamedTensor>> Session::Run(std::vector<InputBinding> inputs) const {
+  return Run(std::move(inputs), RunOptions{});
+}
+
+Result<std::vector<NamedTensor>> Session::Run(std::vector<InputBinding> inputs, const RunOptions& options) const {
   VIGIL_RETURN_IF_ERROR(Check(inputs).status());
+  const Backend* dev = state_->DeviceBackend();
+  for (const InputBinding& b : inputs) {
+    if (!dev && b.device != Device::kHost) {
+      return InvalidInputError("input '{}' is in device memory, but no node of this session runs on a device", b.name)
+          .WithFix("bind host memory, or create the session with the CUDA backend");
+    }
+    if (dev && b.byte_size > 0) {
+      VIGIL_RETURN_IF_ERROR(dev->CheckPointer(b.data, b.byte_size, b.device, options.device_id,
+                                              fmt::format("input '{}'", b.name)));
+    }
+  }
+  if (options.wait_for_stream) {
+    if (!dev) return InvalidInputError("a CUDA stream was given, but no node of this session runs on a device");
+    VIGIL_RETURN_IF_ERROR(dev->WaitForStream(options.wait_for_stream));
+  }
   VIGIL_ASSIGN_OR_RETURN(auto plan, state_->GetPlan(inputs));
-  if (state_->options.device_graphs) return state_->RunWithGraphs(plan, inputs);
-  return ExecutePlan(state_->model, *plan, state_->constants, state_->device_constants, inputs, /*keep_all=*/false);
+  if (state_->options.device_graphs) return state_->RunWithGraphs(plan, inputs, options.outputs_on_device);
+  return ExecutePlan(state_->model, *plan, state_->constants, state_->device_constants, inputs, /*keep_all=*/false,
+                     nullptr, options.outputs_on_device);
+}
+
+bool Session::HasDeviceBackend() const { return state_->DeviceBackend() != nullptr; }
+
+Result<Tensor> Session::AllocateDeviceBuffer(ir::DataType dtype, std::vector<int64_t> shape) const {
+  const Backend* dev = state_->DeviceBackend();
+  if (!dev) return InvalidInputError("no node of this session runs on a device, so no device memory can be given");
+  VIGIL_ASSIGN_OR_RETURN(Tensor t, dev->AllocateDevice(dtype, std::move(shape)));
+  VIGIL_RETURN_IF_ERROR(dev->Synchronize());  // the allocation is stream-ordered; callers use it on any stream
+  return t;
+}
+
+Status Session::CopyTensor(const Tensor& src, const Tensor& dst) const {
+  if (src.byte_size() != dst.byte_size()) {
+    return InternalError("copying {} into {}: the byte sizes differ", src.Describe(), dst.Describe());
+  }
+  if (src.on_host() && dst.on_host()) {
+    if (src.byte_size()) std::memcpy(const_cast<void*>(dst.raw_data()), src.raw_data(), src.byte_size());
+    return Status::Ok();
+  }
+  const Backend* dev = state_->DeviceBackend();
+  if (!dev) return InvalidInputError("no node of this session runs on a device, so device memory cannot be copied");
+  if (dst.on_host()) {
+    VIGIL_ASSIGN_OR_RETURN(Tensor host, dev->ToHost(src));
+    if (host.byte_size()) std::memcpy(const_cast<void*>(dst.raw_data()), host.raw_data(), host.byte_size());
+    return Status::Ok();
+  }
+  VIGIL_RETURN_IF_ERROR(dev->CopyInto(src, dst));
+  return dev->Synchronize();
 }
 
 Result<std::vector<NamedTensor>> Session::Run(std::vector<InputBinding> inputs, const NodeObserver& observer) const {

@@ -46,6 +46,18 @@ struct NamedTensor {
   Tensor tensor;
 };
 
+// How one run hands back its outputs.
+struct RunOptions {
+  // Outputs that a device node produces stay in device memory (each in its
+  // own allocation; no copy to the host). Others come back on the host.
+  bool outputs_on_device = false;
+  // The caller's cudaStream_t: the run's device work starts after the work
+  // already queued on it (which may be producing the inputs).
+  void* wait_for_stream = nullptr;
+  // The CUDA device the caller's device buffers are on (checked).
+  int device_id = 0;
+};
+
 // Where each node runs; for `inspect` and verbose logs.
 struct NodePlacement {
   size_t node_index;
@@ -62,7 +74,7 @@ struct NodeStart {
   const std::string* input_shapes;  // "x: float32[1,3,224,224], W: float32[8,3,3,3]"
 };
 // Called on the running thread before each node; the crash guard
-// (doctor/crash_guard.h) uses it to know which node a crash happened in.
+// (isolation/crash_guard.h) uses it to know which node a crash happened in.
 using NodeObserver = std::function<void(const NodeStart&)>;
 
 class Session {
@@ -84,6 +96,14 @@ class Session {
 
   // Validates and runs; returns the graph outputs in model order.
   Result<std::vector<NamedTensor>> Run(std::vector<InputBinding> inputs) const;
+  Result<std::vector<NamedTensor>> Run(std::vector<InputBinding> inputs, const RunOptions& options) const;
+  // Whether any node runs on a device backend.
+  bool HasDeviceBackend() const;
+  // A new, uninitialised device buffer of the session's device backend.
+  Result<Tensor> AllocateDeviceBuffer(ir::DataType dtype, std::vector<int64_t> shape) const;
+  // Copies `src` (host, or the device backend's memory) into `dst` of the
+  // same byte size (host or device) and waits for the copy.
+  Status CopyTensor(const Tensor& src, const Tensor& dst) const;
   // The same, telling `observer` about each node before it runs.
   Result<std::vector<NamedTensor>> Run(std::vector<InputBinding> inputs, const NodeObserver& observer) const;
 

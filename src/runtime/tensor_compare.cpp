@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "base/float16.h"
+#include "vigil/float16.h"
 
 namespace vigil::runtime {
 

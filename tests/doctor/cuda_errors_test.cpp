@@ -1,7 +1,7 @@
 // Error translation (doctor/cuda_errors.h): every cuDNN 9 status in every
 // phase, the important ones specifically, the phase of every checked call in
 // the CUDA module, and the table against the real headers where present.
-#include "doctor/cuda_errors.h"
+#include "doctor/errors/cuda_errors.h"
 
 #include <gtest/gtest.h>
 

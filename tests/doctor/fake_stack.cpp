@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "doctor/rules.h"
+#include "doctor/rules/rules.h"
 
 namespace fs = std::filesystem;
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "doctor/doctor.h"
-#include "doctor/probe.h"
+#include "doctor/probe/probe.h"
 
 namespace vigil::doctor::testing {
 

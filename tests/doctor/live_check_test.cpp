@@ -2,8 +2,8 @@
 // --child-probe), against fake libraries.
 #include <gtest/gtest.h>
 
-#include "doctor/cuda_errors.h"
-#include "doctor/live_check.h"
+#include "doctor/errors/cuda_errors.h"
+#include "doctor/live/live_check.h"
 #include "fake_stack.h"
 
 namespace vigil::doctor {

@@ -1,7 +1,7 @@
 // The probe and every rule against folders of fake libraries: no GPU needed.
 #include <gtest/gtest.h>
 
-#include "doctor/rules.h"
+#include "doctor/rules/rules.h"
 #include "fake_stack.h"
 
 namespace vigil::doctor {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "doctor/rules.h"
+#include "doctor/rules/rules.h"
 #include "fake_stack.h"
 
 namespace vigil::doctor {

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "doctor/live_check.h"
+#include "doctor/live/live_check.h"
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--child-probe") == 0) {

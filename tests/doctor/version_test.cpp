@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "doctor/compat_facts.h"
-#include "doctor/version.h"
+#include "doctor/probe/version.h"
+#include "doctor/rules/compat_facts.h"
 
 namespace vigil::doctor {
 namespace {

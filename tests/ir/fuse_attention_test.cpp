@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/cpu/cpu_backend.h"
-#include "base/float16.h"
+#include "vigil/float16.h"
 #include "ir/attention_layout.h"
 #include "ir/dtype.h"
 #include "ir/fuse_attention.h"

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "base/float16.h"
+#include "vigil/float16.h"
 #include "graph_builder.h"
 #include "ir/validate.h"
 

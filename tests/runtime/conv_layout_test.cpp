@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/cpu/cpu_backend.h"
-#include "base/float16.h"
+#include "vigil/float16.h"
 #include "runtime/session.h"
 #include "fake_device_backend.h"
 #include "../ir/graph_builder.h"

@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/cpu/cpu_backend.h"
-#include "base/float16.h"
+#include "vigil/float16.h"
 #include "onnx/reader.h"
 #include "runtime/conv_layout.h"
 #include "runtime/session.h"

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "backends/cpu/kernel.h"
-#include "base/float16.h"
+#include "vigil/float16.h"
 
 namespace vigil::cpu {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "backends/cpu/kernel.h"
-#include "base/float16.h"
+#include "vigil/float16.h"
 
 namespace vigil::cpu {
 

@@ -13,7 +13,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "base/float16.h"
+#include "vigil/float16.h"
 #include "ir/dtype.h"
 
 namespace vigil::cpu {

@@ -13,7 +13,7 @@
 #include <fmt/ranges.h>
 
 #include "backends/cpu/kernel.h"
-#include "base/float16.h"
+#include "vigil/float16.h"
 
 namespace vigil::cpu {
 namespace {

@@ -15,7 +15,7 @@
 
 #include "backends/cpu/kernel.h"
 #include "ops/recurrent_params.h"
-#include "base/float16.h"
+#include "vigil/float16.h"
 
 namespace vigil::cpu {
 namespace {

@@ -51,7 +51,8 @@ struct RecordedGraph {
 
 class CudaBackend final : public runtime::Backend {
  public:
-  explicit CudaBackend(const CudaOptions& options) : options_(options), sync_each_node_(SyncEachNode()) {
+  explicit CudaBackend(const CudaOptions& options)
+      : options_(options), sync_each_node_(options.sync_each_node || SyncEachNode()) {
     AcquireCudnnLogCapture();  // before the first cuDNN call, so that its messages are kept
   }
 
@@ -227,6 +228,50 @@ class CudaBackend final : public runtime::Backend {
     }
     VIGIL_CUDA_CALL(cudaStreamSynchronize(c->stream));
     return h;
+  }
+
+  Status CheckPointer(const void* data, size_t bytes, runtime::Device claimed, int device_id,
+                      const std::string& what) const override {
+    cudaPointerAttributes a{};
+    if (cudaPointerGetAttributes(&a, data) != cudaSuccess) {
+      cudaGetLastError();  // not sticky; clear it
+      return Status::Ok();  // cannot tell: leave it to the copy's own check
+    }
+    const bool device_memory = a.type == cudaMemoryTypeDevice;
+    if (a.type == cudaMemoryTypeManaged) return Status::Ok();  // reachable from both
+    if (claimed == runtime::Device::kHost && device_memory) {
+      return InvalidInputError("{} was given as host memory, but its pointer is device memory of CUDA device {}", what,
+                               a.device)
+          .WithFact("pointer", fmt::format("{}", data))
+          .WithCause("a GPU tensor's data pointer was passed as a host buffer")
+          .WithFix("describe the buffer as device memory (VIGIL_MEMORY_CUDA; in Python bind it through "
+                   "io_binding or pass the GPU tensor itself), or copy it to the host first");
+    }
+    if (claimed != runtime::Device::kHost && !device_memory) {
+      return InvalidInputError("{} was given as device memory, but its pointer is {} host memory", what,
+                               a.type == cudaMemoryTypeHost ? "page-locked" : "ordinary")
+          .WithFact("pointer", fmt::format("{}", data))
+          .WithFix("describe the buffer as host memory (VIGIL_MEMORY_HOST)");
+    }
+    if (device_memory && (a.device != options_.device || device_id != options_.device)) {
+      return InvalidInputError("{} is memory of CUDA device {}, but this session runs on device {}", what, a.device,
+                               options_.device)
+          .WithFix(fmt::format("move the tensor to device {} (or create the session with device_id {})",
+                               options_.device, a.device));
+    }
+    return Status::Ok();
+  }
+
+  Status WaitForStream(void* stream) const override {
+    VIGIL_RETURN_IF_ERROR(StickyError());
+    VIGIL_ASSIGN_OR_RETURN(StreamContext * c, Context());
+    cudaEvent_t done = nullptr;
+    VIGIL_CUDA_CALL(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    cudaError_t e = cudaEventRecord(done, static_cast<cudaStream_t>(stream));
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(c->stream, done, 0);
+    cudaEventDestroy(done);  // released once the wait has been satisfied
+    if (e != cudaSuccess) return CudaCallFailed(e, {"cudaStreamWaitEvent(run stream, caller's stream)", __FILE__, __LINE__});
+    return Status::Ok();
   }
 
   Status Synchronize() const override {

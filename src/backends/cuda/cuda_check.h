@@ -1,6 +1,6 @@
 // One checked-call wrapper for every CUDA runtime, cuDNN and cuBLASLt call.
 // A failing call becomes a Status whose Diagnosis is the translation of its
-// status in the phase of the work where it happened (doctor/cuda_errors.h:
+// status in the phase of the work where it happened (doctor/errors/cuda_errors.h:
 // code, summary, ranked causes, fixes), with the facts of the call: the
 // expression, file:line, the device, and for cuDNN the text of
 // cudnnGetLastErrorString and cuDNN's log (cudnn_log.h).
@@ -26,7 +26,7 @@
 #include <cudnn.h>
 
 #include "base/status.h"
-#include "doctor/cuda_errors.h"
+#include "doctor/errors/cuda_errors.h"
 
 namespace vigil::cuda {
 

@@ -39,6 +39,7 @@ struct CudaOptions {
   uint64_t memory_limit = 0;   // bytes a run may use on the device (0: what is free)
   bool tune = false;           // measure candidate algorithms of problems not in the tuning cache
   std::string tuning_cache;    // recorded choices (read; appended to when tuning); empty: none
+  bool sync_each_node = false; // synchronise after every node (profiling; VIGIL_CUDA_SYNC=1 also does)
 };
 
 // One per thread that runs the session: its stream, its library handles and

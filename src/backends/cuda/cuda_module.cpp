@@ -39,6 +39,18 @@ int Probe(char* message, size_t size) {
 
 int Create(const VigilBackendOptions* options, void** backend, void** status) {
   vigil::cuda::CudaOptions o;
+  if (options && options->cxx_runtime_marker != vigil::doctor::CxxRuntimeMarker()) {
+    // The backend is a C++ object whose strings, vectors and statuses the
+    // caller frees: that is only sound with one C++ runtime in the process.
+    *status = new vigil::Status(std::move(
+        vigil::EnvironmentError("the CUDA module and the program loading it use two different copies of the C++ "
+                                "runtime")
+            .WithCause("the program (or the library loading the module) was linked with -static-libstdc++, while "
+                       "the module uses the shared libstdc++.so.6")
+            .WithFix("link the program against the shared C++ runtime (no -static-libstdc++), or use vigil through "
+                     "libvigil.so and its C API")));
+    return 1;
+  }
   if (options) {
     o.device = options->device;
     o.allow_tf32 = options->allow_tf32 != 0;
@@ -46,6 +58,7 @@ int Create(const VigilBackendOptions* options, void** backend, void** status) {
     o.memory_limit = options->memory_limit;
     o.tune = options->tune != 0;
     if (options->tuning_cache) o.tuning_cache = options->tuning_cache;
+    o.sync_each_node = options->sync_each_node != 0;
   }
   auto created = vigil::cuda::CreateCudaBackend(o);
   if (!created.ok()) {

@@ -25,7 +25,7 @@
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/device_common.cuh"
 #include "backends/cuda/epilogue.h"
-#include "base/float16.h"
+#include "vigil/float16.h"
 #include "ops/op_params.h"
 #include "ops/shape_ops_common.h"
 #include "backends/cuda/data_movement_common.cuh"

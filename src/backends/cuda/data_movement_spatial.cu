@@ -16,7 +16,7 @@
 #include <fmt/ranges.h>
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/device_common.cuh"
-#include "base/float16.h"
+#include "vigil/float16.h"
 #include "ops/op_params.h"
 #include "ops/shape_ops_common.h"
 #include "backends/cuda/data_movement_common.cuh"

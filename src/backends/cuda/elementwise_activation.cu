@@ -10,7 +10,7 @@
 #include <type_traits>
 
 #include "backends/cuda/elementwise_common.cuh"
-#include "base/float16.h"
+#include "vigil/float16.h"
 #include "ops/op_params.h"
 
 namespace vigil::cuda::elementwise {

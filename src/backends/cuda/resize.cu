@@ -26,7 +26,7 @@
 
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/device_common.cuh"
-#include "base/float16.h"
+#include "vigil/float16.h"
 #include "ops/shape_ops_common.h"
 
 namespace vigil::cuda {

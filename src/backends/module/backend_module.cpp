@@ -1,19 +1,32 @@
 #include "backends/module/backend_module.h"
 
+#include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
 
 #include "doctor/module_loader.h"
-#include "doctor/probe.h"
-#include "doctor/rules.h"
+#include "doctor/probe/probe.h"
+#include "doctor/rules/rules.h"
 
 namespace vigil::backends {
 namespace {
 
 constexpr const char* kModuleName = "libvigil_cuda.so";
+
+// The folder of the shared object (or executable) this code is linked into:
+// libvigil.so's folder when the library is used, so the module is found
+// relative to it wherever it is installed.
+std::string ThisLibraryDir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&ThisLibraryDir), &info) == 0 || !info.dli_fname) return {};
+  std::error_code ec;
+  auto path = std::filesystem::canonical(info.dli_fname, ec);
+  return ec ? std::string() : path.parent_path().string();
+}
 
 std::string ExecutableDir() {
   std::error_code ec;
@@ -42,10 +55,15 @@ void AttachDoctorErrors(Status& status) {
 std::vector<std::string> CudaModuleCandidates() {
   std::vector<std::string> v;
   if (const char* env = std::getenv("VIGIL_CUDA_MODULE"); env && *env) v.push_back(env);
-  std::string dir = ExecutableDir();
-  if (!dir.empty()) {
-    v.push_back(dir + "/" + kModuleName);
-    v.push_back(dir + "/../lib/vigil/" + kModuleName);
+  auto add = [&v](const std::string& path) {
+    if (std::find(v.begin(), v.end(), path) == v.end()) v.push_back(path);
+  };
+  for (const std::string& dir : {ThisLibraryDir(), ExecutableDir()}) {
+    if (dir.empty()) continue;
+    add(dir + "/" + kModuleName);
+    add(dir + "/vigil/" + kModuleName);
+    add(dir + "/../lib/vigil/" + kModuleName);
+    add(dir + "/../" VIGIL_INSTALL_LIBDIR "/vigil/" + kModuleName);
   }
 #ifdef VIGIL_BUILD_MODULE_DIR
   v.push_back(std::string(VIGIL_BUILD_MODULE_DIR) + "/" + kModuleName);
@@ -54,7 +72,8 @@ std::vector<std::string> CudaModuleCandidates() {
 }
 
 Result<LoadedBackend> LoadCudaBackend(const CudaBackendOptions& options) {
-  std::vector<std::string> candidates = CudaModuleCandidates();
+  std::vector<std::string> candidates =
+      options.module_path.empty() ? CudaModuleCandidates() : std::vector<std::string>{options.module_path};
   std::string path;
   for (const std::string& c : candidates) {
     if (access(c.c_str(), F_OK) == 0) {
@@ -69,8 +88,8 @@ Result<LoadedBackend> LoadCudaBackend(const CudaBackendOptions& options) {
                          .WithFact("searched", searched)
                          .WithCause("this vigil was built without the CUDA backend (no CUDA toolkit or cuDNN 9 "
                                     "headers at build time)")
-                         .WithFix("rebuild where nvcc and cuDNN 9 are installed, or set VIGIL_CUDA_MODULE to the "
-                                  "module's path")
+                         .WithFix("rebuild where nvcc and cuDNN 9 are installed, or give the module's path "
+                                  "(cuda_module_path)")
                          .WithFix("run with --backend cpu"));
   }
   Result<doctor::LoadedModule> module = doctor::LoadBackendModule(path);
@@ -85,9 +104,14 @@ Result<LoadedBackend> LoadCudaBackend(const CudaBackendOptions& options) {
                                       entry->backend_interface_version, runtime::kBackendInterfaceVersion)
                          .WithFix("install the CUDA module of the same vigil build"));
   }
-  VigilBackendOptions c{options.device, options.allow_tf32 ? 1 : 0, options.deterministic ? 1 : 0,
-                        static_cast<unsigned long long>(options.memory_limit), options.tune ? 1 : 0,
-                        options.tuning_cache.empty() ? nullptr : options.tuning_cache.c_str()};
+  VigilBackendOptions c{options.device,
+                        options.allow_tf32 ? 1 : 0,
+                        options.deterministic ? 1 : 0,
+                        static_cast<unsigned long long>(options.memory_limit),
+                        options.tune ? 1 : 0,
+                        options.tuning_cache.empty() ? nullptr : options.tuning_cache.c_str(),
+                        options.sync_each_node ? 1 : 0,
+                        doctor::CxxRuntimeMarker()};
   void* backend = nullptr;
   void* status = nullptr;
   if (entry->create(&c, &backend, &status) != 0 || !backend) {

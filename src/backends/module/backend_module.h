@@ -22,6 +22,8 @@ struct CudaBackendOptions {
   uint64_t memory_limit = 0;  // bytes (0: free device memory)
   bool tune = false;          // autotuning: measure candidate algorithms (docs/tuning.md)
   std::string tuning_cache;   // file of recorded algorithm choices; empty: none
+  bool sync_each_node = false;  // synchronise after every node (profiling, fault location)
+  std::string module_path;    // libvigil_cuda.so to load; empty: CudaModuleCandidates()
 };
 
 struct LoadedBackend {
@@ -30,8 +32,10 @@ struct LoadedBackend {
   std::string description;  // "CUDA runtime 13.0, cuDNN 9.14.0, ..."
 };
 
-// Where the module is looked for, in order: $VIGIL_CUDA_MODULE, next to the
-// running executable, ../lib/vigil/ from it, then the build tree.
+// Where the module is looked for, in order: $VIGIL_CUDA_MODULE (a developer
+// switch), next to the library holding this code (libvigil.so, or the
+// executable it is linked into), ../lib/vigil/ and ./vigil/ from there, next
+// to the running executable, then the build tree.
 std::vector<std::string> CudaModuleCandidates();
 
 Result<LoadedBackend> LoadCudaBackend(const CudaBackendOptions& options);

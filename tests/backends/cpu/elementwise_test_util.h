@@ -14,7 +14,7 @@
 
 #include "backends/cpu/broadcast.h"
 #include "backends/cpu/kernel_test_util.h"
-#include "base/float16.h"
+#include "vigil/float16.h"
 
 namespace vigil::cpu::testing {
 

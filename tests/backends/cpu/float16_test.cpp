@@ -12,7 +12,7 @@
 
 #include <gtest/gtest.h>
 
-#include "base/float16.h"
+#include "vigil/float16.h"
 
 namespace vigil {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "base/float16.h"
+#include "vigil/float16.h"
 #include "ir/fuse_gelu.h"
 #include "ir/fuse_matmul_bias.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain

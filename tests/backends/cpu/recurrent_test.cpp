@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/cpu/kernel_test_util.h"
-#include "base/float16.h"
+#include "vigil/float16.h"
 
 namespace vigil::cpu::testing {
 namespace {

@@ -17,7 +17,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernel_test_util.h"
 #include "backends/module/backend_module.h"
-#include "base/float16.h"
+#include "vigil/float16.h"
 #include "ops/shape_helpers.h"
 #include "runtime/session.h"
 #include "runtime/tensor_compare.h"

@@ -12,7 +12,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernel_test_util.h"
 #include "backends/cuda/cuda_test_util.h"
-#include "base/float16.h"
+#include "vigil/float16.h"
 #include "ir/fuse_gelu.h"
 #include "ir/fuse_matmul_bias.h"
 #include "runtime/tensor_compare.h"

@@ -1,7 +1,7 @@
 // ResolveBinary: breadth-first DT_NEEDED walk with the loader's de-dup, and
 // the findings users need (missing library, wheel folder not on the path,
 // cuDNN 8 vs 9, wrong class, other versions, mixed cuDNN folders).
-#include "doctor/binary_deps.h"
+#include "doctor/resolver/binary_deps.h"
 
 #include <gtest/gtest.h>
 

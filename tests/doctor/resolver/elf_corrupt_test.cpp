@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "doctor/elf_file.h"
+#include "doctor/resolver/elf_file.h"
 #include "test_util.h"
 
 namespace vigil::doctor {

@@ -1,6 +1,6 @@
 // ReadElf on fake libraries with known SONAME/NEEDED/RPATH/RUNPATH/build-id,
 // on real system files (checked against readelf), and on non-ELF input.
-#include "doctor/elf_file.h"
+#include "doctor/resolver/elf_file.h"
 
 #include <gtest/gtest.h>
 

@@ -1,12 +1,12 @@
 // ld.so.cache parsing: the machine's real cache, caches written by our own
 // encoder in the new, old and combined formats, and damaged caches.
-#include "doctor/ld_so_cache.h"
+#include "doctor/resolver/ld_so_cache.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 
-#include "doctor/library_resolver.h"
+#include "doctor/resolver/library_resolver.h"
 #include "test_util.h"
 
 namespace vigil::doctor {

@@ -1,7 +1,7 @@
 // ResolveLibrary follows the loader's order: RPATH (only without RUNPATH),
 // LD_LIBRARY_PATH, RUNPATH, ld.so.cache, default folders; skips files of
 // another ELF class; stops at non-ELF files. FindAllCopies de-duplicates.
-#include "doctor/library_resolver.h"
+#include "doctor/resolver/library_resolver.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,126 @@
+"""vigil's errors: one exception class per diagnosis code, each carrying the
+whole diagnosis (summary, facts, likely causes, fixes) as ``.diagnosis``."""
+
+import json
+
+__all__ = [
+    "VigilError",
+    "InvalidModelError",
+    "InvalidInputError",
+    "UnsupportedError",
+    "OutOfMemoryError",
+    "VigilEnvironmentError",
+    "DeviceFaultError",
+    "CrashedError",
+    "InternalError",
+]
+
+
+class VigilError(RuntimeError):
+    """A failure vigil diagnosed.
+
+    str(error) starts with the one-line summary; the lines after it are the
+    facts, likely causes and fixes as ``vigil`` prints them.
+
+    Attributes:
+        code: the diagnosis code name ("InvalidInput", "Environment", ...).
+        summary: the one-line summary.
+        diagnosis: the diagnosis as a dict: {"code", "summary", "facts":
+            [{"name", "value"}], "causes": [{"what", "evidence"}], "fixes": [...]}.
+        text: the diagnosis as vigil prints it.
+    """
+
+    code = "Internal"
+
+    def __init__(self, summary, diagnosis=None, text=None):
+        self.summary = summary
+        if diagnosis and diagnosis.get("code"):
+            self.code = diagnosis["code"]
+        self.diagnosis = diagnosis if diagnosis is not None else {
+            "code": self.code, "summary": summary, "facts": [], "causes": [], "fixes": []}
+        self.text = text if text is not None else f"error [{self.code}]: {summary}\n"
+        super().__init__(_message(summary, self.text))
+
+    @property
+    def facts(self):
+        """The facts as a dict, name -> value."""
+        return {f["name"]: f["value"] for f in self.diagnosis.get("facts", [])}
+
+    @property
+    def causes(self):
+        return [c["what"] for c in self.diagnosis.get("causes", [])]
+
+    @property
+    def fixes(self):
+        return list(self.diagnosis.get("fixes", []))
+
+
+class InvalidModelError(VigilError, ValueError):
+    """The model file or graph is malformed."""
+
+    code = "InvalidModel"
+
+
+class InvalidInputError(VigilError, ValueError):
+    """An input (or argument) does not fit the model."""
+
+    code = "InvalidInput"
+
+
+class UnsupportedError(VigilError):
+    """Valid, but vigil or the chosen backend cannot do it."""
+
+    code = "Unsupported"
+
+
+class OutOfMemoryError(VigilError):
+    """A predicted or actual allocation does not fit."""
+
+    code = "OutOfMemory"
+
+
+class VigilEnvironmentError(VigilError):
+    """Drivers, libraries, variables or files outside the model are wrong
+    (named so as not to shadow the builtin EnvironmentError)."""
+
+    code = "Environment"
+
+
+class DeviceFaultError(VigilError):
+    """The device failed while running."""
+
+    code = "DeviceFault"
+
+
+class CrashedError(VigilError):
+    """The isolated process running the model died."""
+
+    code = "Crashed"
+
+
+class InternalError(VigilError):
+    """A bug in vigil."""
+
+    code = "Internal"
+
+
+_BY_CODE = {cls.code: cls for cls in (InvalidModelError, InvalidInputError, UnsupportedError, OutOfMemoryError,
+                                      VigilEnvironmentError, DeviceFaultError, CrashedError, InternalError)}
+
+
+def _message(summary, text):
+    # vigil_status_text starts with "error [Code]: summary"; the exception's
+    # class already names the code, so the message starts with the summary.
+    lines = text.split("\n", 1)
+    rest = lines[1].rstrip("\n") if len(lines) > 1 and lines[0].endswith(summary) else text.rstrip("\n")
+    return summary + ("\n" + rest if rest else "")
+
+
+def _from_status(code, code_name, summary, text, diagnosis_json):
+    """Called by the extension for a failing vigil_status."""
+    try:
+        diagnosis = json.loads(diagnosis_json)
+    except ValueError:
+        diagnosis = None
+    cls = _BY_CODE.get(code_name, VigilError)
+    return cls(summary, diagnosis, text)

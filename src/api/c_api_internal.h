@@ -1,0 +1,82 @@
+// The objects behind the C API's opaque handles, and the guard every entry
+// point runs in: no C++ exception and no C++ type crosses vigil.h.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "api/session_factory.h"
+#include "base/status.h"
+#include "runtime/session.h"
+#include "vigil/vigil.h"
+
+struct vigil_status {
+  vigil::Diagnosis diagnosis;
+  std::string code_name;
+  std::string text;  // rendered once
+  std::string json;
+};
+
+// A session's state is shared with the values it hands out: device outputs
+// are freed on the session's streams, so they keep the backend alive.
+struct vigil_session {
+  std::shared_ptr<vigil::api::AssembledSession> assembled;
+  vigil::api::SessionConfig config;
+  std::string model_path;  // "" for a model from memory
+  int device_id = 0;
+  // Strings and arrays handed out by accessors; built once.
+  struct IoInfo {
+    std::string name;
+    vigil_dtype dtype = VIGIL_DTYPE_UNDEFINED;
+    size_t rank = static_cast<size_t>(-1);
+    std::vector<int64_t> dims;
+    std::vector<std::string> dim_names;
+    std::vector<const char*> dim_name_ptrs;
+  };
+  std::vector<IoInfo> inputs, outputs;
+  std::string backends;
+  mutable std::once_flag notes_once, describe_once;
+  mutable std::string notes_json, describe_json;
+
+  const vigil::runtime::Session& session() const { return *assembled->session; }
+};
+
+struct vigil_value {
+  std::string name;
+  vigil::runtime::Tensor tensor;
+  std::shared_ptr<vigil::api::AssembledSession> keep_alive;  // for device memory
+};
+
+namespace vigil::api {
+
+// A heap status for the caller; nullptr for OK.
+vigil_status* ToCStatus(Status status);
+// Runs `body`, turning an escaping exception into an Internal (or
+// OutOfMemory) status: nothing may unwind through a C caller.
+template <typename F>
+vigil_status* Guarded(F&& body) {
+  try {
+    return ToCStatus(body());
+  } catch (const std::bad_alloc&) {
+    return ToCStatus(OutOfMemoryError("host memory ran out inside vigil"));
+  } catch (const std::exception& e) {
+    return ToCStatus(InternalError("unexpected exception inside vigil: {}", e.what()));
+  } catch (...) {
+    return ToCStatus(InternalError("unexpected exception inside vigil"));
+  }
+}
+// For arguments: InvalidInput naming the call and the argument.
+Status NullArgument(const char* call, const char* argument);
+
+// A caller's vigil_tensor as a runtime input binding (no copy), checked for
+// what the struct itself can get wrong (negative rank dims, null shape).
+Result<runtime::InputBinding> ToBinding(const vigil_tensor& t, const char* call);
+// The runtime tensor of a vigil_tensor (a view of the caller's buffer), for
+// output buffers.
+Result<runtime::Tensor> ToTensorView(const vigil_tensor& t, const char* call);
+
+vigil_value* NewValue(std::string name, runtime::Tensor tensor, std::shared_ptr<AssembledSession> keep_alive);
+
+}  // namespace vigil::api

@@ -1,0 +1,65 @@
+#include "api/model_description.h"
+
+#include <map>
+
+#include "api/model_json.h"
+#include "api/node_shapes.h"
+#include "ir/layout_nhwc.h"
+#include "ir/model_stats.h"
+
+namespace vigil::api {
+
+Result<nlohmann::json> DescribeModel(const ir::Model& m, bool with_shapes) {
+  ir::ModelStats stats = ir::ComputeStats(m);
+  nlohmann::json j = ModelInterfaceJson(m);
+  j["model"] = m.path;
+  j["nodes"] = stats.nodes;
+  j["nodes_including_subgraphs"] = stats.nodes_including_subgraphs;
+  j["subgraphs"] = stats.subgraphs;
+  j["ops"] = stats.ops;
+  j["parameters"] = stats.parameters;
+  j["parameter_bytes"] = stats.parameter_bytes;
+  j["functions"] = m.functions.size();
+  if (with_shapes) {
+    VIGIL_ASSIGN_OR_RETURN(std::vector<NodeShapes> shapes, InferNodeShapes(m));
+    nlohmann::json nodes = nlohmann::json::array();
+    uint64_t total = 0;
+    for (const NodeShapes& s : shapes) {
+      nodes.push_back({{"index", s.index}, {"node", s.label}, {"outputs", s.outputs}, {"flops", s.flops}});
+      total += s.flops;
+    }
+    j["node_shapes"] = nodes;
+    j["flops"] = total;
+  }
+  return j;
+}
+
+nlohmann::json DescribeSession(const AssembledSession& a) {
+  std::map<std::string, size_t> per_backend;
+  nlohmann::json fallbacks = nlohmann::json::array();
+  for (const runtime::NodePlacement& n : a.session->placement()) {
+    ++per_backend[n.backend];
+    if (!n.fallback_reason.empty()) {
+      fallbacks.push_back({{"node", n.node}, {"backend", n.backend}, {"reason", n.fallback_reason}});
+    }
+  }
+  return {{"backends", a.backends}, {"nodes_per_backend", per_backend}, {"fallbacks", fallbacks}};
+}
+
+nlohmann::json SessionNotesJson(const AssembledSession& a) {
+  size_t nhwc = 0, transposes = 0;
+  for (const ir::Node& n : a.session->model().graph.nodes) {
+    nhwc += n.op_type == ir::kConvNhwcOp && n.domain == ir::kVigilDomain;
+    transposes += n.op_type == "Transpose";
+  }
+  nlohmann::json j = DescribeSession(a);
+  j["cuda_module"] = a.cuda_module_path;
+  j["cuda_stack"] = a.cuda_description;
+  j["nhwc_convolutions"] = nhwc;
+  j["transposes"] = transposes;
+  j["cuda_graphs"] = a.session->DeviceGraphNotes();
+  j["backend_notes"] = a.session->BackendNotes();
+  return j;
+}
+
+}  // namespace vigil::api

@@ -1,0 +1,89 @@
+// The options shared by the commands that run models (command.h); no
+// library internals, so both the public-API commands and the tooling use it.
+#include <cstdlib>
+#include <filesystem>
+
+#include "command.h"
+
+namespace vigil::cli {
+
+bool ParseByteSize(const std::string& text, uint64_t* bytes) {
+  char* stop = nullptr;
+  double v = std::strtod(text.c_str(), &stop);
+  size_t end = static_cast<size_t>(stop - text.c_str());
+  std::string unit = text.substr(end);
+  double scale = unit.empty() || unit == "B" ? 1
+                 : unit == "K"              ? 1 << 10
+                 : unit == "M"              ? 1 << 20
+                 : unit == "G"              ? 1 << 30
+                                            : -1;
+  if (end == 0 || scale < 0 || !(v >= 0) || v * scale > 1.8e19) return false;
+  *bytes = static_cast<uint64_t>(v * scale);
+  return true;
+}
+
+void AddBackendOptions(CLI::App* sub, BackendChoice& c) {
+  sub->add_option("--backend", c.backend,
+                  "where to run: cpu (default) or cuda (nodes the CUDA backend cannot run fall back to the CPU)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  sub->add_flag("--no-fallback", c.no_fallback,
+                "with --backend cuda: fail at load, naming the node and why, instead of running it on the CPU");
+  sub->add_flag("--tf32", c.tf32, "with --backend cuda: let float32 convolutions and products use TF32 tensor cores");
+  sub->add_flag("--deterministic", c.deterministic,
+                "with --backend cuda: only deterministic algorithms (bitwise-identical outputs across runs)");
+  sub->add_option("--gpu-mem-limit", c.gpu_mem_limit,
+                  "with --backend cuda: refuse a run whose planned device memory exceeds this (512M, 2G)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            uint64_t bytes = 0;
+            return ParseByteSize(text, &bytes) ? std::string()
+                                               : "'" + text + "' is not a size: write bytes or use K, M or G (512M, 2G)";
+          },
+          "SIZE"));
+  sub->add_option("--device", c.device, "with --backend cuda: the CUDA device ordinal (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--cudnn-log", c.cudnn_log,
+                  "with --backend cuda: write cuDNN's API log (every call, CUDNN_LOGLEVEL_DBG=3) to FILE; on a cuDNN "
+                  "failure its tail is attached to the diagnosis");
+  sub->add_option("--layout", c.layout,
+                  "with --backend cuda: auto (default) runs float16/bfloat16 2D convolutions channels-last (NHWC, "
+                  "for tensor cores), with the fewest transposes; nchw keeps every convolution as the model says")
+      ->check(CLI::IsMember({"auto", "nchw"}));
+  sub->add_flag("--tune", c.tune,
+                "with --backend cuda: autotune: the first run of each convolution and matrix-product shape times up "
+                "to 8 cuDNN engines or cuBLASLt algorithms and keeps the fastest (slower first run; see "
+                "--tuning-cache)");
+  sub->add_option("--tuning-cache", c.tuning_cache,
+                  "with --backend cuda: FILE of algorithm choices keyed by GPU, library versions, shape, dtype and "
+                  "layout: used where it has one; with --tune new choices are appended (docs/tuning.md)");
+}
+
+std::vector<std::string> BackendArguments(const BackendChoice& c) {
+  std::vector<std::string> args = {"--backend", c.backend, "--device", std::to_string(c.device)};
+  if (c.no_fallback) args.push_back("--no-fallback");
+  if (c.tf32) args.push_back("--tf32");
+  if (c.deterministic) args.push_back("--deterministic");
+  if (!c.gpu_mem_limit.empty()) args.insert(args.end(), {"--gpu-mem-limit", c.gpu_mem_limit});
+  if (!c.cudnn_log.empty()) args.insert(args.end(), {"--cudnn-log", c.cudnn_log});
+  args.insert(args.end(), {"--layout", c.layout});
+  if (c.tune) args.push_back("--tune");
+  if (!c.tuning_cache.empty()) args.insert(args.end(), {"--tuning-cache", c.tuning_cache});
+  return args;
+}
+
+void AddInputFilesOption(CLI::App* sub, std::vector<std::string>& specs) {
+  sub->add_option("--input,-i", specs,
+                  "NAME=FILE binds FILE (.npy or .pb) to the model input NAME; FILE alone binds by position "
+                  "(required inputs first, in the model's order). Repeat for each input.")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+std::pair<std::string, std::string> SplitInputSpec(const std::string& spec) {
+  const size_t eq = spec.find('=');
+  std::error_code ec;
+  if (eq == std::string::npos || eq == 0 || std::filesystem::exists(spec, ec)) return {std::string(), spec};
+  return {spec.substr(0, eq), spec.substr(eq + 1)};
+}
+
+}  // namespace vigil::cli

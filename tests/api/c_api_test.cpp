@@ -1,0 +1,257 @@
+// The C API of libvigil.so (include/vigil/vigil.h) and its C++ wrapper,
+// tested against the shared library itself: sessions, the checks every
+// caller buffer goes through (seed 003's size, seed 000's dtype), options,
+// outputs into caller buffers, threads, and that no bad argument crashes.
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "vigil/vigil.h"
+#include "vigil/vigil.hpp"
+
+namespace {
+
+const std::string kModels = VIGIL_TEST_MODELS_DIR;
+const std::string kMobileNet = kModels + "/tiny/mobilenet_v2/model.onnx";
+
+// The status's summary, released.
+std::string Summary(vigil_status* s) {
+  std::string text = vigil_status_summary(s);
+  vigil_status_release(s);
+  return text;
+}
+
+struct Loaded {
+  vigil::Value input;
+  vigil::Value reference;
+};
+
+Loaded MobileNetData() {
+  return {vigil::ReadTensorFile(kModels + "/tiny/mobilenet_v2/input_0.npy"),
+          vigil::ReadTensorFile(kModels + "/tiny/mobilenet_v2/ref_0.npy")};
+}
+
+// Relative L2 error in float64; NaN or a size mismatch gives infinity.
+double RelL2(const float* got, const float* want, size_t n) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isnan(got[i])) return std::numeric_limits<double>::infinity();
+    double d = static_cast<double>(got[i]) - want[i];
+    num += d * d;
+    den += static_cast<double>(want[i]) * want[i];
+  }
+  return std::sqrt(num / (den > 0 ? den : 1));
+}
+
+TEST(CApi, VersionMatchesHeader) {
+  EXPECT_EQ(vigil_api_version(), static_cast<uint32_t>(VIGIL_API_VERSION));
+  EXPECT_STRNE(vigil_version_string(), "");
+}
+
+TEST(CApi, RunsARealModelAndMatchesOnnxRuntime) {
+  Loaded d = MobileNetData();
+  vigil_session* session = nullptr;
+  ASSERT_EQ(vigil_session_create(kMobileNet.c_str(), nullptr, &session), nullptr);
+  ASSERT_EQ(vigil_session_input_count(session), 1u);
+  vigil_io_info info{};
+  ASSERT_EQ(vigil_session_input_info(session, 0, &info), nullptr);
+  EXPECT_STREQ(info.name, "input_0");
+  EXPECT_EQ(info.dtype, VIGIL_DTYPE_FLOAT32);
+  ASSERT_EQ(info.rank, 4u);
+
+  vigil_tensor in{};
+  vigil_value_as_tensor(d.input.get(), &in);
+  in.name = "input_0";
+  vigil_value* out = nullptr;
+  ASSERT_EQ(vigil_session_run(session, &in, 1, nullptr, 1, &out), nullptr);
+  ASSERT_EQ(vigil_value_dtype(out), VIGIL_DTYPE_FLOAT32);
+  ASSERT_EQ(vigil_value_byte_size(out), d.reference.ByteSize());
+  EXPECT_LE(RelL2(static_cast<const float*>(vigil_value_data(out)), d.reference.Data<float>(),
+                  d.reference.ElementCount()),
+            1e-4);
+  EXPECT_STREQ(vigil_session_backends(session), "cpu");
+  vigil_value_release(out);
+  vigil_session_release(session);
+}
+
+TEST(CApi, Seed003ChannelsTimesTotalBufferIsDiagnosedNotRead) {
+  vigil::Session session(kMobileNet);
+  // cv::Mat 640x480, 3 channels: img.channels() * img.total() floats given
+  // for a [1,3,96,96] input.
+  std::vector<float> image(3 * 640 * 480, 0.5f);
+  try {
+    session.Run({vigil::TensorRef::Of("input_0", image.data(), image.size(), {1, 3, 96, 96})});
+    FAIL() << "a buffer of the wrong size ran";
+  } catch (const vigil::Error& e) {
+    EXPECT_EQ(e.code(), vigil::ErrorCode::kInvalidInput);
+    EXPECT_NE(e.summary().find("input_0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).rfind(e.summary(), 0), std::string::npos) << "the text starts elsewhere";
+    bool named_cause = false;
+    for (const auto& c : e.causes()) named_cause |= c.what.find("channels") != std::string::npos;
+    EXPECT_TRUE(named_cause) << e.what();
+  }
+}
+
+TEST(CApi, Seed000Int32ForFloat32IsDiagnosed) {
+  vigil::Session session(kMobileNet);
+  std::vector<int32_t> pixels(3 * 96 * 96, 1);
+  try {
+    session.Run({vigil::TensorRef::Of("input_0", pixels.data(), pixels.size(), {1, 3, 96, 96})});
+    FAIL() << "int32 data ran as float32";
+  } catch (const vigil::Error& e) {
+    EXPECT_EQ(e.code(), vigil::ErrorCode::kInvalidInput);
+    EXPECT_NE(e.summary().find("int32"), std::string::npos) << e.what();
+    EXPECT_NE(e.summary().find("float32"), std::string::npos) << e.what();
+    nlohmann::json j = nlohmann::json::parse(e.json());
+    EXPECT_EQ(j["summary"], e.summary());
+  }
+}
+
+TEST(CApi, NullAndBadArgumentsAreStatusesNotCrashes) {
+  vigil_session* session = nullptr;
+  EXPECT_EQ(vigil_status_code(vigil_session_create(nullptr, nullptr, &session)), VIGIL_ERROR_INVALID_INPUT);
+  vigil_status* s = vigil_session_create(nullptr, nullptr, &session);
+  EXPECT_NE(Summary(s).find("model_path"), std::string::npos);
+  EXPECT_NE(vigil_session_run(nullptr, nullptr, 0, nullptr, 0, nullptr), nullptr);
+  ASSERT_EQ(vigil_session_create(kMobileNet.c_str(), nullptr, &session), nullptr);
+  vigil_value* out = nullptr;
+  int64_t shape[] = {1, 3, 96, 96};
+  // A NULL data pointer for a non-empty tensor, an unknown dtype, a NULL shape.
+  vigil_tensor t{"input_0", VIGIL_DTYPE_FLOAT32, shape, 4, nullptr, 3 * 96 * 96 * 4, VIGIL_MEMORY_HOST, 0, nullptr};
+  EXPECT_EQ(vigil_status_code(vigil_session_run(session, &t, 1, nullptr, 1, &out)), VIGIL_ERROR_INVALID_INPUT);
+  t.dtype = static_cast<vigil_dtype>(77);
+  s = vigil_session_run(session, &t, 1, nullptr, 1, &out);
+  EXPECT_NE(Summary(s).find("dtype 77"), std::string::npos);
+  t.dtype = VIGIL_DTYPE_FLOAT32;
+  t.shape = nullptr;
+  EXPECT_EQ(vigil_status_code(vigil_session_run(session, &t, 1, nullptr, 1, &out)), VIGIL_ERROR_INVALID_INPUT);
+  EXPECT_EQ(out, nullptr);
+  const char* bad_name = "no_such_output";
+  std::vector<float> data(3 * 96 * 96);
+  t.shape = shape;
+  t.data = data.data();
+  s = vigil_session_run(session, &t, 1, &bad_name, 1, &out);
+  ASSERT_NE(s, nullptr);
+  EXPECT_NE(std::string(vigil_status_summary(s)).find("no_such_output"), std::string::npos);
+  EXPECT_EQ(vigil_status_fact_count(s), 1u);
+  vigil_status_release(s);
+  vigil_session_release(session);
+  vigil_status_release(nullptr);  // accepted
+}
+
+TEST(CApi, OptionsAreCheckedBeforeAnythingLoads) {
+  vigil_session_options o;
+  vigil_session_options_init(&o);
+  vigil_session* session = nullptr;
+  o.struct_size = 0;
+  vigil_status* s = vigil_session_create(kMobileNet.c_str(), &o, &session);
+  ASSERT_NE(s, nullptr);
+  EXPECT_NE(std::string(vigil_status_text(s)).find("vigil_session_options_init"), std::string::npos);
+  vigil_status_release(s);
+
+  vigil_session_options_init(&o);
+  vigil_backend wrong_order[] = {VIGIL_BACKEND_CPU, VIGIL_BACKEND_CUDA};
+  o.backends = wrong_order;
+  o.backend_count = 2;
+  EXPECT_NE(Summary(vigil_session_create(kMobileNet.c_str(), &o, &session)).find("before CUDA"), std::string::npos);
+
+  vigil_session_options_init(&o);
+  o.intra_op_num_threads = 4;
+  EXPECT_EQ(vigil_status_code(vigil_session_create(kMobileNet.c_str(), &o, &session)), VIGIL_ERROR_UNSUPPORTED);
+  EXPECT_EQ(session, nullptr);
+}
+
+TEST(CApi, CudaFromAMissingModuleIsAnEnvironmentDiagnosis) {
+  vigil::SessionOptions o;
+  o.backends = {vigil::Backend::kCuda};
+  o.cuda_module_path = "/nonexistent/libvigil_cuda.so";
+  try {
+    vigil::Session session(kMobileNet, o);
+    FAIL() << "a session on a missing module";
+  } catch (const vigil::Error& e) {
+    EXPECT_EQ(e.code(), vigil::ErrorCode::kEnvironment) << e.what();
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/libvigil_cuda.so"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CApi, SessionFromMemoryRunsLikeFromFile) {
+  std::ifstream f(kMobileNet, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  Loaded d = MobileNetData();
+  vigil::Session from_file(kMobileNet);
+  vigil::Session from_memory(bytes.data(), bytes.size());
+  auto a = from_file.Run({d.input.AsInput("input_0")});
+  auto b = from_memory.Run({d.input.AsInput("input_0")});
+  ASSERT_EQ(a[0].ByteSize(), b[0].ByteSize());
+  EXPECT_EQ(std::memcmp(a[0].RawData(), b[0].RawData(), a[0].ByteSize()), 0);
+  EXPECT_THROW(vigil::Session(bytes.data(), 10), vigil::Error);  // truncated: a diagnosis
+}
+
+TEST(CApi, OutputIntoACallerBufferThroughIoBinding) {
+  Loaded d = MobileNetData();
+  vigil::Session session(kMobileNet);
+  auto expected = session.Run({d.input.AsInput("input_0")});
+  const std::string out_name = session.Outputs()[0].name;
+  std::vector<float> out(1000, std::numeric_limits<float>::quiet_NaN());  // poisoned
+  vigil::IoBinding binding(session);
+  binding.BindInput(d.input.AsInput("input_0"));
+  binding.BindOutput(vigil::TensorRef::Of(out_name, out.data(), out.size(), {1, 1000}));
+  session.Run(binding);
+  EXPECT_EQ(std::memcmp(out.data(), expected[0].RawData(), expected[0].ByteSize()), 0);
+  // A buffer of the wrong shape for the output is refused, naming it.
+  std::vector<float> small(10);
+  binding.BindOutput(vigil::TensorRef::Of(out_name, small.data(), small.size(), {1, 10}));
+  try {
+    session.Run(binding);
+    FAIL();
+  } catch (const vigil::Error& e) {
+    EXPECT_NE(e.summary().find(out_name), std::string::npos) << e.what();
+  }
+}
+
+TEST(CApi, ConcurrentRunsGiveTheSameOutputs) {
+  Loaded d = MobileNetData();
+  vigil::Session session(kMobileNet);
+  auto expected = session.Run({d.input.AsInput("input_0")});
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 3; ++i) {
+        auto got = session.Run({d.input.AsInput("input_0")});
+        mismatches[t] += std::memcmp(got[0].RawData(), expected[0].RawData(), expected[0].ByteSize()) != 0;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int m : mismatches) EXPECT_EQ(m, 0);
+}
+
+TEST(CApi, DescriptionsAreJson) {
+  nlohmann::json model = nlohmann::json::parse(vigil::DescribeModelJson(kMobileNet, true));
+  EXPECT_EQ(model["inputs"][0]["name"], "input_0");
+  EXPECT_GT(model["flops"].get<uint64_t>(), 0u);
+  vigil::Session session(kMobileNet);
+  nlohmann::json where = nlohmann::json::parse(session.DescribeJson());
+  EXPECT_GT(where["nodes_per_backend"]["cpu"].get<int>(), 0);
+  nlohmann::json notes = nlohmann::json::parse(session.NotesJson());
+  EXPECT_TRUE(notes.contains("backend_notes"));
+  EXPECT_THROW(vigil::DescribeModelJson("/nonexistent.onnx"), vigil::Error);
+}
+
+TEST(CApi, CheckReportsBoundSymbolicDims) {
+  vigil::Session session(kModels + "/tiny/text_encoder/model.onnx");
+  vigil::Value ids = vigil::ReadTensorFile(kModels + "/tiny/text_encoder/input_0.npy");
+  std::string dims = session.Check({ids.AsInput(session.Inputs()[0].name)});
+  EXPECT_TRUE(nlohmann::json::parse(dims).is_object()) << dims;
+}
+
+}  // namespace
