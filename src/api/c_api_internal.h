@@ -47,6 +47,7 @@ struct vigil_value {
   std::string name;
   vigil::runtime::Tensor tensor;
   std::shared_ptr<vigil::api::AssembledSession> keep_alive;  // for device memory
+  int device_id = 0;  // the CUDA device of device memory
 };
 
 namespace vigil::api {
@@ -77,6 +78,7 @@ Result<runtime::InputBinding> ToBinding(const vigil_tensor& t, const char* call)
 // output buffers.
 Result<runtime::Tensor> ToTensorView(const vigil_tensor& t, const char* call);
 
-vigil_value* NewValue(std::string name, runtime::Tensor tensor, std::shared_ptr<AssembledSession> keep_alive);
+vigil_value* NewValue(std::string name, runtime::Tensor tensor, std::shared_ptr<AssembledSession> keep_alive,
+                      int device_id = 0);
 
 }  // namespace vigil::api

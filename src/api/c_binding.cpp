@@ -210,7 +210,7 @@ vigil_status* vigil_io_binding_get_output(const vigil_io_binding* b, size_t inde
                                       index, b->results.size());
     }
     const auto& r = b->results[index];
-    *value = vigil::api::NewValue(r.name, r.tensor, b->session->assembled);
+    *value = vigil::api::NewValue(r.name, r.tensor, b->session->assembled, b->session->device_id);
     return vigil::Status::Ok();
   });
 }
@@ -228,7 +228,7 @@ void vigil_value_as_tensor(const vigil_value* v, vigil_tensor* t) {
                     const_cast<void*>(v->tensor.raw_data()),
                     v->tensor.byte_size(),
                     v->tensor.on_host() ? VIGIL_MEMORY_HOST : VIGIL_MEMORY_CUDA,
-                    0,
+                    v->device_id,
                     nullptr};
 }
 

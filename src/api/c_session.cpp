@@ -14,7 +14,10 @@ namespace {
 Result<SessionConfig> ToConfig(const vigil_session_options* o) {
   SessionConfig c;
   if (!o) return c;
-  if (o->struct_size < offsetof(vigil_session_options, enable_profiling) || o->struct_size > sizeof(*o)) {
+  // Every field is read, so the caller's struct must be this library's
+  // (API version 1 has one layout; later versions read only what a caller's
+  // struct_size covers).
+  if (o->struct_size != sizeof(*o)) {
     return InvalidInputError("vigil_session_options.struct_size is {}, this library knows {} bytes", o->struct_size,
                              sizeof(*o))
         .WithCause("the options were not set up with vigil_session_options_init")
@@ -134,7 +137,7 @@ Status SelectOutputs(const vigil_session* s, std::vector<runtime::NamedTensor> a
     }
   }
   for (size_t k = 0; k < pick.size(); ++k) {
-    outputs[k] = NewValue(all[pick[k]].name, std::move(all[pick[k]].tensor), s->assembled);
+    outputs[k] = NewValue(all[pick[k]].name, std::move(all[pick[k]].tensor), s->assembled, s->device_id);
   }
   return Status::Ok();
 }
@@ -349,7 +352,7 @@ vigil_status* vigil_session_allocate(const vigil_session* s, vigil_dtype dtype, 
                                                   ? s->session().AllocateDeviceBuffer(b.dtype, b.shape)
                                                   : s->session().AllocateHostBuffer(b.dtype, b.shape);
     if (!t.ok()) return std::move(t).TakeStatus();
-    *value = vigil::api::NewValue("", std::move(t).value(), s->assembled);
+    *value = vigil::api::NewValue("", std::move(t).value(), s->assembled, s->device_id);
     return vigil::Status::Ok();
   });
 }

@@ -23,8 +23,10 @@ Status NullArgument(const char* call, const char* argument) {
   return InvalidInputError("{}: {} is NULL", call, argument).WithFix(fmt::format("pass a valid {}", argument));
 }
 
-vigil_value* NewValue(std::string name, runtime::Tensor tensor, std::shared_ptr<AssembledSession> keep_alive) {
+vigil_value* NewValue(std::string name, runtime::Tensor tensor, std::shared_ptr<AssembledSession> keep_alive,
+                      int device_id) {
   auto* v = new vigil_value;
+  v->device_id = device_id;
   v->name = std::move(name);
   v->tensor = std::move(tensor);
   if (!v->tensor.on_host()) v->keep_alive = std::move(keep_alive);

@@ -90,7 +90,7 @@ Result<LoadedBackend> LoadCudaBackend(const CudaBackendOptions& options) {
                                     "headers at build time)")
                          .WithFix("rebuild where nvcc and cuDNN 9 are installed, or give the module's path "
                                   "(cuda_module_path)")
-                         .WithFix("run with --backend cpu"));
+                         .WithFix("run on the CPU backend (--backend cpu; in the API, list only the CPU backend)"));
   }
   Result<doctor::LoadedModule> module = doctor::LoadBackendModule(path);
   if (!module.ok()) {
