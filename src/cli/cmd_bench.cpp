@@ -47,8 +47,12 @@ bool ParseDims(const std::vector<std::string>& specs, std::map<std::string, int6
     auto eq = s.find('=');
     char* end = nullptr;
     long long v = eq == std::string::npos ? 0 : std::strtoll(s.c_str() + eq + 1, &end, 10);
-    if (eq == std::string::npos || eq == 0 || end == s.c_str() + eq + 1 || *end != '\0' || v < 0) {
-      *error = "--dim '" + s + "' is not NAME=VALUE with a non-negative number (e.g. --dim N=8)";
+    if (eq == std::string::npos || eq == 0) {
+      *error = "--dim '" + s + "' is not NAME=VALUE (e.g. --dim N=8)";
+      return false;
+    }
+    if (end == s.c_str() + eq + 1 || *end != '\0' || v < 0) {
+      *error = "--dim '" + s + "': '" + s.substr(eq + 1) + "' is not a number (a non-negative dim size)";
       return false;
     }
     (*dims)[s.substr(0, eq)] = v;
@@ -160,7 +164,7 @@ int RunBench(const BenchOptions& opt) {
   std::string error;
   if (!ParseDims(opt.dims, &dims, &error)) {
     std::fprintf(stderr, "vigil: %s\n", error.c_str());
-    return kExitUsage;
+    return kExitDiagnosed;
   }
   BackendChoice backend = opt.backend;
   backend.device_graphs = opt.cuda_graphs == "on" && opt.profile.empty();
