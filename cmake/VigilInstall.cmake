@@ -7,12 +7,15 @@
 #                                      the CUDA backend module, when it was built;
 #                                      libvigil.so looks for it in ./vigil/ next
 #                                      to itself, the vigil command in ../lib/vigil/
+#   <prefix>/<libdir>/vigil/vigil-worker
+#                                      the child process of isolated sessions,
+#                                      found the same way
 #   <prefix>/bin/vigil                 the command
 #   <prefix>/<libdir>/cmake/vigil/     find_package(vigil): vigil::vigil (shared),
 #                                      vigil::vigil_static
 #   <prefix>/<libdir>/pkgconfig/vigil.pc
 #
-# Components: Runtime (libvigil.so.0, the CUDA module, the command) and
+# Components: Runtime (libvigil.so.0, the CUDA module, vigil-worker, the command) and
 # Development (headers, libvigil.a, the .so link, CMake and pkg-config files).
 
 # A Python wheel (scikit-build-core; python/CMakeLists.txt) installs its own
@@ -61,6 +64,7 @@ if(TARGET vigil_cuda)
   install(TARGETS vigil_cuda
           LIBRARY DESTINATION ${VIGIL_INSTALL_MODULEDIR} COMPONENT Runtime)
 endif()
+install(TARGETS vigil_worker RUNTIME DESTINATION ${VIGIL_INSTALL_MODULEDIR} COMPONENT Runtime)
 install(TARGETS vigil RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT Runtime)
 
 # ---- find_package(vigil) -----------------------------------------------------

@@ -206,13 +206,17 @@ typedef struct vigil_session_options {
   const char* cuda_module_path;  /* libvigil_cuda.so to load; NULL: next to libvigil.so, then the usual places */
   /* Run each vigil_session_run in a child process, so that a crash (in cuDNN,
    * the driver, a kernel) becomes a VIGIL_ERROR_CRASHED status naming the
-   * signal, the library and the node instead of killing the caller. Host
-   * inputs and outputs only. Default 0. */
+   * signal, the library and the node instead of killing the caller. The
+   * child is vigil-worker, installed beside libvigil.so's CUDA module; it
+   * loads the model once at creation (so creation fails as it would in this
+   * process) and again for every run. Inputs are checked here first. Host
+   * inputs and outputs only: IOBinding, plans, profiles and device buffers
+   * are refused with VIGIL_ERROR_UNSUPPORTED. Default 0. */
   int isolate;
   double isolate_timeout_s;      /* with isolate: kill a run after this long (0: no limit) */
-  /* Threads for CPU kernels. vigil's CPU backend runs each node on the
-   * calling thread; values other than 0 and 1 are refused until it has a
-   * thread pool. Concurrent runs on many threads are always allowed. */
+  /* Threads for one CPU node's matrix products (MatMul, Gemm, Einsum, ...):
+   * 0 (default) as many as the CPU has, 1 the calling thread alone, N at
+   * most N. Concurrent runs on many threads are always allowed. */
   int intra_op_num_threads;
   /* Synchronise after every device node, so vigil_session_profile's
    * per-node times are device times (slower runs; default 0). */

@@ -104,7 +104,8 @@ class SessionOptions:
 
     # onnxruntime's names
     intra_op_num_threads = _Option(lambda v, w: _as_int(v, w), 0,
-                                   "Threads for CPU kernels: 0 or 1 (vigil runs each node on the calling thread).")
+                                   "Threads for one CPU node's matrix products: 0 all cores, 1 the calling "
+                                   "thread alone, N at most N.")
     inter_op_num_threads = _Option(lambda v, w: _as_int(v, w), 0,
                                    "Accepted for onnxruntime scripts; vigil runs nodes in order.")
     enable_profiling = _Option(_as_bool, False,

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "api/isolated_session.h"
 #include "api/session_factory.h"
 #include "base/status.h"
 #include "runtime/session.h"
@@ -22,7 +23,10 @@ struct vigil_status {
 // A session's state is shared with the values it hands out: device outputs
 // are freed on the session's streams, so they keep the backend alive.
 struct vigil_session {
+  // One of the two: the session in this process, or (isolate on) the model
+  // that each run hands to a child process.
   std::shared_ptr<vigil::api::AssembledSession> assembled;
+  std::shared_ptr<vigil::api::IsolatedModel> isolated;
   vigil::api::SessionConfig config;
   std::string model_path;  // "" for a model from memory
   int device_id = 0;
@@ -41,6 +45,9 @@ struct vigil_session {
   mutable std::string notes_json, describe_json;
 
   const vigil::runtime::Session& session() const { return *assembled->session; }
+  // The session in this process; for an isolated session, Unsupported naming
+  // `call`, which needs one.
+  vigil::Result<const vigil::runtime::Session*> InProcess(const char* call) const;
 };
 
 struct vigil_value {

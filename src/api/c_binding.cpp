@@ -111,6 +111,7 @@ vigil_status* vigil_io_binding_create(const vigil_session* session, vigil_io_bin
     if (!binding) return NullArgument("vigil_io_binding_create", "binding");
     *binding = nullptr;
     if (!session) return NullArgument("vigil_io_binding_create", "session");
+    VIGIL_RETURN_IF_ERROR(session->InProcess("vigil_io_binding_create").status());
     auto* b = new vigil_io_binding;
     b->session = session;
     *binding = b;

@@ -51,10 +51,6 @@ Result<SessionConfig> ToConfig(const vigil_session_options* o) {
   c.isolate_timeout_s = o->isolate_timeout_s;
   c.intra_op_num_threads = o->intra_op_num_threads;
   c.enable_profiling = o->enable_profiling != 0;
-  if (c.isolate) {
-    return UnsupportedError("isolated runs are not available through the library yet")
-        .WithFix("run the model with `vigil run MODEL --isolate` for a crash report, or leave isolate at 0");
-  }
   return c;
 }
 
@@ -75,21 +71,29 @@ vigil_session::IoInfo MakeIoInfo(const ir::ValueInfo& vi) {
   return info;
 }
 
-Status Create(Result<ir::Model> model, const vigil_session_options* options, vigil_session** out) {
+Status Create(Result<ir::Model> model, bool from_memory, const vigil_session_options* options,
+              vigil_session** out) {
   VIGIL_ASSIGN_OR_RETURN(SessionConfig config, ToConfig(options));
   VIGIL_RETURN_IF_ERROR(ValidateConfig(config));
   if (!model.ok()) return std::move(model).TakeStatus();
   auto session = std::make_unique<vigil_session>();
-  session->model_path = model->path;
-  VIGIL_ASSIGN_OR_RETURN(AssembledSession assembled, AssembleSession(std::move(model).value(), config));
-  session->assembled = std::make_shared<AssembledSession>(std::move(assembled));
+  session->model_path = from_memory ? std::string() : model->path;
   session->config = config;
   session->device_id = config.device_id;
-  for (const ir::ValueInfo& vi : session->session().inputs().required) session->inputs.push_back(MakeIoInfo(vi));
-  for (const ir::ValueInfo& vi : session->session().outputs()) session->outputs.push_back(MakeIoInfo(vi));
-  for (const std::string& b : session->assembled->backends) {
-    session->backends += (session->backends.empty() ? "" : ",") + b;
+  const std::vector<std::string>* backends = nullptr;
+  if (config.isolate) {
+    VIGIL_ASSIGN_OR_RETURN(session->isolated, CreateIsolated(*model, from_memory, config));
+    for (const ir::ValueInfo& vi : session->isolated->inputs.required) session->inputs.push_back(MakeIoInfo(vi));
+    for (const ir::ValueInfo& vi : session->isolated->outputs) session->outputs.push_back(MakeIoInfo(vi));
+    backends = &session->isolated->backends;
+  } else {
+    VIGIL_ASSIGN_OR_RETURN(AssembledSession assembled, AssembleSession(std::move(model).value(), config));
+    session->assembled = std::make_shared<AssembledSession>(std::move(assembled));
+    for (const ir::ValueInfo& vi : session->session().inputs().required) session->inputs.push_back(MakeIoInfo(vi));
+    for (const ir::ValueInfo& vi : session->session().outputs()) session->outputs.push_back(MakeIoInfo(vi));
+    backends = &session->assembled->backends;
   }
+  for (const std::string& b : *backends) session->backends += (session->backends.empty() ? "" : ",") + b;
   *out = session.release();
   return Status::Ok();
 }
@@ -185,6 +189,14 @@ Result<runtime::Tensor> ToTensorView(const vigil_tensor& t, const char* call) {
 
 }  // namespace vigil::api
 
+vigil::Result<const vigil::runtime::Session*> vigil_session::InProcess(const char* call) const {
+  if (assembled) return assembled->session.get();
+  return vigil::UnsupportedError("{} is not available on an isolated session: its model runs in a child process, "
+                                 "one per run",
+                                 call)
+      .WithFix("create a second session without isolate for this call");
+}
+
 using vigil::api::Guarded;
 using vigil::api::NullArgument;
 
@@ -204,7 +216,7 @@ vigil_status* vigil_session_create(const char* model_path, const vigil_session_o
     if (!session) return NullArgument("vigil_session_create", "session");
     *session = nullptr;
     if (!model_path) return NullArgument("vigil_session_create", "model_path");
-    return vigil::api::Create(vigil::api::ReadModelFile(model_path), options, session);
+    return vigil::api::Create(vigil::api::ReadModelFile(model_path), false, options, session);
   });
 }
 
@@ -213,7 +225,7 @@ vigil_status* vigil_session_create_from_memory(const void* data, size_t size, co
   return Guarded([&]() -> vigil::Status {
     if (!session) return NullArgument("vigil_session_create_from_memory", "session");
     *session = nullptr;
-    return vigil::api::Create(vigil::api::ReadModelBytes(data, size), options, session);
+    return vigil::api::Create(vigil::api::ReadModelBytes(data, size), true, options, session);
   });
 }
 
@@ -263,7 +275,8 @@ const char* vigil_session_notes_json(const vigil_session* s) {
   if (!s) return "{}";
   std::call_once(s->notes_once, [s] {
     try {
-      s->notes_json = vigil::api::Dump(vigil::api::SessionNotesJson(*s->assembled));
+      s->notes_json = s->assembled ? vigil::api::Dump(vigil::api::SessionNotesJson(*s->assembled))
+                                   : vigil::api::Dump(nlohmann::json{{"isolated", true}});
     } catch (...) {
       s->notes_json = "{}";
     }
@@ -275,7 +288,8 @@ const char* vigil_session_describe_json(const vigil_session* s) {
   if (!s) return "{}";
   std::call_once(s->describe_once, [s] {
     try {
-      s->describe_json = vigil::api::Dump(vigil::api::DescribeSession(*s->assembled));
+      s->describe_json = s->assembled ? vigil::api::Dump(vigil::api::DescribeSession(*s->assembled))
+                                      : vigil::api::Dump(nlohmann::json{{"isolated", true}, {"backends", s->backends}});
     } catch (...) {
       s->describe_json = "{}";
     }
@@ -289,7 +303,8 @@ vigil_status* vigil_session_check(const vigil_session* s, const vigil_tensor* in
     if (bound_dims_json) *bound_dims_json = nullptr;
     if (!s) return NullArgument("vigil_session_check", "session");
     VIGIL_ASSIGN_OR_RETURN(auto bindings, vigil::api::ToBindings(inputs, count, "vigil_session_check"));
-    VIGIL_ASSIGN_OR_RETURN(auto dims, s->session().Check(bindings));
+    VIGIL_ASSIGN_OR_RETURN(auto dims, s->isolated ? vigil::runtime::ValidateInputs(s->isolated->inputs, bindings)
+                                                   : s->session().Check(bindings));
     if (bound_dims_json) *bound_dims_json = vigil::api::CopyString(vigil::api::Dump(nlohmann::json(dims)));
     return vigil::Status::Ok();
   });
@@ -301,7 +316,8 @@ vigil_status* vigil_session_plan_json(const vigil_session* s, const vigil_tensor
     if (!json) return NullArgument("vigil_session_plan_json", "json");
     *json = nullptr;
     VIGIL_ASSIGN_OR_RETURN(auto bindings, vigil::api::ToBindings(inputs, count, "vigil_session_plan_json"));
-    VIGIL_ASSIGN_OR_RETURN(vigil::runtime::MemoryPlan plan, s->session().Plan(bindings));
+    VIGIL_ASSIGN_OR_RETURN(const vigil::runtime::Session* in_process, s->InProcess("vigil_session_plan_json"));
+    VIGIL_ASSIGN_OR_RETURN(vigil::runtime::MemoryPlan plan, in_process->Plan(bindings));
     nlohmann::json j = {{"arena_bytes", plan.arena_bytes},
                         {"peak_live_bytes", plan.peak_live_bytes},
                         {"device_arena_bytes", plan.device_arena_bytes},
@@ -318,6 +334,10 @@ vigil_status* vigil_session_run(const vigil_session* s, const vigil_tensor* inpu
     if (output_count > 0 && !outputs) return NullArgument("vigil_session_run", "outputs");
     for (size_t i = 0; i < output_count; ++i) outputs[i] = nullptr;
     VIGIL_ASSIGN_OR_RETURN(auto bindings, vigil::api::ToBindings(inputs, input_count, "vigil_session_run"));
+    if (s->isolated) {
+      VIGIL_ASSIGN_OR_RETURN(auto all, vigil::api::RunIsolatedSession(*s->isolated, std::move(bindings)));
+      return vigil::api::SelectOutputs(s, std::move(all), output_names, output_count, outputs);
+    }
     vigil::runtime::RunOptions run;
     run.device_id = s->device_id;
     VIGIL_ASSIGN_OR_RETURN(auto all, s->session().Run(std::move(bindings), run));
@@ -333,8 +353,9 @@ vigil_status* vigil_session_profile(const vigil_session* s, const vigil_tensor* 
     *json = nullptr;
     if (runs < 1) return vigil::InvalidInputError("vigil_session_profile: runs is {}; give at least 1", runs);
     VIGIL_ASSIGN_OR_RETURN(auto bindings, vigil::api::ToBindings(inputs, count, "vigil_session_profile"));
-    VIGIL_RETURN_IF_ERROR(s->session().Check(bindings).status());
-    VIGIL_ASSIGN_OR_RETURN(nlohmann::json j, vigil::api::ProfileRuns(s->session(), bindings, runs));
+    VIGIL_ASSIGN_OR_RETURN(const vigil::runtime::Session* in_process, s->InProcess("vigil_session_profile"));
+    VIGIL_RETURN_IF_ERROR(in_process->Check(bindings).status());
+    VIGIL_ASSIGN_OR_RETURN(nlohmann::json j, vigil::api::ProfileRuns(*in_process, bindings, runs));
     *json = vigil::api::CopyString(vigil::api::Dump(j));
     return vigil::Status::Ok();
   });
@@ -348,9 +369,13 @@ vigil_status* vigil_session_allocate(const vigil_session* s, vigil_dtype dtype, 
     if (!s) return NullArgument("vigil_session_allocate", "session");
     vigil_tensor desc{"", dtype, shape, rank, nullptr, 0, memory, s->device_id, nullptr};
     VIGIL_ASSIGN_OR_RETURN(vigil::runtime::InputBinding b, vigil::api::ToBinding(desc, "vigil_session_allocate"));
-    vigil::Result<vigil::runtime::Tensor> t = memory == VIGIL_MEMORY_CUDA
-                                                  ? s->session().AllocateDeviceBuffer(b.dtype, b.shape)
-                                                  : s->session().AllocateHostBuffer(b.dtype, b.shape);
+    vigil::Result<vigil::runtime::Tensor> t = vigil::runtime::Tensor::Allocate(b.dtype, b.shape);
+    if (s->assembled) {
+      t = memory == VIGIL_MEMORY_CUDA ? s->session().AllocateDeviceBuffer(b.dtype, b.shape)
+                                      : s->session().AllocateHostBuffer(b.dtype, b.shape);
+    } else if (memory == VIGIL_MEMORY_CUDA) {
+      t = s->InProcess("vigil_session_allocate (device memory)").status();
+    }
     if (!t.ok()) return std::move(t).TakeStatus();
     *value = vigil::api::NewValue("", std::move(t).value(), s->assembled, s->device_id);
     return vigil::Status::Ok();
@@ -366,6 +391,11 @@ vigil_status* vigil_session_copy(const vigil_session* s, const vigil_tensor* src
     if (from.byte_size() != to.byte_size()) {
       return vigil::InvalidInputError("vigil_session_copy: the source has {} bytes, the destination {}",
                                       from.byte_size(), to.byte_size());
+    }
+    if (s->isolated) {
+      if (!from.on_host() || !to.on_host()) return s->InProcess("vigil_session_copy (device memory)").status();
+      std::memcpy(to.raw_data(), from.raw_data(), from.byte_size());
+      return vigil::Status::Ok();
     }
     return s->session().CopyTensor(from, to);
   });

@@ -47,11 +47,10 @@ Status ValidateConfig(const SessionConfig& config) {
   if (config.isolate_timeout_s < 0) {
     return InvalidInputError("isolate timeout {} s is negative", config.isolate_timeout_s);
   }
-  if (config.intra_op_num_threads < 0 || config.intra_op_num_threads > 1) {
-    return UnsupportedError("intra_op_num_threads = {}: vigil's CPU backend runs each node on the calling thread",
-                            config.intra_op_num_threads)
-        .WithFact("accepted", "0 (default) or 1")
-        .WithFix("leave it at 0; to use more cores, call run from several threads at once (it is thread-safe)");
+  if (config.intra_op_num_threads < 0) {
+    return InvalidInputError("intra_op_num_threads is {}, a negative thread count", config.intra_op_num_threads)
+        .WithFix("0 uses every core for large products, 1 runs each node on the calling thread alone, N uses at "
+                 "most N threads");
   }
   return Status::Ok();
 }
@@ -131,7 +130,7 @@ Result<AssembledSession> AssembleSession(ir::Model model, const SessionConfig& c
   }
   // The CPU backend is always present: it folds constants at load and, when
   // fallback is off, still runs nothing (no_fallback fails at load instead).
-  options.backends.push_back(cpu::MakeCpuBackend());
+  options.backends.push_back(cpu::MakeCpuBackend(config.intra_op_num_threads));
   const std::string name = model.path;
   auto session = runtime::Session::Create(std::move(model), std::move(options));
   if (!session.ok()) return std::move(session).TakeStatus().WithFact("model", name);

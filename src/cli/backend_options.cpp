@@ -58,19 +58,6 @@ void AddBackendOptions(CLI::App* sub, BackendChoice& c) {
                   "layout: used where it has one; with --tune new choices are appended (docs/tuning.md)");
 }
 
-std::vector<std::string> BackendArguments(const BackendChoice& c) {
-  std::vector<std::string> args = {"--backend", c.backend, "--device", std::to_string(c.device)};
-  if (c.no_fallback) args.push_back("--no-fallback");
-  if (c.tf32) args.push_back("--tf32");
-  if (c.deterministic) args.push_back("--deterministic");
-  if (!c.gpu_mem_limit.empty()) args.insert(args.end(), {"--gpu-mem-limit", c.gpu_mem_limit});
-  if (!c.cudnn_log.empty()) args.insert(args.end(), {"--cudnn-log", c.cudnn_log});
-  args.insert(args.end(), {"--layout", c.layout});
-  if (c.tune) args.push_back("--tune");
-  if (!c.tuning_cache.empty()) args.insert(args.end(), {"--tuning-cache", c.tuning_cache});
-  return args;
-}
-
 void AddInputFilesOption(CLI::App* sub, std::vector<std::string>& specs) {
   sub->add_option("--input,-i", specs,
                   "NAME=FILE binds FILE (.npy or .pb) to the model input NAME; FILE alone binds by position "

@@ -149,17 +149,14 @@ void PrintJson(const std::vector<vigil::Value>& outs, const std::vector<std::str
 
 int RunModel(const RunOptions& opt) {
   try {
-    std::vector<vigil::Value> outs;
-    if (opt.isolate) {
-      std::vector<vigil_value*> values;
-      int code = RunIsolatedModel({opt.model_path, opt.inputs, opt.backend, opt.json, opt.isolate_timeout}, values);
-      for (vigil_value* v : values) outs.emplace_back(v);
-      if (code != kExitOk) return code;
-    } else {
-      InputFileSet inputs = ReadInputFileSet(opt.inputs);
-      vigil::Session session(opt.model_path, ToSessionOptions(opt.backend));
-      outs = session.Run(inputs.refs);
-    }
+    InputFileSet inputs = ReadInputFileSet(opt.inputs);
+    vigil::SessionOptions options = ToSessionOptions(opt.backend);
+    // --isolate: each run in a child process (the library's isolated session),
+    // so a crash becomes a report.
+    options.isolate = opt.isolate;
+    options.isolate_timeout_s = opt.isolate_timeout;
+    vigil::Session session(opt.model_path, options);
+    std::vector<vigil::Value> outs = session.Run(inputs.refs);
     std::string error;
     std::vector<std::string> paths = WriteOutputs(opt.output_dir, outs, &error);
     if (!error.empty()) {

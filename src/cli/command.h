@@ -40,8 +40,6 @@ Command AddCheckCommand(CLI::App& parent);
 Command AddBenchCommand(CLI::App& parent);
 Command AddCompareCommand(CLI::App& parent);
 Command AddReduceCommand(CLI::App& parent);
-// The hidden worker of `run --isolate` (tooling: the isolation layer).
-Command AddIsolatedWorkerCommand(CLI::App& parent);
 
 // Where and how a command runs the model: --backend, --no-fallback, --tf32,
 // --deterministic, --gpu-mem-limit, --device, ...
@@ -61,8 +59,6 @@ struct BackendChoice {
 };
 // Adds the options; --gpu-mem-limit is checked when parsed (usage error).
 void AddBackendOptions(CLI::App* sub, BackendChoice& choice);
-// The same choice as command-line arguments (for the isolated worker).
-std::vector<std::string> BackendArguments(const BackendChoice& choice);
 // "512M", "2G", "1.5G", "1000000" -> bytes; false if it is not a size.
 bool ParseByteSize(const std::string& text, uint64_t* bytes);
 
@@ -71,20 +67,5 @@ void AddInputFilesOption(CLI::App* sub, std::vector<std::string>& specs);
 // NAME=FILE, unless the whole spec names an existing file (paths may hold
 // '='): {name, path}, name empty for positional.
 std::pair<std::string, std::string> SplitInputSpec(const std::string& spec);
-
-// What `run --isolate` needs from the tooling side (crash isolation runs in
-// a child process; it is a layer the public API does not offer yet).
-struct IsolatedRunSpec {
-  std::string model_path;
-  std::vector<std::string> inputs;  // --input specs
-  BackendChoice backend;
-  bool json = false;
-  double timeout_s = 0;
-};
-// Runs the model in a child. On success fills `outputs` (the caller releases
-// them, e.g. by wrapping each in a vigil::Value) and returns 0; on a failure
-// (a crash included) prints the diagnosis as `run` does and returns the exit
-// code. Defined with the tooling commands (cmd_isolated.cpp).
-int RunIsolatedModel(const IsolatedRunSpec& spec, std::vector<vigil_value*>& outputs);
 
 }  // namespace vigil::cli

@@ -26,7 +26,6 @@ int Main(int argc, char** argv) {
       AddBenchCommand(app),
       AddCompareCommand(app),
       AddReduceCommand(app),
-      AddIsolatedWorkerCommand(app),
   };
 
   try {

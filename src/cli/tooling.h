@@ -1,6 +1,6 @@
-// What the tooling commands (compare, reduce, doctor, the isolated worker)
-// share. They need what the public API does not offer (every intermediate
-// value, subgraphs, the crash guard), so they use the library's internal
+// What the tooling commands (compare, reduce, doctor) share. They need what
+// the public API does not offer (every intermediate value, subgraphs), so
+// they use the library's internal
 // layer, but sessions are still assembled by the library
 // (api/session_factory.h), never here.
 #pragma once

@@ -113,17 +113,33 @@ Result<ChildEnd> SpawnAndWait(const IsolatedRunRequest& req, const std::vector<s
   for (std::string& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
 
+  // The child gets the descriptors as 3, 4, 5, 6, ... They are first
+  // copied above that range here: a source that already is 3..N (a caller
+  // with few open files) would otherwise be overwritten by an earlier dup2.
+  std::vector<int> sources = {control.fd(), inputs.fd(), answer.fd()};
+  sources.insert(sources.end(), req.pass_fds.begin(), req.pass_fds.end());
+  std::vector<int> high;
+  for (int fd : sources) {
+    int h = fcntl(fd, F_DUPFD_CLOEXEC, 3 + static_cast<int>(sources.size()));
+    if (h < 0) {
+      for (int c : high) close(c);
+      return EnvironmentError("cannot prepare the isolated worker's descriptors: {}", std::strerror(errno));
+    }
+    high.push_back(h);
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, control.fd(), 3);
-  posix_spawn_file_actions_adddup2(&actions, inputs.fd(), 4);
-  posix_spawn_file_actions_adddup2(&actions, answer.fd(), 5);
+  for (size_t i = 0; i < high.size(); ++i) {
+    posix_spawn_file_actions_adddup2(&actions, high[i], 3 + static_cast<int>(i));
+  }
   pid_t pid = -1;
   int err = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
+  for (int c : high) close(c);
   if (err != 0) {
     return EnvironmentError("cannot start the isolated worker '{}': {}", args[0], std::strerror(err))
-        .WithFix("the worker is the vigil executable; check that it exists and is executable");
+        .WithFix("the worker is vigil-worker, installed beside the CUDA module; check that it exists and is "
+                 "executable");
   }
   ChildEnd end;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(req.timeout_ms);
@@ -153,7 +169,7 @@ std::string NodeText(const IsolationControl& c) {
 
 bool InVigil(const FaultLocation& f) {
   const std::string base = f.library.substr(f.library.rfind('/') + 1);
-  return base == "vigil" || base.starts_with("libvigil") || base.starts_with("vigil_");
+  return base == "vigil" || base == "vigil-worker" || base.starts_with("libvigil") || base.starts_with("vigil_");
 }
 
 // Ranked causes for a crash, most likely first, from what is known: where

@@ -34,12 +34,28 @@ Result<std::vector<runtime::NamedTensor>> ReadInputs(int fd) {
   return decoded;
 }
 
+// The backends that run a node, comma-separated, as a uint8 tensor.
+Result<std::vector<runtime::NamedTensor>> BackendsAnswer(const runtime::Session& session) {
+  std::string list;
+  for (const runtime::NodePlacement& p : session.placement()) {
+    const std::string name(p.backend);
+    if (("," + list + ",").find("," + name + ",") == std::string::npos) list += (list.empty() ? "" : ",") + name;
+  }
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor t,
+                         runtime::Tensor::Allocate(ir::DataType::kUint8, {static_cast<int64_t>(list.size())}));
+  for (size_t i = 0; i < list.size(); ++i) static_cast<char*>(t.raw_data())[i] = list[i];
+  std::vector<runtime::NamedTensor> out;
+  out.push_back({"backends", std::move(t)});
+  return out;
+}
+
 Result<std::vector<runtime::NamedTensor>> LoadAndRun(IsolationControl& control, int inputs_fd,
-                                                     const SessionLoader& load) {
+                                                     const SessionLoader& load, ServeMode mode) {
   control.stage = static_cast<int32_t>(IsolationStage::kReadingInputs);
   VIGIL_ASSIGN_OR_RETURN(std::vector<runtime::NamedTensor> inputs, ReadInputs(inputs_fd));
   control.stage = static_cast<int32_t>(IsolationStage::kLoadingSession);
   VIGIL_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Session> session, load());
+  if (mode == ServeMode::kLoadOnly) return BackendsAnswer(*session);
   std::vector<runtime::InputBinding> bindings;
   for (const runtime::NamedTensor& t : inputs) {
     bindings.push_back({t.name, t.tensor.dtype(), t.tensor.shape(), t.tensor.raw_data(), t.tensor.byte_size(),
@@ -78,7 +94,7 @@ std::optional<IsolatedChildFds> ParseIsolatedChildFds(std::string_view text) {
   return IsolatedChildFds{v[0], v[1], v[2]};
 }
 
-int ServeIsolatedRun(const IsolatedChildFds& fds, const SessionLoader& load) {
+int ServeIsolatedRun(const IsolatedChildFds& fds, const SessionLoader& load, ServeMode mode) {
   void* p = mmap(nullptr, sizeof(IsolationControl), PROT_READ | PROT_WRITE, MAP_SHARED, fds.control, 0);
   if (p == MAP_FAILED) {
     std::fprintf(stderr, "vigil: the isolated run's control memory (fd %d) cannot be mapped\n", fds.control);
@@ -90,7 +106,7 @@ int ServeIsolatedRun(const IsolatedChildFds& fds, const SessionLoader& load) {
     return 3;
   }
   InstallCrashHandler(&control->crash, -1);
-  Result<std::vector<runtime::NamedTensor>> result = LoadAndRun(*control, fds.inputs, load);
+  Result<std::vector<runtime::NamedTensor>> result = LoadAndRun(*control, fds.inputs, load, mode);
   control->stage = static_cast<int32_t>(IsolationStage::kWritingOutputs);
   Status written = WriteAll(fds.answer, EncodeAnswer(result));
   control->stage = static_cast<int32_t>(IsolationStage::kDone);

@@ -165,9 +165,24 @@ TEST(CApi, OptionsAreCheckedBeforeAnythingLoads) {
   EXPECT_NE(Summary(vigil_session_create(kMobileNet.c_str(), &o, &session)).find("before CUDA"), std::string::npos);
 
   vigil_session_options_init(&o);
-  o.intra_op_num_threads = 4;
-  EXPECT_EQ(vigil_status_code(vigil_session_create(kMobileNet.c_str(), &o, &session)), VIGIL_ERROR_UNSUPPORTED);
+  o.intra_op_num_threads = -2;
+  vigil_status* threads = vigil_session_create(kMobileNet.c_str(), &o, &session);
+  EXPECT_EQ(vigil_status_code(threads), VIGIL_ERROR_INVALID_INPUT);
+  EXPECT_NE(std::string(vigil_status_summary(threads)).find("intra_op_num_threads is -2"), std::string::npos);
+  vigil_status_release(threads);
   EXPECT_EQ(session, nullptr);
+}
+
+TEST(CApi, ThreadCountsGiveTheSameOutputs) {
+  Loaded d = MobileNetData();
+  for (int threads : {1, 3}) {
+    vigil::SessionOptions o;
+    o.intra_op_num_threads = threads;
+    vigil::Session session(kMobileNet, o);
+    auto out = session.Run({d.input.AsInput("input_0")});
+    ASSERT_EQ(out[0].ByteSize(), d.reference.ByteSize());
+    EXPECT_LE(RelL2(out[0].Data<float>(), d.reference.Data<float>(), d.reference.ElementCount()), 1e-4) << threads;
+  }
 }
 
 TEST(CApi, CudaFromAMissingModuleIsAnEnvironmentDiagnosis) {
@@ -253,6 +268,47 @@ TEST(CApi, CheckReportsBoundSymbolicDims) {
   vigil::Value ids = vigil::ReadTensorFile(kModels + "/tiny/text_encoder/input_0.npy");
   std::string dims = session.Check({ids.AsInput(session.Inputs()[0].name)});
   EXPECT_TRUE(nlohmann::json::parse(dims).is_object()) << dims;
+}
+
+TEST(CApi, IsolatedSessionRunsInAChildAndMatches) {
+  // Each run in vigil-worker (a crash there is VIGIL_ERROR_CRASHED: the CLI
+  // and Python tests make one with the test-only Crash op).
+  Loaded d = MobileNetData();
+  vigil::Session here(kMobileNet);
+  auto expected = here.Run({d.input.AsInput("input_0")});
+  vigil::SessionOptions o;
+  o.isolate = true;
+  vigil::Session apart(kMobileNet, o);
+  EXPECT_EQ(apart.Backends(), "cpu");
+  auto got = apart.Run({d.input.AsInput("input_0")});
+  ASSERT_EQ(got[0].ByteSize(), expected[0].ByteSize());
+  EXPECT_EQ(std::memcmp(got[0].RawData(), expected[0].RawData(), expected[0].ByteSize()), 0);
+
+  std::ifstream f(kMobileNet, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  vigil::Session from_memory(bytes.data(), bytes.size(), o);
+  auto again = from_memory.Run({d.input.AsInput("input_0")});
+  EXPECT_EQ(std::memcmp(again[0].RawData(), expected[0].RawData(), expected[0].ByteSize()), 0);
+
+  // Inputs are checked in this process, with the usual diagnosis.
+  std::vector<float> short_buffer(10);
+  vigil_tensor bad{"input_0", VIGIL_DTYPE_FLOAT32, nullptr, 0, short_buffer.data(), 40, VIGIL_MEMORY_HOST, 0, nullptr};
+  const int64_t shape[] = {1, 3, 96, 96};
+  bad.shape = shape;
+  bad.rank = 4;
+  vigil_value* out = nullptr;
+  vigil_status* s = vigil_session_run(apart.get(), &bad, 1, nullptr, 1, &out);
+  EXPECT_EQ(vigil_status_code(s), VIGIL_ERROR_INVALID_INPUT);
+  vigil_status_release(s);
+
+  // What needs the session in this process says so.
+  vigil_io_binding* binding = nullptr;
+  s = vigil_io_binding_create(apart.get(), &binding);
+  EXPECT_EQ(vigil_status_code(s), VIGIL_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(vigil_status_summary(s)).find("isolated session"), std::string::npos);
+  vigil_status_release(s);
+  EXPECT_EQ(binding, nullptr);
+  EXPECT_THROW(apart.PlanJson({d.input.AsInput("input_0")}), vigil::Error);
 }
 
 }  // namespace

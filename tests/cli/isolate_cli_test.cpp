@@ -1,4 +1,5 @@
-// `vigil run --isolate` end to end on the CPU backend, with the test-only
+// `vigil run --isolate` (an isolated session of the library, whose runs
+// happen in vigil-worker) end to end on the CPU backend, with the test-only
 // fault-injection ops (VIGIL_ENABLE_TEST_OPS=1): a crash in a node becomes a
 // report (signal, library + offset, build-id, node, inputs) with exit 1 and
 // the parent alive; a hang is killed after --isolate-timeout and names its
@@ -81,9 +82,11 @@ TEST_F(Isolate, CrashBecomesAReportAndExitOne) {
   EXPECT_NE(r.err.find("error [Crashed]"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("SIGSEGV (11): address not mapped (SEGV_MAPERR)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("fault address: 0x10"), std::string::npos) << r.err;
-  // The faulting instruction is in the vigil executable itself (the CPU
-  // kernel), with the offset inside it and its build-id.
-  EXPECT_NE(r.err.find("faulting library: " + fs::canonical(VIGIL_BINARY).string() + " + 0x"), std::string::npos)
+  // The faulting instruction is in the isolated session's worker (the CPU
+  // kernel linked into vigil-worker), with the offset inside it and its
+  // build-id.
+  EXPECT_NE(r.err.find("faulting library: " + fs::canonical(VIGIL_WORKER_BINARY).string() + " + 0x"),
+            std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("build-id: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("addr2line -f -C -e "), std::string::npos) << r.err;

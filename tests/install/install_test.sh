@@ -78,6 +78,7 @@ for f in include/vigil/vigil.h include/vigil/vigil.hpp include/vigil/float16.h \
   [[ -e "$prefix/$f" ]] || fail "not installed: $f"
 done
 [[ -L "$lib/libvigil.so" && -L "$lib/libvigil.so.0" ]] || fail "libvigil.so and libvigil.so.0 should be symlinks"
+[[ -x "$lib/vigil/vigil-worker" ]] || fail "vigil-worker (isolated sessions) is not installed to $libdir/vigil/"
 if [[ "$cuda_module" == 1 ]]; then
   [[ -f "$lib/vigil/libvigil_cuda.so" ]] || fail "the CUDA module was built but not installed to $libdir/vigil/"
 fi

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import vigil
-from conftest import TINY
+from conftest import TINY, relative_l2
 
 MOBILENET = TINY / "mobilenet_v2" / "model.onnx"
 
@@ -116,7 +116,14 @@ def test_session_options_are_typed():
     assert session.run(None, {"input_0": np.zeros([1, 3, 96, 96], np.float32)})[0].shape == (1, 1000)
 
 
-def test_refused_thread_count_is_a_diagnosis():
-    options = vigil.SessionOptions(intra_op_num_threads=4)
-    with pytest.raises(vigil.VigilError):
-        vigil.InferenceSession(MOBILENET, sess_options=options)
+def test_negative_thread_count_is_refused_where_it_is_set():
+    with pytest.raises(ValueError, match="intra_op_num_threads must be at least 0, got -1"):
+        vigil.SessionOptions(intra_op_num_threads=-1)
+
+
+def test_thread_count_is_passed_and_runs():
+    x = np.random.default_rng(3).standard_normal([1, 3, 96, 96]).astype(np.float32)
+    one = vigil.InferenceSession(MOBILENET, sess_options=vigil.SessionOptions(intra_op_num_threads=1))
+    four = vigil.InferenceSession(MOBILENET, sess_options=vigil.SessionOptions(intra_op_num_threads=4))
+    a, b = one.run(None, {"input_0": x})[0], four.run(None, {"input_0": x})[0]
+    assert relative_l2(a, b) < 1e-5

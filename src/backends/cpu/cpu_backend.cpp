@@ -1,5 +1,6 @@
 #include "backends/cpu/cpu_backend.h"
 
+#include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel.h"
 
 namespace vigil::cpu {
@@ -7,6 +8,7 @@ namespace {
 
 class CpuBackend final : public runtime::Backend {
  public:
+  explicit CpuBackend(int max_threads) : max_threads_(max_threads) {}
   std::string_view name() const override { return "cpu"; }
 
   bool Supports(const ir::Node& node, int64_t opset) const override {
@@ -22,12 +24,18 @@ class CpuBackend final : public runtime::Backend {
     }
     outputs.assign(node.outputs.size(), runtime::Tensor());
     KernelContext ctx(node, opset, inputs, outputs, allocator);
+    ScopedGemmThreadLimit limit(max_threads_);
     return def->fn(ctx);
   }
+
+ private:
+  int max_threads_;
 };
 
 }  // namespace
 
-std::shared_ptr<const runtime::Backend> MakeCpuBackend() { return std::make_shared<CpuBackend>(); }
+std::shared_ptr<const runtime::Backend> MakeCpuBackend(int max_threads) {
+  return std::make_shared<CpuBackend>(max_threads);
+}
 
 }  // namespace vigil::cpu

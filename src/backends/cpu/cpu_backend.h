@@ -8,6 +8,9 @@
 
 namespace vigil::cpu {
 
-std::shared_ptr<const runtime::Backend> MakeCpuBackend();
+// `max_threads`: at most this many threads for one node's matrix products
+// (the session's intra_op_num_threads; 0: as many as the CPU has, 1: each
+// node on the calling thread alone).
+std::shared_ptr<const runtime::Backend> MakeCpuBackend(int max_threads = 0);
 
 }  // namespace vigil::cpu

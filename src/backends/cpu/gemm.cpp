@@ -17,11 +17,9 @@ namespace {
 // millisecond on one core).
 constexpr double kMinMacsPerThread = 4.0 * 1024 * 1024;
 
-int ThreadsFor(double macs) {
-  unsigned hw = std::thread::hardware_concurrency();
-  if (hw <= 1 || macs < 2 * kMinMacsPerThread) return 1;
-  return static_cast<int>(std::min<double>(hw, macs / kMinMacsPerThread));
-}
+thread_local int t_thread_limit = 0;  // ScopedGemmThreadLimit; 0: none
+
+int ThreadsFor(double macs) { return GemmThreadsFor(macs); }
 
 // Calls fn(begin, end) for `threads` near-equal chunks of [0, count), on
 // threads - 1 new threads and this one.
@@ -144,6 +142,18 @@ void Batched(const GemmShape& s, const T* a, std::span<const int64_t> a_offsets,
 }
 
 }  // namespace
+
+ScopedGemmThreadLimit::ScopedGemmThreadLimit(int max_threads) : previous_(t_thread_limit) {
+  t_thread_limit = max_threads > 0 ? max_threads : 0;
+}
+ScopedGemmThreadLimit::~ScopedGemmThreadLimit() { t_thread_limit = previous_; }
+
+int GemmThreadsFor(double macs) {
+  unsigned hw = std::thread::hardware_concurrency();
+  if (t_thread_limit > 0) hw = std::min<unsigned>(hw == 0 ? 1 : hw, static_cast<unsigned>(t_thread_limit));
+  if (hw <= 1 || macs < 2 * kMinMacsPerThread) return 1;
+  return static_cast<int>(std::min<double>(hw, macs / kMinMacsPerThread));
+}
 
 namespace gemm_internal {
 VIGIL_GEMM_BLOCK_DEFINE(EigenBlockBaseline)

@@ -38,6 +38,24 @@ void BatchedMatMul(const GemmShape& s, const double* a, std::span<const int64_t>
 void BatchedMatMul(const GemmShape& s, const int64_t* a, std::span<const int64_t> a_offsets, const int64_t* b,
                    std::span<const int64_t> b_offsets, int64_t* out);
 
+// At most this many threads for the products started on the calling thread
+// (0: as many as the CPU has). The CPU backend sets it around every node from
+// its options (the session's intra_op_num_threads); it is per calling thread,
+// so concurrent runs of sessions with other limits do not disturb each other.
+class ScopedGemmThreadLimit {
+ public:
+  explicit ScopedGemmThreadLimit(int max_threads);
+  ~ScopedGemmThreadLimit();
+  ScopedGemmThreadLimit(const ScopedGemmThreadLimit&) = delete;
+  ScopedGemmThreadLimit& operator=(const ScopedGemmThreadLimit&) = delete;
+
+ private:
+  int previous_;
+};
+// How many threads a product of `macs` multiply-adds is split across here,
+// now (the limit above and the CPU's cores).
+int GemmThreadsFor(double macs);
+
 // The instruction set float/double products use. The default is the widest
 // the CPU supports; UseGemmIsa selects a narrower one (tests run every
 // variant this way) and returns false, changing nothing, for one the CPU (or

@@ -52,18 +52,26 @@ void AttachDoctorErrors(Status& status) {
 
 }  // namespace
 
-std::vector<std::string> CudaModuleCandidates() {
+std::vector<std::string> InstalledFileCandidates(const std::string& name) {
   std::vector<std::string> v;
-  if (const char* env = std::getenv("VIGIL_CUDA_MODULE"); env && *env) v.push_back(env);
   auto add = [&v](const std::string& path) {
     if (std::find(v.begin(), v.end(), path) == v.end()) v.push_back(path);
   };
   for (const std::string& dir : {ThisLibraryDir(), ExecutableDir()}) {
     if (dir.empty()) continue;
-    add(dir + "/" + kModuleName);
-    add(dir + "/vigil/" + kModuleName);
-    add(dir + "/../lib/vigil/" + kModuleName);
-    add(dir + "/../" VIGIL_INSTALL_LIBDIR "/vigil/" + kModuleName);
+    add(dir + "/" + name);
+    add(dir + "/vigil/" + name);
+    add(dir + "/../lib/vigil/" + name);
+    add(dir + "/../" VIGIL_INSTALL_LIBDIR "/vigil/" + name);
+  }
+  return v;
+}
+
+std::vector<std::string> CudaModuleCandidates() {
+  std::vector<std::string> v;
+  if (const char* env = std::getenv("VIGIL_CUDA_MODULE"); env && *env) v.push_back(env);
+  for (std::string& c : InstalledFileCandidates(kModuleName)) {
+    if (std::find(v.begin(), v.end(), c) == v.end()) v.push_back(std::move(c));
   }
 #ifdef VIGIL_BUILD_MODULE_DIR
   v.push_back(std::string(VIGIL_BUILD_MODULE_DIR) + "/" + kModuleName);

@@ -38,6 +38,12 @@ struct LoadedBackend {
 // to the running executable, then the build tree.
 std::vector<std::string> CudaModuleCandidates();
 
+// Where a file installed with vigil is looked for: next to the shared object
+// this code is linked into (libvigil.so) and next to the executable, each also
+// in ./vigil/, ../lib/vigil/ and ../<libdir>/vigil/. The CUDA module and the
+// isolated worker (vigil-worker) live there.
+std::vector<std::string> InstalledFileCandidates(const std::string& name);
+
 Result<LoadedBackend> LoadCudaBackend(const CudaBackendOptions& options);
 
 }  // namespace vigil::backends

@@ -1,7 +1,9 @@
 // CPU kernels and shape inference of MatMul and Gemm, against naive float64
 // loops. Einsum: einsum_test.cpp.
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -138,6 +140,27 @@ TEST(MatMulKernel, LargeProductsSplitAcrossThreads) {
   CheckMatMul(DataType::kFloat64, {3, 1024}, {1024, 3001});
   CheckMatMul(DataType::kFloat32, {9, 129, 131}, {9, 131, 127});
   CheckMatMul(DataType::kInt32, {210, 220}, {220, 230});
+}
+
+TEST(MatMulKernel, ThreadLimitCapsTheSplit) {
+  // The session's intra_op_num_threads reaches the products as this limit.
+  const double huge = 1e12;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  EXPECT_EQ(GemmThreadsFor(huge), cores);
+  {
+    ScopedGemmThreadLimit one(1);
+    EXPECT_EQ(GemmThreadsFor(huge), 1);
+    {
+      ScopedGemmThreadLimit three(3);
+      EXPECT_EQ(GemmThreadsFor(huge), std::min(3, cores));
+    }
+    EXPECT_EQ(GemmThreadsFor(huge), 1);  // restored on leaving the inner scope
+    // Limited to one thread, the large products still match the reference.
+    CheckMatMul(DataType::kFloat32, {203, 211}, {211, 199});
+    CheckMatMul(DataType::kFloat32, {9, 129, 131}, {9, 131, 127});
+  }
+  EXPECT_EQ(GemmThreadsFor(huge), cores);
+  EXPECT_EQ(GemmThreadsFor(1000), 1);  // small products never split
 }
 
 TEST(MatMulKernel, IntegerProductsWrap) {
