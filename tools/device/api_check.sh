@@ -26,10 +26,12 @@ export PYTHONUNBUFFERED=1
   echo "== vigil run --backend cuda --isolate (an isolated session: the run in vigil-worker)"
   VIGIL_CUDA_MODULE=$b/libvigil_cuda.so "$b/vigil" run examples/tiny_cnn.onnx --input examples/tiny_cnn_input.npy \
     --backend cuda --no-fallback --isolate
-  echo "== vigil_cuda_tests"
-  VIGIL_CUDA_MODULE=$b/libvigil_cuda.so "$b/vigil_cuda_tests" --gtest_brief=1 > "$out/cuda_tests.txt" 2>&1
-  grep -B2 -A15 "Failure" "$out/cuda_tests.txt" | head -80
-  tail -4 "$out/cuda_tests.txt"
+  if [ -x "$b/vigil_cuda_tests" ]; then  # left out when the carry would pass 64 MiB
+    echo "== vigil_cuda_tests"
+    VIGIL_CUDA_MODULE=$b/libvigil_cuda.so "$b/vigil_cuda_tests" --gtest_brief=1 > "$out/cuda_tests.txt" 2>&1
+    grep -B2 -A15 "Failure" "$out/cuda_tests.txt" | head -80
+    tail -4 "$out/cuda_tests.txt"
+  fi
   echo "== python extension"
   rm -rf /tmp/pyext
   if [ -d "$b/pyext/vigil" ]; then   # built on the build machine (tools/device/stage_api.sh)
@@ -42,7 +44,7 @@ export PYTHONUNBUFFERED=1
   export PYTHONPATH=/tmp/pyext${b:+:$b/pylib}
   python3 -c "import vigil; print('vigil', vigil.__version__, vigil.get_available_providers())"
   echo "== tests/python (GPU tests included)"
-  (cd tests/python && python3 -m pytest -q -p no:cacheprovider . 2>&1 | tail -25)
+  (cd tests/python && python3 -m pytest -q -rs -p no:cacheprovider . 2>&1 | tail -25)
   echo "== ResNet-50 fp16 batch 64: Python + DLPack vs vigil bench --inputs-on-device"
   python3 bench/export_models.py /tmp/m --models resnet50 --dtype fp16 | tail -1
   for i in 1 2; do
