@@ -263,20 +263,57 @@ struct IoInfo {
   std::vector<std::string> dim_names; // symbolic names ("" for fixed dims)
 };
 
+// SessionOptions as the C API's vigil_session_options, for code that mixes
+// the two. get() points into this object (the backend list, the strings of
+// `options`), so it lives as long as both; it cannot be copied.
+class CSessionOptions {
+ public:
+  explicit CSessionOptions(const SessionOptions& o) : strings_(o) {
+    vigil_session_options_init(&c_);
+    for (Backend b : o.backends) backends_.push_back(static_cast<vigil_backend>(b));
+    c_.backends = backends_.data();
+    c_.backend_count = backends_.size();
+    c_.device_id = o.device_id;
+    c_.allow_tf32 = o.allow_tf32;
+    c_.deterministic = o.deterministic;
+    c_.gpu_mem_limit = o.gpu_mem_limit;
+    c_.layout = static_cast<vigil_layout>(o.layout);
+    c_.cuda_graphs = o.cuda_graphs;
+    c_.cudnn_log_file = CString(strings_.cudnn_log_file);
+    c_.tune = o.tune;
+    c_.tuning_cache_file = CString(strings_.tuning_cache_file);
+    c_.constant_folding = o.constant_folding;
+    c_.cuda_module_path = CString(strings_.cuda_module_path);
+    c_.isolate = o.isolate;
+    c_.isolate_timeout_s = o.isolate_timeout_s;
+    c_.intra_op_num_threads = o.intra_op_num_threads;
+    c_.enable_profiling = o.enable_profiling;
+  }
+  CSessionOptions(const CSessionOptions&) = delete;
+  CSessionOptions& operator=(const CSessionOptions&) = delete;
+  const vigil_session_options* get() const { return &c_; }
+
+ private:
+  static const char* CString(const std::string& s) { return s.empty() ? nullptr : s.c_str(); }
+  SessionOptions strings_;  // a copy: the C struct's strings point into it
+  std::vector<vigil_backend> backends_;
+  vigil_session_options c_;
+};
+
 class IoBinding;
 
 class Session {
  public:
   Session(const std::string& model_path, const SessionOptions& options = {}) {
-    OptionsHolder o(options);
+    CSessionOptions o(options);
     vigil_session* s = nullptr;
-    detail::Check(vigil_session_create(model_path.c_str(), &o.c, &s));
+    detail::Check(vigil_session_create(model_path.c_str(), o.get(), &s));
     s_.reset(s, vigil_session_release);
   }
   Session(const void* model_data, size_t model_size, const SessionOptions& options = {}) {
-    OptionsHolder o(options);
+    CSessionOptions o(options);
     vigil_session* s = nullptr;
-    detail::Check(vigil_session_create_from_memory(model_data, model_size, &o.c, &s));
+    detail::Check(vigil_session_create_from_memory(model_data, model_size, o.get(), &s));
     s_.reset(s, vigil_session_release);
   }
 
@@ -342,31 +379,6 @@ class Session {
   const vigil_session* get() const { return s_.get(); }
 
  private:
-  struct OptionsHolder {
-    vigil_session_options c;
-    std::vector<vigil_backend> backends;
-    explicit OptionsHolder(const SessionOptions& o) {
-      vigil_session_options_init(&c);
-      for (Backend b : o.backends) backends.push_back(static_cast<vigil_backend>(b));
-      c.backends = backends.data();
-      c.backend_count = backends.size();
-      c.device_id = o.device_id;
-      c.allow_tf32 = o.allow_tf32;
-      c.deterministic = o.deterministic;
-      c.gpu_mem_limit = o.gpu_mem_limit;
-      c.layout = static_cast<vigil_layout>(o.layout);
-      c.cuda_graphs = o.cuda_graphs;
-      c.cudnn_log_file = o.cudnn_log_file.empty() ? nullptr : o.cudnn_log_file.c_str();
-      c.tune = o.tune;
-      c.tuning_cache_file = o.tuning_cache_file.empty() ? nullptr : o.tuning_cache_file.c_str();
-      c.constant_folding = o.constant_folding;
-      c.cuda_module_path = o.cuda_module_path.empty() ? nullptr : o.cuda_module_path.c_str();
-      c.isolate = o.isolate;
-      c.isolate_timeout_s = o.isolate_timeout_s;
-      c.intra_op_num_threads = o.intra_op_num_threads;
-      c.enable_profiling = o.enable_profiling;
-    }
-  };
 
   static std::vector<vigil_tensor> ToC(const std::vector<TensorRef>& inputs) {
     std::vector<vigil_tensor> c;

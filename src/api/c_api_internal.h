@@ -75,6 +75,9 @@ vigil_status* Guarded(F&& body) {
     return ToCStatus(InternalError("unexpected exception inside vigil"));
   }
 }
+// The C options as the library's SessionConfig (NULL: the defaults); checks
+// struct_size and the enums, not the combination (ValidateConfig does).
+Result<SessionConfig> ConfigFromOptions(const vigil_session_options* options);
 // For arguments: InvalidInput naming the call and the argument.
 Status NullArgument(const char* call, const char* argument);
 

@@ -9,9 +9,8 @@
 #include "ir/dtype.h"
 
 namespace vigil::api {
-namespace {
 
-Result<SessionConfig> ToConfig(const vigil_session_options* o) {
+Result<SessionConfig> ConfigFromOptions(const vigil_session_options* o) {
   SessionConfig c;
   if (!o) return c;
   // Every field is read, so the caller's struct must be this library's
@@ -54,6 +53,8 @@ Result<SessionConfig> ToConfig(const vigil_session_options* o) {
   return c;
 }
 
+namespace {
+
 vigil_session::IoInfo MakeIoInfo(const ir::ValueInfo& vi) {
   vigil_session::IoInfo info;
   info.name = vi.name;
@@ -73,7 +74,7 @@ vigil_session::IoInfo MakeIoInfo(const ir::ValueInfo& vi) {
 
 Status Create(Result<ir::Model> model, bool from_memory, const vigil_session_options* options,
               vigil_session** out) {
-  VIGIL_ASSIGN_OR_RETURN(SessionConfig config, ToConfig(options));
+  VIGIL_ASSIGN_OR_RETURN(SessionConfig config, ConfigFromOptions(options));
   VIGIL_RETURN_IF_ERROR(ValidateConfig(config));
   if (!model.ok()) return std::move(model).TakeStatus();
   auto session = std::make_unique<vigil_session>();

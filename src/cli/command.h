@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,11 @@ struct BackendChoice {
 };
 // Adds the options; --gpu-mem-limit is checked when parsed (usage error).
 void AddBackendOptions(CLI::App* sub, BackendChoice& choice);
+// The choice as the C API's session options (what the user commands pass,
+// see user_io.h's ToSessionOptions), for the tooling commands, which cannot
+// include vigil.hpp beside the library's internals. The pointer owns its
+// strings and backend list.
+std::shared_ptr<const vigil_session_options> ToCSessionOptions(const BackendChoice& choice);
 // "512M", "2G", "1.5G", "1000000" -> bytes; false if it is not a size.
 bool ParseByteSize(const std::string& text, uint64_t* bytes);
 

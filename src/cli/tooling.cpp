@@ -2,35 +2,21 @@
 
 #include <cstdio>
 
+#include "api/c_api_internal.h"
 #include "api/session_factory.h"
 #include "base/diagnosis_render.h"
 #include "runtime/tensor_file.h"
 
 namespace vigil::cli {
 
-api::SessionConfig ToSessionConfig(const BackendChoice& c) {
-  api::SessionConfig config;
-  if (c.backend == "cuda") {
-    config.backends = {api::BackendKind::kCuda};
-    if (!c.no_fallback) config.backends.push_back(api::BackendKind::kCpu);
-  } else {
-    config.backends = {api::BackendKind::kCpu};
-  }
-  config.device_id = c.device;
-  config.allow_tf32 = c.tf32;
-  config.deterministic = c.deterministic;
-  if (!c.gpu_mem_limit.empty()) ParseByteSize(c.gpu_mem_limit, &config.gpu_mem_limit);  // checked when parsed
-  config.layout = c.layout == "nchw" ? runtime::ConvLayout::kAsModel : runtime::ConvLayout::kNhwcOnDevice;
-  config.cuda_graphs = c.device_graphs;
-  config.cudnn_log_file = c.cudnn_log;
-  config.tune = c.tune;
-  config.tuning_cache_file = c.tuning_cache;
-  config.enable_profiling = c.profiling;
-  return config;
+Result<api::SessionConfig> ToSessionConfig(const BackendChoice& choice) {
+  // The same options the user commands pass through the public API.
+  return api::ConfigFromOptions(ToCSessionOptions(choice).get());
 }
 
 Result<std::unique_ptr<runtime::Session>> LoadSession(const std::string& model_path, const BackendChoice& choice) {
-  VIGIL_ASSIGN_OR_RETURN(api::AssembledSession assembled, api::AssembleSession(model_path, ToSessionConfig(choice)));
+  VIGIL_ASSIGN_OR_RETURN(api::SessionConfig config, ToSessionConfig(choice));
+  VIGIL_ASSIGN_OR_RETURN(api::AssembledSession assembled, api::AssembleSession(model_path, config));
   return std::move(assembled.session);
 }
 

@@ -18,8 +18,9 @@
 
 namespace vigil::cli {
 
-// The library's session options for a command line's backend choice.
-api::SessionConfig ToSessionConfig(const BackendChoice& choice);
+// The library's session options for a command line's backend choice: those
+// the user commands pass (ToSessionOptions), through the C API's conversion.
+Result<api::SessionConfig> ToSessionConfig(const BackendChoice& choice);
 
 // Reads and validates MODEL and creates a session on the chosen backend.
 Result<std::unique_ptr<runtime::Session>> LoadSession(const std::string& model_path, const BackendChoice& choice);

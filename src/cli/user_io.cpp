@@ -29,6 +29,11 @@ vigil::SessionOptions ToSessionOptions(const BackendChoice& c) {
   return o;
 }
 
+std::shared_ptr<const vigil_session_options> ToCSessionOptions(const BackendChoice& choice) {
+  auto holder = std::make_shared<const vigil::CSessionOptions>(ToSessionOptions(choice));
+  return std::shared_ptr<const vigil_session_options>(holder, holder->get());
+}
+
 InputFileSet ReadInputFileSet(const std::vector<std::string>& specs) {
   InputFileSet set;
   for (const std::string& spec : specs) {
