@@ -7,6 +7,9 @@
 # Prints that folder. Idempotent: a second run downloads nothing.
 #
 #   scripts/triton_env.sh [BUILD_DIR] [PYTHON]     (PYTHON: one with pip; default python3)
+#
+# VIGIL_PYTRITON_WHEEL=FILE unzips that wheel instead of downloading one (a
+# machine without network, tools/device/triton_check.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -16,12 +19,16 @@ dest=$build/triton/pytriton
 stamp=$dest/.vigil-nvidia-pytriton-$version
 
 if [[ ! -f "$stamp" ]]; then
-  echo "== downloading nvidia-pytriton==$version (tritonserver 2.51) into $dest" >&2
-  tmp=$(mktemp -d)
-  trap 'rm -rf "$tmp"' EXIT
-  "$python" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: -d "$tmp" \
-    "nvidia-pytriton==$version" >&2
-  wheel=$(ls "$tmp"/nvidia_pytriton-"$version"-*.whl)
+  if [[ -n "${VIGIL_PYTRITON_WHEEL:-}" ]]; then
+    wheel=$VIGIL_PYTRITON_WHEEL
+  else
+    echo "== downloading nvidia-pytriton==$version (tritonserver 2.51) into $dest" >&2
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    "$python" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: -d "$tmp" \
+      "nvidia-pytriton==$version" >&2
+    wheel=$(ls "$tmp"/nvidia_pytriton-"$version"-*.whl)
+  fi
   rm -rf "$dest"
   mkdir -p "$dest"
   # A wheel is a zip; unzip it keeping the files' modes (the server and its

@@ -174,6 +174,11 @@ MaybeProblem Collect(InstanceState& inst, Pending& p) {
     }
     p.outputs.emplace_back(name ? name : "");
   }
+  // Triton lists every output when the client names none; should a request
+  // still come with none, it gets them all, as from Triton.
+  if (p.outputs.empty()) {
+    for (const TensorConfig& o : inst.model->outputs) p.outputs.push_back(o.name);
+  }
   if (inst.model->max_batch_size > 0 && !p.inputs.empty() && !p.inputs[0].shape.empty()) {
     p.batch = p.inputs[0].shape[0];
   }
@@ -384,7 +389,8 @@ void ExecuteRequests(InstanceState& inst, TRITONBACKEND_ModelInstance* triton_in
     std::map<std::string, size_t> group_of;
     for (Pending& p : pending) {
       if (p.problem) continue;
-      if (inst.model->max_batch_size <= 0) {
+      // Without a batch dim, or with an empty batch, a request runs alone.
+      if (inst.model->max_batch_size <= 0 || p.batch < 1) {
         groups.push_back({&p});
         continue;
       }

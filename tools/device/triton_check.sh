@@ -6,8 +6,9 @@
 #   (<build>/triton/backends/vigil/ has the first four; the command is
 #   <build>/src/cli/vigil), plus pyext/ and pylib/ as tools/device/stage_api.sh
 #   makes them (the Python package for reference outputs, pytest).
-# SERVER is a tritonserver binary or the unzipped nvidia-pytriton==0.7.0 wheel
-# (scripts/triton_env.sh BUILD_DIR puts it in BUILD_DIR/triton/pytriton).
+# SERVER is a tritonserver binary, the unzipped nvidia-pytriton==0.7.0 wheel
+# (scripts/triton_env.sh BUILD_DIR puts it in BUILD_DIR/triton/pytriton), or
+# the wheel itself (55 MB; unzipped here into /tmp, 144 MB).
 # python3 needs numpy and onnx (the tests write small models), torch and
 # torchvision for the ResNet-50 export.
 # Steps:
@@ -24,6 +25,10 @@ server=${2:?tritonserver binary or unzipped pytriton wheel}
 out=${3:?output dir}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+if [[ "$server" == *.whl ]]; then
+  server=$(VIGIL_PYTRITON_WHEEL=$(cd "$(dirname "$server")" && pwd)/$(basename "$server") \
+           scripts/triton_env.sh /tmp/triton_wheel python3) || exit 1
+fi
 [[ -d "$server" ]] && server=$server/pytriton/tritonserver/bin/tritonserver
 [[ -x "$server" ]] || { echo "no tritonserver at $server"; exit 1; }
 export PYTHONUNBUFFERED=1
