@@ -28,6 +28,7 @@ fi
 # The Python package (python/) is built with the rest and tested by ctest,
 # with the pinned packages of a venv at build/venv (VIGIL_PYTHON=0: without).
 python_args=()
+python=""
 if [[ "${VIGIL_PYTHON:-1}" != 0 ]]; then
   python=$(scripts/python_env.sh build/venv)
   python_args=(-DVIGIL_PYTHON=ON "-DPython_EXECUTABLE=$python")
@@ -44,6 +45,13 @@ if command -v ccache >/dev/null; then
 fi
 
 build_dir=${VIGIL_BUILD_DIR:-build}
+
+# Triton Inference Server for the Triton backend's tests (tests/triton): the
+# PyPI wheel nvidia-pytriton==0.7.0, unzipped into $build_dir/triton once,
+# with the venv's pip (VIGIL_TRITON=0: without; the tests then fail).
+if [[ -n "${python:-}" && "${VIGIL_TRITON:-1}" != 0 ]]; then
+  scripts/triton_env.sh "$build_dir" "$python" >/dev/null
+fi
 echo "== configuring $build_dir"
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVIGIL_BUILD_TESTS=ON "${python_args[@]}" \
   "${launcher_args[@]}" ${VIGIL_CMAKE_ARGS:-} >/dev/null

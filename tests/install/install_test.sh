@@ -82,6 +82,19 @@ done
 if [[ "$cuda_module" == 1 ]]; then
   [[ -f "$lib/vigil/libvigil_cuda.so" ]] || fail "the CUDA module was built but not installed to $libdir/vigil/"
 fi
+# The Triton backend folder (docs/triton.md): the backend, with libvigil.so.0
+# and vigil-worker beside it, exporting only the TRITONBACKEND_* entry points.
+triton=$lib/vigil/triton/vigil
+for f in libtriton_vigil.so libvigil.so.0 vigil-worker; do
+  [[ -e "$triton/$f" ]] || fail "not installed: $libdir/vigil/triton/vigil/$f"
+done
+if [[ "$cuda_module" == 1 ]]; then
+  [[ -f "$triton/libvigil_cuda.so" ]] || fail "the CUDA module is not installed to $libdir/vigil/triton/vigil/"
+fi
+others=$(nm -D --defined-only "$triton/libtriton_vigil.so" | awk '{print $3}' | grep -v '^TRITONBACKEND_' || true)
+[[ -z "$others" ]] || fail "libtriton_vigil.so exports more than TRITONBACKEND_*: $(echo "$others" | head | tr '\n' ' ')"
+readelf -d "$triton/libtriton_vigil.so" | grep -q 'RUNPATH.*\[\$ORIGIN\]' ||
+  fail "libtriton_vigil.so's RUNPATH is not \$ORIGIN"
 # Nothing of the build tree may leak into the installed package files.
 if grep -rqF "$build_dir" "$lib/cmake/vigil" "$lib/pkgconfig/vigil.pc"; then
   fail "the installed CMake/pkg-config files name the build tree $build_dir"
