@@ -24,9 +24,15 @@ def delta(before, after, *keys):
 
 
 def metric(text, name, model):
-    m = re.search(r'^%s\{model="%s",version="1"\} (\S+)$' % (name, model), text, re.M)
-    assert m, f"{name} for {model} not in the metrics"
-    return float(m.group(1))
+    """The metric summed over its lines for version 1 of the model (a GPU
+    instance's lines carry a gpu_uuid label too, in any order)."""
+    total, found = 0.0, False
+    for labels, value in re.findall(r'^%s\{([^}]*)\} (\S+)$' % name, text, re.M):
+        pairs = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+        if pairs.get("model") == model and pairs.get("version") == "1":
+            total, found = total + float(value), True
+    assert found, f"{name} for {model} not in the metrics"
+    return total
 
 
 def batch_counts(stats):

@@ -66,10 +66,13 @@ stop_server() { kill $server_pid 2>/dev/null; wait $server_pid 2>/dev/null; }
   gpus=$(nvidia-smi -L | wc -l)
   python3 -c "import vigil; print('vigil', vigil.__version__, vigil.get_available_providers())"
 
+  steps=${TRITON_CHECK_STEPS:-123}   # e.g. TRITON_CHECK_STEPS=3: the multi-GPU scaling only
+  if [[ "$steps" == *1* ]]; then
   echo "== 1. tests/triton, KIND_GPU, 2 instances per model"
   VIGIL_TRITON_KIND=GPU VIGIL_TRITON_INSTANCES=2 VIGIL_TRITONSERVER="$server" VIGIL_TRITON_BACKEND_DIR="$backends" \
     VIGIL_TEST_MODELS=tests/models python3 -m pytest -q -p no:cacheprovider tests/triton 2>&1 | tail -40
 
+  fi
   echo "== 2. ResNet-50 fp16 through Triton vs vigil bench (same call)"
   python3 bench/export_models.py /tmp/m --models resnet50 --dtype fp16 | tail -1
   model=/tmp/m/resnet50_fp16.onnx
@@ -82,8 +85,15 @@ dynamic_batching { max_queue_delay_microseconds: 2000 preferred_batch_size: [ 64
 instance_group [ { kind: KIND_GPU count: 2 gpus: [ $1 ] } ]
 parameters { key: "cuda_graphs" value: { string_value: "true" } }
 EOF
+    # Triton's model_warmup: every batch size 1..64, twice, on each instance
+    # at load, so that building plans for a new batch size and recording its
+    # CUDA graph (start-up cost) is not in the measurement.
+    for n in $(seq 1 64); do
+      echo "model_warmup { name: \"b$n\" batch_size: $n count: 2 inputs { key: \"input_0\" value: { data_type: TYPE_FP16 dims: [ 3, 224, 224 ] random_data: true } } }"
+    done >> "$repo/resnet50/config.pbtxt"
   }
   write_config 0
+  if [[ "$steps" == *2* ]]; then
   echo "-- vigil bench, batch 64 (inputs copied from page-locked host memory each run, as the backend does)"
   "$b/vigil" bench "$model" --backend cuda --dim N=64 --iters 200 --json |
     python3 -c "import json,sys; j=json.load(sys.stdin); print(json.dumps({k: j[k] for k in ('p50_ms','runs_per_s','cuda_graphs')} | {'images_per_s': j['runs_per_s']*64}))"
@@ -100,8 +110,14 @@ EOF
       --processes 4 --threads 2 --seconds 20
     stop_server
   fi
+  elif [[ "$steps" == *3* ]] && start_server "$repo" "$out/server_gpu0.log"; then  # step 3's baseline
+    echo "-- Triton: 1-image requests, 128 clients, 2 instances on GPU 0 (the baseline of step 3)"
+    python3 tools/device/triton_bench.py $port resnet50 --input input_0 --shape 1,3,224,224 --datatype FP16 \
+      --processes 8 --threads 16 --seconds 20 | tee "$out/triton_gpu0_1img.json"
+    stop_server
+  fi
 
-  if [[ "$gpus" -ge 2 ]]; then
+  if [[ "$gpus" -ge 2 && "$steps" == *3* ]]; then
     echo "== 3. $gpus GPUs: 2 instances on each"
     write_config "$(seq -s, 0 $((gpus - 1)))"
     if start_server "$repo" "$out/server_all.log"; then
