@@ -12,7 +12,7 @@ namespace vigil::api {
 vigil_status* ToCStatus(Status status) {
   if (status.ok()) return nullptr;
   auto* s = new vigil_status;
-  s->diagnosis = status.diagnosis();
+  s->diagnosis = PrintableDiagnosis(status.diagnosis());  // every accessor's text is printable
   s->code_name = std::string(ErrorCodeName(s->diagnosis.code));
   s->text = RenderText(s->diagnosis);
   s->json = ToJson(s->diagnosis).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -1,8 +1,21 @@
 #include "base/diagnosis_render.h"
 
+#include "base/printable.h"
+
 namespace vigil {
 
-std::string RenderText(const Diagnosis& d) {
+Diagnosis PrintableDiagnosis(const Diagnosis& in) {
+  Diagnosis d;
+  d.code = in.code;
+  d.summary = Printable(in.summary);
+  for (const Fact& f : in.facts) d.facts.push_back({Printable(f.name), Printable(f.value, Newlines::kKeep)});
+  for (const Cause& c : in.causes) d.causes.push_back({Printable(c.what), Printable(c.evidence)});
+  for (const std::string& f : in.fixes) d.fixes.push_back(Printable(f, Newlines::kKeep));
+  return d;
+}
+
+std::string RenderText(const Diagnosis& diagnosis) {
+  const Diagnosis d = PrintableDiagnosis(diagnosis);
   std::string out = fmt::format("error [{}]: {}\n", ErrorCodeName(d.code), d.summary);
   for (const Fact& f : d.facts) out += fmt::format("  {}: {}\n", f.name, f.value);
   if (!d.causes.empty()) {
@@ -21,7 +34,8 @@ std::string RenderText(const Diagnosis& d) {
   return out;
 }
 
-nlohmann::json ToJson(const Diagnosis& d) {
+nlohmann::json ToJson(const Diagnosis& diagnosis) {
+  const Diagnosis d = PrintableDiagnosis(diagnosis);  // valid UTF-8, whatever a file held
   nlohmann::json facts = nlohmann::json::array();
   for (const Fact& f : d.facts) facts.push_back({{"name", f.name}, {"value", f.value}});
   nlohmann::json causes = nlohmann::json::array();

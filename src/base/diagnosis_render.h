@@ -9,6 +9,12 @@
 
 namespace vigil {
 
+// The diagnosis with every field printable (base/printable.h): names and
+// paths from files in it cannot send control sequences to a terminal. Fact
+// values and fixes keep their newlines; the other fields are one line.
+// RenderText and ToJson apply it.
+Diagnosis PrintableDiagnosis(const Diagnosis& diagnosis);
+
 // Multi-line text:
 //   error [InvalidInput]: <summary>
 //     <fact name>: <value>

@@ -28,7 +28,9 @@ void PrintText(const std::vector<vigil::TensorRef>& inputs, const nlohmann::json
   }
   if (!dims.empty()) {
     text += "symbolic dims:\n";
-    for (const auto& [name, value] : dims.items()) text += fmt::format("  {} = {}\n", name, value.dump());
+    for (const auto& [name, value] : dims.items()) {
+      text += fmt::format("  {} = {}\n", name, value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    }
   }
   std::fwrite(text.data(), 1, text.size(), stdout);
 }
@@ -39,7 +41,7 @@ void PrintJson(const std::vector<vigil::TensorRef>& inputs, const nlohmann::json
     list.push_back({{"name", b.name}, {"dtype", std::string(DTypeName(b.dtype))}, {"shape", b.shape}, {"file", b.source}});
   }
   nlohmann::json j = {{"ok", true}, {"inputs", list}, {"dims", dims.is_object() ? dims : nlohmann::json::object()}};
-  std::string text = j.dump(2);
+  std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   std::fprintf(stdout, "%s\n", text.c_str());
 }
 

@@ -131,7 +131,7 @@ int CompareOutputs(const runtime::Session& got, const runtime::Session& ref, con
     for (const ValueComparison& v : results) j["outputs"].push_back(ValueJson(v));
     j["pass"] = pass;
     j["diverging"] = failed;
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return pass ? kExitOk : kExitDiagnosed;
   }
   std::string text = Header(names, opt) + InputsText(in) + fmt::format("outputs ({}):\n", results.size());
@@ -188,7 +188,7 @@ int ComparePerNode(const runtime::Session& got, const runtime::Session& ref, con
     } else {
       j["first_divergence"] = nullptr;
     }
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return first ? kExitDiagnosed : kExitOk;
   }
   std::string text = Header(names, opt) + InputsText(in);

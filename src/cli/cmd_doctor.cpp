@@ -45,7 +45,7 @@ int Run(const DoctorFlags& flags) {
   if (!flags.binary.empty()) options.binary = flags.binary;
   doctor::DoctorReport report = doctor::RunDoctor(options);
   if (flags.json) {
-    std::string text = doctor::RenderReportJson(report).dump(2);
+    std::string text = doctor::RenderReportJson(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     std::fprintf(stdout, "%s\n", text.c_str());
   } else {
     std::string text = doctor::RenderReportText(report, isatty(STDOUT_FILENO) != 0);

@@ -144,7 +144,7 @@ int Finish(Reduction& r, const ReduceSearchResult& result) {
                         {"budget_exhausted", result.budget_exhausted},
                         {"reduced", SubgraphJson(*sub, indices, *written)},
                         {"reproduce", reproduce}};
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return kExitOk;
   }
   std::string text = fmt::format("reduced {} to {} of its {} nodes in {} checks{}\n", r.opt.model_path,

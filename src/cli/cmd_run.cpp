@@ -141,7 +141,8 @@ void PrintJson(const std::vector<vigil::Value>& outs, const std::vector<std::str
     if (i < paths.size()) j["file"] = paths[i];
     list.push_back(std::move(j));
   }
-  std::string text = nlohmann::json({{"ok", true}, {"outputs", list}}).dump(2);
+  std::string text =
+      nlohmann::json({{"ok", true}, {"outputs", list}}).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   std::fprintf(stdout, "%s\n", text.c_str());
 }
 

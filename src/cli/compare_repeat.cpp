@@ -221,7 +221,8 @@ int CompareRepeated(const runtime::Session& got, const runtime::Session& ref,
   const std::string verdict = Verdict(f, r);
   const bool pass = f.nondeterministic_repeats.empty() && f.disagreeing_repeats.empty();
   if (r.json) {
-    std::printf("%s\n", FindingsJson(f, r, verdict).dump(2).c_str());
+    const auto json = FindingsJson(f, r, verdict);
+    std::printf("%s\n", json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::string text = FindingsText(f, r, verdict);
     std::fwrite(text.data(), 1, text.size(), stdout);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/terminal_output.h"
 
 namespace {
 
@@ -44,6 +45,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  vigil::cli::FilterStandardStreams();  // no byte from a file reaches the terminal raw
   try {
     return Main(argc, argv);
   } catch (const std::exception& e) {

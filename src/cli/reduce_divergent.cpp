@@ -129,7 +129,7 @@ int RunReduceFirstDivergent(const ReduceOptions& opt) {
                         {"alone_diverges", confirmed->diverges},
                         {"alone_outputs", outs},
                         {"reproduce", reproduce}};
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return kExitOk;
   }
   std::string text = fmt::format("first diverging value '{}' ({}), after {} value(s) that match\n",

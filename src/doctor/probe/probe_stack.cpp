@@ -92,7 +92,8 @@ StackSnapshot ProbeStack(const ProbeOptions& options) {
         SetStageFd(fd);
         try {
           StackSnapshot s = ProbeStackInProcess(options);
-          WriteAll(fd, "= " + nlohmann::json(s).dump() + "\n");
+          WriteAll(fd,
+                   "= " + nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
         } catch (const std::exception& e) {
           // Nothing may escape the child: it would unwind into the caller's code.
           WriteAll(fd, std::string("! ") + e.what() + "\n");
