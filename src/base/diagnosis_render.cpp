@@ -1,5 +1,7 @@
 #include "base/diagnosis_render.h"
 
+#include <algorithm>
+
 #include "base/printable.h"
 
 namespace vigil {
@@ -9,8 +11,18 @@ Diagnosis PrintableDiagnosis(const Diagnosis& in) {
   d.code = in.code;
   d.summary = Printable(in.summary);
   for (const Fact& f : in.facts) d.facts.push_back({Printable(f.name), Printable(f.value, Newlines::kKeep)});
-  for (const Cause& c : in.causes) d.causes.push_back({Printable(c.what), Printable(c.evidence)});
-  for (const std::string& f : in.fixes) d.fixes.push_back(Printable(f, Newlines::kKeep));
+  // A cause or fix added twice on the way up (by two layers that each know
+  // it) is said once.
+  for (const Cause& c : in.causes) {
+    Cause p{Printable(c.what), Printable(c.evidence)};
+    bool seen = false;
+    for (const Cause& e : d.causes) seen = seen || e.what == p.what;
+    if (!seen) d.causes.push_back(std::move(p));
+  }
+  for (const std::string& f : in.fixes) {
+    std::string p = Printable(f, Newlines::kKeep);
+    if (std::find(d.fixes.begin(), d.fixes.end(), p) == d.fixes.end()) d.fixes.push_back(std::move(p));
+  }
   return d;
 }
 

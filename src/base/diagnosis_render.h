@@ -11,7 +11,8 @@ namespace vigil {
 
 // The diagnosis with every field printable (base/printable.h): names and
 // paths from files in it cannot send control sequences to a terminal. Fact
-// values and fixes keep their newlines; the other fields are one line.
+// values and fixes keep their newlines; the other fields are one line. A
+// cause or a fix given twice is kept once.
 // RenderText and ToJson apply it.
 Diagnosis PrintableDiagnosis(const Diagnosis& diagnosis);
 

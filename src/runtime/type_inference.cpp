@@ -4,6 +4,7 @@
 
 #include "ops/attributes.h"
 #include "ops/fault_injection.h"
+#include "ops/onnx_operators.h"
 #include "ops/schema.h"
 #include "ops/shape_helpers.h"
 
@@ -70,18 +71,60 @@ class GraphInference {
     return Status::Ok();
   }
 
+  // Why the catalogue has no schema for the node: an op of another domain,
+  // an ONNX op vigil lacks (at this opset or at all), or no ONNX op at all.
+  static Status UnknownOp(const ir::Node& node, size_t index, int64_t opset) {
+    const std::string where = fmt::format("{} (node #{})", ops::NodeLabel(node), index);
+    if (node.domain == ops::kTestOpDomain) {
+      return UnsupportedError("{}: op {}::{} is a test-only fault-injection op", where, node.domain, node.op_type)
+          .WithFix("it exists only with VIGIL_ENABLE_TEST_OPS=1");
+    }
+    if (!IsDefaultDomain(node.domain)) {
+      return UnsupportedError("{}: op {}::{} is from the domain '{}', which vigil does not implement", where,
+                              node.domain, node.op_type, node.domain)
+          .WithFix("re-export the model with operators from the default ONNX domain (for example without the "
+                   "exporter's fused or contrib ops), or report the op as missing");
+    }
+    int64_t first = 0, last = 0;
+    for (const ops::OpSchema& s : ops::AllSchemas()) {
+      if (s.name == node.op_type && IsDefaultDomain(s.domain)) {
+        first = first == 0 ? s.since_version : std::min<int64_t>(first, s.since_version);
+        last = std::max<int64_t>(last, s.until_version);
+      }
+    }
+    if (first > 0) {
+      const bool newer = opset > last;
+      return UnsupportedError("{}: vigil implements {} for opsets {} to {}, the model imports opset {}", where,
+                              node.op_type, first, last, opset)
+          .WithFix(newer ? fmt::format("re-export the model at opset {} (torch.onnx.export(..., opset_version={}))",
+                                       last, last)
+                         : fmt::format("re-export the model at opset {} or later", first));
+    }
+    if (ops::IsOnnxOperator(node.op_type)) {
+      return UnsupportedError("{}: vigil does not implement the ONNX operator {} yet", where, node.op_type)
+          .WithFact("opset", std::to_string(opset))
+          .WithFix(fmt::format("report {} as missing; `vigil inspect MODEL` lists every op the model uses",
+                               node.op_type))
+          .WithFix("run the model where the op exists (another runtime), or replace the op before export");
+    }
+    Status status = InvalidModelError("{}: '{}' is not an ONNX operator, yet the node is in the default ONNX domain",
+                                      where, node.op_type);
+    const std::string nearest = ops::NearestOnnxOperator(node.op_type);
+    if (!nearest.empty()) status.WithCause(fmt::format("a misspelling of {}", nearest), "the names differ by a letter or two");
+    status.WithCause("a custom op exported without a domain of its own",
+                     "ONNX defines no operator of this name in any opset");
+    return std::move(status.WithFix(nearest.empty() ? "give the custom op its own domain and a runtime that implements "
+                                                      "it, or replace it with standard ONNX ops before export"
+                                                    : fmt::format("rename the op to {} if that is what it is; else "
+                                                                  "give it its own domain",
+                                                                  nearest)));
+  }
+
   Status Visit(size_t index) {
     const ir::Node& node = model_.graph.nodes[index];
     int64_t opset = model_.OpsetVersion(node.domain);
     const ops::OpSchema* schema = ops::FindSchema(node.domain, node.op_type, opset);
-    if (!schema) {
-      return UnsupportedError("{} (node #{}): op {}{} at opset {} is not in vigil's op catalogue",
-                              ops::NodeLabel(node), index, IsDefaultDomain(node.domain) ? "" : node.domain + "::",
-                              node.op_type, opset)
-          .WithFix(node.domain == ops::kTestOpDomain
-                       ? "this is a test-only fault-injection op: it exists only with VIGIL_ENABLE_TEST_OPS=1"
-                       : "re-export the model with operators from the default ONNX domain, or report the op as missing");
-    }
+    if (!schema) return UnknownOp(node, index, opset);
     VIGIL_RETURN_IF_ERROR(ops::CheckArity(*schema, node));
     std::vector<const ir::TypeInfo*> types;
     std::vector<ir::Tensor> constant_views(node.inputs.size());

@@ -92,11 +92,15 @@ TEST(Printable, DiagnosesAreRenderedPrintable) {
                  .WithFact("inputs", "a\x1b[31m, b")
                  .WithFact("log", "line one\nline two")
                  .WithCause("\x9b", "evidence\x07")
-                 .WithFix("rename it\r");
+                 .WithFix("rename it\r")
+                 .WithFix("rename it\r")      // two layers, the same fix
+                 .WithCause("\x9b", "again");  // and the same cause
   const std::string text = RenderText(s.diagnosis());
   EXPECT_TRUE(Clean(text, true)) << text;
   EXPECT_NE(text.find("evil\\x1b[2J\\xff"), std::string::npos) << text;
   EXPECT_NE(text.find("line one\nline two"), std::string::npos) << text;  // a fact's own lines stay
+  EXPECT_EQ(text.find("rename it"), text.rfind("rename it")) << text;     // said once
+  EXPECT_EQ(text.find("\\x9b"), text.rfind("\\x9b")) << text;
   const std::string json = ToJson(s.diagnosis()).dump();  // strict: throws on invalid UTF-8
   EXPECT_NE(json.find("evil\\\\x1b[2J\\\\xff"), std::string::npos) << json;
 }
