@@ -11,6 +11,7 @@
 #include <cstring>
 #include <optional>
 
+#include "base/image_sizes.h"
 #include "onnx/external_data.h"
 #include "onnx/readers.h"
 
@@ -190,16 +191,45 @@ uint64_t EntriesNeeded(uint32_t number, DataType dtype, uint64_t n) {
   return n;
 }
 
+// raw_data of another size than the dims: the likely reason first (the
+// pixels of an image of another size, more data than the dims, or less).
+Status RawSizeError(const ReadContext& ctx, const TensorFields& fields, const Tensor& t, uint64_t need) {
+  const uint64_t have = fields.raw.size();
+  const uint64_t elem_bytes = static_cast<uint64_t>(std::max(ir::DataTypeBits(t.dtype) / 8, 1));
+  const std::optional<ImageShape> image = ImageOf(t.dims);
+  const std::string size = image && have % elem_bytes == 0 ? OtherImageSize(*image, have / elem_bytes) : "";
+  if (!size.empty()) {
+    Status s = ctx.Error(fields.raw_offset, "{}: raw_data holds {} {} values = {} × {}, a {} image, but the dims "
+                                            "say {} ({} bytes)",
+                         Describe(t), have / elem_bytes, ir::DataTypeName(t.dtype), image->channels, size, size,
+                         DimsToString(t.dims), need);
+    s.WithCause(fmt::format("the pixels of a {} image written under the model's shape", size),
+                "the value count matches a common image size, not the dims");
+    s.WithFix(fmt::format("resize the image to {} × {} before saving it", image->width, image->height));
+    return s;
+  }
+  Status s = ctx.Error(fields.raw_offset, "{}: raw_data has {} bytes, dims {} of {} need {}", Describe(t), have,
+                       DimsToString(t.dims), ir::DataTypeName(t.dtype), need);
+  if (have > need) {
+    s.WithCause("the data and the dims were written for different tensors (the dims edited, or raw_data of "
+                "another array)",
+                fmt::format("raw_data is {} bytes longer than the dims need", have - need));
+    s.WithFix("write the tensor again from one array, e.g. onnx.numpy_helper.from_array(x)");
+  } else {
+    s.WithCause("the file is truncated (an interrupted copy or download)",
+                fmt::format("raw_data is {} bytes short", need - have));
+    s.WithFix("copy or write the file again");
+  }
+  return s;
+}
+
 Status UseRaw(const ReadContext& ctx, const TensorFields& fields, uint64_t n, Tensor* out) {
   if (out->dtype == DataType::kString) {
     return ctx.Error(fields.raw_offset, "{} is a string tensor in raw_data; strings must use string_data",
                      Describe(*out));
   }
   const uint64_t need = *ir::DataTypeStorageBytes(out->dtype, n);
-  if (fields.raw.size() != need) {
-    return ctx.Error(fields.raw_offset, "{}: raw_data has {} bytes, dims {} of {} need {}", Describe(*out),
-                     fields.raw.size(), DimsToString(out->dims), ir::DataTypeName(out->dtype), need);
-  }
+  if (fields.raw.size() != need) return RawSizeError(ctx, fields, *out, need);
   out->storage = Tensor::Storage::kRawInPlace;
   out->bytes = fields.raw;
   out->keep_alive = ctx.owner;

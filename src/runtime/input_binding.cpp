@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "base/image_sizes.h"
 #include "runtime/tensor.h"
 
 namespace vigil::runtime {
@@ -272,6 +273,44 @@ void AddLayoutCause(const ir::ValueInfo& vi, const InputBinding& b, Status& s) {
   }
 }
 
+// Values given in another shape: all of them (a flat buffer), or the pixels
+// of an image of another size (seed 003's buffer given as [921600]).
+void AddReshapedCause(const ir::ValueInfo& vi, const InputBinding& b, Status& s) {
+  std::vector<int64_t> want;
+  bool known = true;
+  for (size_t i = 0; i < vi.type.shape.dims.size(); ++i) {
+    const ir::Dim& d = vi.type.shape.dims[i];
+    if (d.value) {
+      want.push_back(*d.value);
+    } else if (i == 0) {
+      want.push_back(1);  // a symbolic batch: one item
+    } else {
+      known = false;
+    }
+  }
+  uint64_t given = 1;
+  for (int64_t d : b.shape) {
+    if (d < 0) return;
+    given *= static_cast<uint64_t>(d);
+  }
+  uint64_t need = 1;
+  for (int64_t d : want) need *= static_cast<uint64_t>(d);
+  if (known && given == need && given > 0) {
+    s.WithCause("the values are all there, in another shape: a flat buffer?",
+                fmt::format("{} values, as many as {} holds", given, DimsString(want)));
+    s.WithFix(fmt::format("reshape it: x.reshape({})", fmt::join(want, ", ")));
+    return;
+  }
+  const std::optional<ImageShape> image = known ? ImageOf(want) : std::nullopt;
+  const std::string size = image ? OtherImageSize(*image, given) : "";
+  if (size.empty()) return;
+  s.WithCause(fmt::format("the pixels of a {} image: {} values = {} × {}, the model takes {} × {} ({} values)", size,
+                          given, image->channels, size, image->width, image->height, need),
+              "the count matches a common image size, not the model's");
+  s.WithFix(fmt::format("resize the image to {} × {} before filling the tensor, then give it the shape {}",
+                        image->width, image->height, DimsString(want)));
+}
+
 Status CheckRank(const ir::ValueInfo& vi, const InputBinding& b) {
   const std::vector<ir::Dim>& want = vi.type.shape.dims;
   if (want.size() == b.shape.size()) return Status::Ok();
@@ -287,6 +326,8 @@ Status CheckRank(const ir::ValueInfo& vi, const InputBinding& b) {
              Fits(want, std::vector<int64_t>(b.shape.begin() + 1, b.shape.end()))) {
     s.WithCause("an extra leading dim of 1", "without it the shape fits the model");
     s.WithFix("drop it: x[0] (or np.squeeze(x, 0))");
+  } else {
+    AddReshapedCause(vi, b, s);
   }
   return s;
 }
@@ -353,38 +394,13 @@ Status CheckNegativeDims(const ir::ValueInfo* vi, const InputBinding& b) {
 
 // ---- Byte size -----------------------------------------------------------
 
-// Common image sizes (width × height) to recognise in a wrong element count.
-constexpr std::array<std::pair<int64_t, int64_t>, 16> kImageSizes = {{
-    {640, 480}, {1280, 720}, {1920, 1080}, {800, 600}, {1024, 768}, {320, 240}, {224, 224}, {256, 256},
-    {299, 299}, {384, 384}, {416, 416}, {512, 512}, {608, 608}, {640, 640}, {1024, 1024}, {3840, 2160}}};
-
-// The channel count of an image-like input: dim 1 (NCHW) or the last (NHWC),
-// whichever is 1, 3 or 4. 0 when the input does not look like an image.
-int64_t ImageChannels(const std::vector<int64_t>& shape, int64_t* height, int64_t* width) {
-  auto is_channels = [](int64_t c) { return c == 1 || c == 3 || c == 4; };
-  if (shape.size() != 4) return 0;
-  if (is_channels(shape[1])) {
-    *height = shape[2], *width = shape[3];
-    return shape[1];
-  }
-  if (is_channels(shape[3])) {
-    *height = shape[1], *width = shape[2];
-    return shape[3];
-  }
-  return 0;
-}
-
 // "921600 = 3 × 640 × 480": the buffer holds an image of another size.
 void AddImageSizeCause(const InputBinding& b, uint64_t need, uint64_t have, Status& s) {
-  int64_t h = 0, w = 0;
-  const int64_t c = ImageChannels(b.shape, &h, &w);
-  if (c == 0 || have == 0 || have % static_cast<uint64_t>(c) != 0) return;
-  const uint64_t pixels = have / static_cast<uint64_t>(c);
-  std::string size;
-  for (auto [iw, ih] : kImageSizes) {
-    if (static_cast<uint64_t>(iw * ih) == pixels && !(iw == w && ih == h)) size = fmt::format("{} × {}", iw, ih);
-  }
+  const std::optional<ImageShape> image = ImageOf(b.shape);
+  if (!image || b.shape.size() != 4) return;
+  const std::string size = OtherImageSize(*image, have);
   if (size.empty()) return;
+  const int64_t c = image->channels, h = image->height, w = image->width;
   s.WithCause("the buffer holds channels*height*width elements of another image size",
               fmt::format("{} = {} × {}: {} channels of a {} image, but the shape says {} × {} ({} elements)", have,
                           c, size, c, size, w, h, need));

@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "base/image_sizes.h"
 #include "base/mapped_file.h"
 #include "onnx/tensor_proto.h"
 
@@ -269,7 +270,32 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+// The data is not what the header says, and its value count is an image of
+// another size under an image-shaped header (seed 003's buffer saved with
+// the model's shape): that, on the first line.
+std::optional<Status> OtherImageInFile(const std::string& path, const NpyLayout& l, uint64_t elems,
+                                       uint64_t present) {
+  const uint64_t elem_bytes = static_cast<uint64_t>(std::max(ir::DataTypeBits(l.dtype) / 8, 1));
+  const std::optional<ImageShape> image = ImageOf(l.header.shape);
+  if (!image || present % elem_bytes != 0) return std::nullopt;
+  const uint64_t values = present / elem_bytes;
+  const std::string size = OtherImageSize(*image, values);
+  if (size.empty()) return std::nullopt;
+  Status s = NpyError(path, fmt::format("the data holds {} {} values = {} × {}, a {} image, but the header says "
+                                        "{} ({} values)",
+                                        values, ir::DataTypeName(l.dtype), image->channels, size, size,
+                                        ShapeText(l.header.shape), elems));
+  s.WithFact("expected bytes", std::to_string(l.data_bytes)).WithFact("got bytes", std::to_string(present));
+  s.WithCause(fmt::format("the pixels of a {} image written under the model's shape", size),
+              "the value count matches a common image size, not the header's");
+  s.WithFix(fmt::format("resize the image to {} × {} before saving it", image->width, image->height));
+  return s;
+}
+
 Status CheckDataSize(const std::string& path, const NpyLayout& l, uint64_t elems, uint64_t present) {
+  if (present != l.data_bytes) {
+    if (std::optional<Status> image = OtherImageInFile(path, l, elems, present)) return std::move(*image);
+  }
   if (present < l.data_bytes) {
     Status s = NpyError(path, fmt::format("the data is {} bytes short: shape {} of {} needs {} bytes, the file "
                                           "holds {}",

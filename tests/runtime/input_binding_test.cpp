@@ -250,6 +250,21 @@ TEST(ValidateInputs, SeedCaseImageBufferOfAnotherSize) {
   EXPECT_NE(s.diagnosis().causes[0].evidence.find("921600 = 3 × 640 × 480"), std::string::npos) << AllCauses(s);
 }
 
+// The same buffer given flat, [921600]: the rank is wrong, and why.
+TEST(ValidateInputs, SeedCaseBufferGivenFlat) {
+  Status s = Validate(OneImageInput(), {BindExact("image", DataType::kFloat32, {3 * 640 * 480})});
+  ASSERT_EQ(s.code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(FirstCause(s).find("the pixels of a 640 × 480 image: 921600 values = 3 × 640 × 480, the model takes "
+                               "224 × 224 (150528 values)"),
+            std::string::npos)
+      << AllCauses(s);
+  // A flat buffer of the right count is only in the wrong shape.
+  Status flat = Validate(OneImageInput(), {BindExact("image", DataType::kFloat32, {3 * 224 * 224})});
+  EXPECT_EQ(FirstCause(flat), "the values are all there, in another shape: a flat buffer?") << AllCauses(flat);
+  ASSERT_FALSE(flat.diagnosis().fixes.empty());
+  EXPECT_EQ(flat.diagnosis().fixes[0], "reshape it: x.reshape(1, 3, 224, 224)");
+}
+
 TEST(ValidateInputs, BufferSmallerThanShapeWouldOverrun) {
   // The reverse of the seed: a 224×224 image's buffer bound with the shape of a 640×480 one.
   ModelInputs m{{Input("image", DataType::kFloat32, {1, 3, "H", "W"})}, {}};

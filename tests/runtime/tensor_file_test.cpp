@@ -9,6 +9,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "onnx/tensor_proto.h"
 #include "runtime/tensor_file.h"
 
 namespace vigil::runtime {
@@ -293,4 +294,38 @@ TEST(TensorFileOnnxData, ReadsOnnxTestAbsData) {
 }
 
 }  // namespace
+// Seed 003's buffer (3 × 640 × 480 float32 values) written under the
+// model's shape [1,3,224,224]: the first line says so, in both file forms.
+TEST_F(TensorFileTest, SeedCaseImageOfAnotherSizeUnderTheModelsShape) {
+  const std::string data(3 * 640 * 480 * 4, '\0');
+  auto npy = ReadTensorFile(Write("seed.npy", Npy(Header("<f4", "(1, 3, 224, 224)"), data)));
+  ASSERT_FALSE(npy.ok());
+  EXPECT_NE(npy.status().summary().find("the data holds 921600 float32 values = 3 × 640 × 480, a 640 × 480 image, "
+                                        "but the header says [1,3,224,224] (150528 values)"),
+            std::string::npos)
+      << npy.status().ToString();
+  ASSERT_FALSE(npy.status().diagnosis().causes.empty());
+  EXPECT_EQ(npy.status().diagnosis().causes[0].what, "the pixels of a 640 × 480 image written under the model's shape");
+
+  const std::string pb = onnx::EncodeTensorProto("image", DataType::kFloat32, {1, 3, 224, 224},
+                                                 {reinterpret_cast<const uint8_t*>(data.data()), data.size()});
+  auto proto = ReadTensorFile(Write("seed.pb", pb));
+  ASSERT_FALSE(proto.ok());
+  EXPECT_NE(proto.status().summary().find("raw_data holds 921600 float32 values = 3 × 640 × 480, a 640 × 480 image"),
+            std::string::npos)
+      << proto.status().ToString();
+  for (const Cause& c : proto.status().diagnosis().causes) {
+    EXPECT_EQ(c.what.find("truncated"), std::string::npos) << proto.status().ToString();  // it is longer
+  }
+  // Longer than the dims but no image: not called truncated either.
+  const std::string odd(150528 * 4 + 8, '\0');
+  auto longer = ReadTensorFile(Write("long.pb", onnx::EncodeTensorProto(
+                                                    "image", DataType::kFloat32, {1, 3, 224, 224},
+                                                    {reinterpret_cast<const uint8_t*>(odd.data()), odd.size()})));
+  ASSERT_FALSE(longer.ok());
+  ASSERT_FALSE(longer.status().diagnosis().causes.empty());
+  EXPECT_NE(longer.status().diagnosis().causes[0].what.find("different tensors"), std::string::npos)
+      << longer.status().ToString();
+}
+
 }  // namespace vigil::runtime
