@@ -200,8 +200,9 @@ class Value {
     return static_cast<const T*>(RawData());
   }
   size_t ElementCount() const {
+    const int64_t* s = vigil_value_shape(v_.get());
     size_t n = 1;
-    for (int64_t d : Shape()) n *= static_cast<size_t>(d);
+    for (size_t i = 0, rank = vigil_value_rank(v_.get()); i < rank; ++i) n *= static_cast<size_t>(s[i]);
     return n;
   }
   // This value as an input (named `name`, or its own name).
