@@ -9,6 +9,19 @@ import numpy as np
 import repository
 from conftest import REPORT, assert_same, concurrently, diagnosis_parts, vigil_diagnosis, vigil_run
 
+def infer_together(server, model, inputs, tag):
+    """One request per input, each on its own connection and thread, sent
+    together (so the dynamic batcher can join them); replies in order."""
+    def send(i):
+        c = server.client()
+        try:
+            return c.infer(model, {"input_0": inputs[i]}, request_id=f"{tag}-{i}")
+        finally:
+            c.close()
+
+    return concurrently([lambda i=i: send(i) for i in range(len(inputs))])
+
+
 
 def unet_input(seed, batch=1, width=64):
     rng = np.random.default_rng(seed)
@@ -45,14 +58,7 @@ def test_concurrent_requests_are_batched_and_match_single_runs(server):
     inputs = [unet_input(seed, batch=2 if seed % 4 == 0 else 1) for seed in range(12)]
     before = server.stats(model)
 
-    def send(i):
-        c = server.client()
-        try:
-            return c.infer(model, {"input_0": inputs[i]}, request_id=f"batch-{i}")
-        finally:
-            c.close()
-
-    replies = concurrently([lambda i=i: send(i) for i in range(len(inputs))])
+    replies = infer_together(server, model, inputs, "batch")
     for i, reply in enumerate(replies):
         assert not isinstance(reply, Exception), reply
         assert reply.ok, reply.error
@@ -91,14 +97,7 @@ def test_bad_request_in_a_batch_fails_alone(server):
     sent = good[:2] + [bad] + good[2:]
     before = server.stats(model)
 
-    def send(i):
-        c = server.client()
-        try:
-            return c.infer(model, {"input_0": sent[i]}, request_id=f"ragged-{i}")
-        finally:
-            c.close()
-
-    replies = concurrently([lambda i=i: send(i) for i in range(len(sent))])
+    replies = infer_together(server, model, sent, "ragged")
     after = server.stats(model)
     assert delta(before, after, "execution_count") == 1, "the four requests were not in one execution"
 
