@@ -6,6 +6,7 @@
 #include "api/node_shapes.h"
 #include "ir/layout_nhwc.h"
 #include "ir/model_stats.h"
+#include "ops/missing_op.h"
 
 namespace vigil::api {
 
@@ -20,6 +21,20 @@ Result<nlohmann::json> DescribeModel(const ir::Model& m, bool with_shapes) {
   j["parameters"] = stats.parameters;
   j["parameter_bytes"] = stats.parameter_bytes;
   j["functions"] = m.functions.size();
+  // Ops of the main graph the catalogue has no schema for, and why (session
+  // creation would fail on the first of them).
+  std::map<std::pair<std::string, std::string>, size_t> missing_nodes;
+  for (const ir::Node& n : m.graph.nodes) {
+    if (ops::WhyMissing(n.domain, n.op_type, m.OpsetVersion(n.domain))) ++missing_nodes[{n.domain, n.op_type}];
+  }
+  nlohmann::json missing = nlohmann::json::array();
+  for (const auto& [key, count] : missing_nodes) {
+    const auto& [domain, op] = key;
+    const int64_t opset = m.OpsetVersion(domain);
+    missing.push_back({{"op", op}, {"domain", domain}, {"opset", opset}, {"nodes", count},
+                       {"reason", ops::ShortReason(*ops::WhyMissing(domain, op, opset), domain, opset)}});
+  }
+  j["unsupported_ops"] = missing;
   if (with_shapes) {
     VIGIL_ASSIGN_OR_RETURN(std::vector<NodeShapes> shapes, InferNodeShapes(m));
     nlohmann::json nodes = nlohmann::json::array();

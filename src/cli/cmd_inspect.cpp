@@ -74,6 +74,14 @@ std::string ModelText(const json& m, bool with_shapes) {
   }
   out += "\nops:\n";
   for (const auto& [op, count] : m["ops"].items()) out += fmt::format("  {:<24} {}\n", op, count.get<uint64_t>());
+  if (m.contains("unsupported_ops") && !m["unsupported_ops"].empty()) {
+    out += fmt::format("not in vigil's op catalogue ({}; a session cannot be created):\n", m["unsupported_ops"].size());
+    for (const json& u : m["unsupported_ops"]) {
+      const std::string domain = Str(u, "domain");
+      out += fmt::format("  {:<24} {:<4} {}\n", domain.empty() ? Str(u, "op") : domain + "::" + Str(u, "op"),
+                         u.value("nodes", uint64_t{0}), Str(u, "reason"));
+    }
+  }
   out += fmt::format("parameters: {} ({})\n", m.value("parameters", uint64_t{0}),
                      HumanBytes(m.value("parameter_bytes", uint64_t{0})));
   if (m.value("functions", uint64_t{0})) out += fmt::format("functions:  {}\n", m.value("functions", uint64_t{0}));

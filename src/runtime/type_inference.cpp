@@ -4,7 +4,7 @@
 
 #include "ops/attributes.h"
 #include "ops/fault_injection.h"
-#include "ops/onnx_operators.h"
+#include "ops/missing_op.h"
 #include "ops/schema.h"
 #include "ops/shape_helpers.h"
 
@@ -71,53 +71,54 @@ class GraphInference {
     return Status::Ok();
   }
 
-  // Why the catalogue has no schema for the node: an op of another domain,
-  // an ONNX op vigil lacks (at this opset or at all), or no ONNX op at all.
+  // Why the catalogue has no schema for the node (ops/missing_op.h), said on
+  // the first line.
   static Status UnknownOp(const ir::Node& node, size_t index, int64_t opset) {
+    using Kind = ops::MissingOp::Kind;
     const std::string where = fmt::format("{} (node #{})", ops::NodeLabel(node), index);
-    if (node.domain == ops::kTestOpDomain) {
-      return UnsupportedError("{}: op {}::{} is a test-only fault-injection op", where, node.domain, node.op_type)
-          .WithFix("it exists only with VIGIL_ENABLE_TEST_OPS=1");
-    }
-    if (!IsDefaultDomain(node.domain)) {
-      return UnsupportedError("{}: op {}::{} is from the domain '{}', which vigil does not implement", where,
-                              node.domain, node.op_type, node.domain)
-          .WithFix("re-export the model with operators from the default ONNX domain (for example without the "
-                   "exporter's fused or contrib ops), or report the op as missing");
-    }
-    int64_t first = 0, last = 0;
-    for (const ops::OpSchema& s : ops::AllSchemas()) {
-      if (s.name == node.op_type && IsDefaultDomain(s.domain)) {
-        first = first == 0 ? s.since_version : std::min<int64_t>(first, s.since_version);
-        last = std::max<int64_t>(last, s.until_version);
+    const std::optional<ops::MissingOp> missing = ops::WhyMissing(node.domain, node.op_type, opset);
+    const ops::MissingOp m = missing.value_or(ops::MissingOp{Kind::kOnnxNotImplemented});
+    switch (m.kind) {
+      case Kind::kTestOp:
+        return UnsupportedError("{}: op {}::{} is a test-only fault-injection op", where, node.domain, node.op_type)
+            .WithFix("it exists only with VIGIL_ENABLE_TEST_OPS=1");
+      case Kind::kOtherDomain:
+        return UnsupportedError("{}: op {}::{} is from the domain '{}', which vigil does not implement", where,
+                                node.domain, node.op_type, node.domain)
+            .WithFix("re-export the model with operators from the default ONNX domain (for example without the "
+                     "exporter's fused or contrib ops), or report the op as missing");
+      case Kind::kOtherOpsets: {
+        const std::string last = m.last_opset == ops::kLatest ? std::string("the latest") : std::to_string(m.last_opset);
+        const bool newer = m.last_opset != ops::kLatest && opset > m.last_opset;
+        return UnsupportedError("{}: vigil implements {} for opsets {} to {}, the model imports opset {}", where,
+                                node.op_type, m.first_opset, last, opset)
+            .WithFix(newer ? fmt::format("re-export the model at opset {} (torch.onnx.export(..., opset_version={}))",
+                                         m.last_opset, m.last_opset)
+                           : fmt::format("re-export the model at opset {} or later", m.first_opset));
       }
-    }
-    if (first > 0) {
-      const bool newer = opset > last;
-      return UnsupportedError("{}: vigil implements {} for opsets {} to {}, the model imports opset {}", where,
-                              node.op_type, first, last, opset)
-          .WithFix(newer ? fmt::format("re-export the model at opset {} (torch.onnx.export(..., opset_version={}))",
-                                       last, last)
-                         : fmt::format("re-export the model at opset {} or later", first));
-    }
-    if (ops::IsOnnxOperator(node.op_type)) {
-      return UnsupportedError("{}: vigil does not implement the ONNX operator {} yet", where, node.op_type)
-          .WithFact("opset", std::to_string(opset))
-          .WithFix(fmt::format("report {} as missing; `vigil inspect MODEL` lists every op the model uses",
-                               node.op_type))
-          .WithFix("run the model where the op exists (another runtime), or replace the op before export");
+      case Kind::kOnnxNotImplemented:
+        return UnsupportedError("{}: vigil does not implement the ONNX operator {} yet", where, node.op_type)
+            .WithFact("opset", std::to_string(opset))
+            .WithFix(fmt::format("report {} as missing; `vigil inspect MODEL` lists every op the model uses and "
+                                 "those vigil lacks",
+                                 node.op_type))
+            .WithFix("run the model where the op exists (another runtime), or replace the op before export");
+      case Kind::kNotOnnx:
+        break;
     }
     Status status = InvalidModelError("{}: '{}' is not an ONNX operator, yet the node is in the default ONNX domain",
                                       where, node.op_type);
-    const std::string nearest = ops::NearestOnnxOperator(node.op_type);
-    if (!nearest.empty()) status.WithCause(fmt::format("a misspelling of {}", nearest), "the names differ by a letter or two");
+    if (!m.nearest.empty()) {
+      status.WithCause(fmt::format("a misspelling of {}", m.nearest), "the names differ by a letter or two");
+    }
     status.WithCause("a custom op exported without a domain of its own",
                      "ONNX defines no operator of this name in any opset");
-    return std::move(status.WithFix(nearest.empty() ? "give the custom op its own domain and a runtime that implements "
-                                                      "it, or replace it with standard ONNX ops before export"
-                                                    : fmt::format("rename the op to {} if that is what it is; else "
-                                                                  "give it its own domain",
-                                                                  nearest)));
+    return std::move(status.WithFix(m.nearest.empty() ? "give the custom op its own domain and a runtime that "
+                                                        "implements it, or replace it with standard ONNX ops before "
+                                                        "export"
+                                                      : fmt::format("rename the op to {} if that is what it is; else "
+                                                                    "give it its own domain",
+                                                                    m.nearest)));
   }
 
   Status Visit(size_t index) {

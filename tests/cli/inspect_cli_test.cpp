@@ -93,6 +93,38 @@ TEST(InspectCli, PartitionOnCudaWithoutAGpuIsDiagnosed) {
   EXPECT_NE(r.err.find("error [Environment]"), std::string::npos) << r.err;
 }
 
+// Ops vigil has no schema for are listed with the reason, before any session.
+TEST(InspectCli, OpsOutsideTheCatalogueAreListedWithWhy) {
+  NodeOptions typo, nms, contrib;
+  typo.name = "typo";
+  nms.name = "nms";
+  contrib.name = "fused";
+  contrib.domain = "com.microsoft";
+  const std::string graph =
+      MakeGraph("g",
+                {MakeNode("Relu", {"x"}, {"a"}), MakeNode("Rleu", {"a"}, {"b"}, {}, typo),
+                 MakeNode("NonMaxSuppression", {"b"}, {"c"}, {}, nms), MakeNode("FusedGemm", {"c"}, {"y"}, {}, contrib)},
+                {MakeValueInfo("x", 1, {1, 4})}, {MakeValueInfo("y", 1, {1, 4})});
+  const fs::path p = Scratch("unknown_ops.onnx");
+  WriteFile(p, MakeModel(graph, {{"", 17}, {"com.microsoft", 1}}));
+  CommandResult text = RunVigil({"inspect", p.string()});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("not in vigil's op catalogue (3; a session cannot be created):"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("not an ONNX operator (nearest: Relu)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("an ONNX operator vigil does not implement yet"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("com.microsoft::FusedGemm"), std::string::npos) << text.out;
+
+  CommandResult js = RunVigil({"inspect", p.string(), "--json"});
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  const nlohmann::json j = nlohmann::json::parse(js.out);
+  ASSERT_EQ(j["unsupported_ops"].size(), 3u) << js.out;
+  for (const auto& u : j["unsupported_ops"]) EXPECT_NE(u["op"], "Relu");
+
+  CommandResult example = RunVigil({"inspect", kExample, "--json"});  // everything known: an empty list
+  EXPECT_TRUE(nlohmann::json::parse(example.out)["unsupported_ops"].empty()) << example.out;
+}
+
 TEST(InspectCli, MissingFileIsDiagnosedWithPath) {
   CommandResult r = RunVigil({"inspect", "/nonexistent/model.onnx"});
   EXPECT_EQ(r.exit_code, 1);
