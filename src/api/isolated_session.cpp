@@ -1,6 +1,5 @@
 #include "api/isolated_session.h"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -9,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "api/session_factory.h"
 #include "backends/module/backend_module.h"
 #include "base/mapped_file.h"
 #include "isolation/crash_guard.h"
@@ -37,16 +37,7 @@ Result<std::string> FindWorker() {
 
 Status KeepModelBytes(const ir::Model& model, IsolatedModel& out) {
   if (!model.file) return InternalError("a model from memory has no bytes to hand to the isolated worker");
-  std::span<const uint8_t> bytes = model.file->bytes();
-  int fd = memfd_create("vigil-isolated-model", MFD_CLOEXEC);
-  if (fd < 0) return EnvironmentError("cannot keep the model for isolated runs: memfd_create failed");
-  out.model_fd = fd;
-  size_t written = 0;
-  while (written < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n <= 0) return EnvironmentError("cannot keep the model for isolated runs: writing {} bytes failed", bytes.size());
-    written += static_cast<size_t>(n);
-  }
+  VIGIL_ASSIGN_OR_RETURN(out.model_fd, ModelBytesInMemfd(model.file->bytes()));
   return Status::Ok();
 }
 

@@ -62,24 +62,28 @@ Result<ir::Model> ReadModelFile(const std::string& path) {
   return model;
 }
 
+Result<int> ModelBytesInMemfd(std::span<const uint8_t> bytes) {
+  int fd = memfd_create("vigil-model", MFD_CLOEXEC);
+  if (fd < 0) return EnvironmentError("cannot hold the model in memory: memfd_create failed");
+  size_t written = 0;
+  while (written < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n <= 0) {
+      ::close(fd);
+      return EnvironmentError("cannot hold the model in memory: writing {} bytes failed", bytes.size());
+    }
+    written += static_cast<size_t>(n);
+  }
+  return fd;
+}
+
 Result<ir::Model> ReadModelBytes(const void* data, size_t size) {
   if (data == nullptr || size == 0) {
     return InvalidInputError("the model bytes are empty").WithFix("pass the contents of an .onnx file");
   }
   // An anonymous in-memory file, so the model owns its bytes the way a mapped
   // file does (initializers point into it).
-  int fd = memfd_create("vigil-model", MFD_CLOEXEC);
-  if (fd < 0) return EnvironmentError("cannot hold the model in memory: memfd_create failed");
-  const auto* p = static_cast<const uint8_t*>(data);
-  size_t written = 0;
-  while (written < size) {
-    ssize_t n = ::write(fd, p + written, size - written);
-    if (n <= 0) {
-      ::close(fd);
-      return EnvironmentError("cannot hold the model in memory: writing {} bytes failed", size);
-    }
-    written += static_cast<size_t>(n);
-  }
+  VIGIL_ASSIGN_OR_RETURN(int fd, ModelBytesInMemfd({static_cast<const uint8_t*>(data), size}));
   auto file = MappedFile::FromFd(fd, "<model bytes>");
   ::close(fd);
   if (!file.ok()) return file.status();

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ Status ValidateConfig(const SessionConfig& config);
 
 // Reads and validates an ONNX model file (a failure names the file).
 Result<ir::Model> ReadModelFile(const std::string& path);
+// An anonymous in-memory file (close-on-exec) holding a copy of `bytes`: the
+// owner of a model from memory, mapped by ReadModelBytes and handed to the
+// isolated worker.
+Result<int> ModelBytesInMemfd(std::span<const uint8_t> bytes);
 // The same from bytes in memory (copied).
 Result<ir::Model> ReadModelBytes(const void* data, size_t size);
 

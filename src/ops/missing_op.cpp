@@ -9,12 +9,6 @@
 #include "ops/schema.h"
 
 namespace vigil::ops {
-namespace {
-
-bool IsDefaultDomain(std::string_view d) { return d.empty() || d == "ai.onnx"; }
-
-}  // namespace
-
 std::optional<MissingOp> WhyMissing(std::string_view domain, std::string_view op, int64_t opset) {
   if (FindSchema(domain, op, opset)) return std::nullopt;
   if (domain == kTestOpDomain) return MissingOp{MissingOp::Kind::kTestOp};

@@ -40,8 +40,7 @@ std::span<const OpSchema> AllSchemas() {
 }
 
 static bool SameDomain(std::string_view a, std::string_view b) {
-  auto is_default = [](std::string_view d) { return d.empty() || d == "ai.onnx"; };
-  return a == b || (is_default(a) && is_default(b));
+  return a == b || (IsDefaultDomain(a) && IsDefaultDomain(b));
 }
 
 const OpSchema* FindSchema(std::string_view domain, std::string_view op, int64_t opset) {

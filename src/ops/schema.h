@@ -75,6 +75,9 @@ struct OpSchema {
 inline constexpr int kLatest = INT_MAX;
 inline constexpr int kVariadic = INT_MAX;
 
+// "" and "ai.onnx" both name the default ONNX domain.
+inline bool IsDefaultDomain(std::string_view domain) { return domain.empty() || domain == "ai.onnx"; }
+
 // Every schema in the catalogue.
 std::span<const OpSchema> AllSchemas();
 

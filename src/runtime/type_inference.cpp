@@ -44,7 +44,6 @@ std::optional<Tensor> ValueFromShape(const ir::Node& node, const ir::TypeInfo* i
   return std::move(*t);
 }
 
-bool IsDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
 class GraphInference {
  public:
@@ -157,7 +156,7 @@ class GraphInference {
       if (t.kind == ir::TypeInfo::Kind::kUnknown && declared != declared_.end()) t = *declared->second;
       out_.types[name] = std::move(t);
     }
-    if ((node.op_type == "Shape" || node.op_type == "Size") && IsDefaultDomain(node.domain) && !node.outputs.empty()) {
+    if ((node.op_type == "Shape" || node.op_type == "Size") && ops::IsDefaultDomain(node.domain) && !node.outputs.empty()) {
       if (auto v = ValueFromShape(node, types.empty() ? nullptr : types[0])) {
         out_.values[node.outputs[0]] = std::move(*v);
         out_.folded_nodes.insert(index);
