@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 /* The interface version this header describes; see vigil_api_version(). */
-#define VIGIL_API_VERSION 1
+#define VIGIL_API_VERSION 2
 
 /* ---- Status ----------------------------------------------------------- */
 
@@ -63,7 +63,10 @@ typedef struct vigil_status vigil_status;
 VIGIL_EXPORT vigil_error_code vigil_status_code(const vigil_status* status);
 /* "InvalidInput", "Environment", ... ("OK" for NULL). */
 VIGIL_EXPORT const char* vigil_status_code_name(const vigil_status* status);
-/* One line naming what is wrong ("" for NULL). */
+/* The first line of every failure: the most likely cause and its fix,
+ * "<cause> — fix: <fix>" ("" for NULL). Since API version 2. */
+VIGIL_EXPORT const char* vigil_status_headline(const vigil_status* status);
+/* One line naming what was observed to go wrong, the symptom ("" for NULL). */
 VIGIL_EXPORT const char* vigil_status_summary(const vigil_status* status);
 /* Observed facts: name/value pairs (expected, got, versions, paths). */
 VIGIL_EXPORT size_t vigil_status_fact_count(const vigil_status* status);
@@ -76,10 +79,11 @@ VIGIL_EXPORT const char* vigil_status_cause_evidence(const vigil_status* status,
 /* Concrete fixes. */
 VIGIL_EXPORT size_t vigil_status_fix_count(const vigil_status* status);
 VIGIL_EXPORT const char* vigil_status_fix(const vigil_status* status, size_t index);
-/* The whole diagnosis as vigil prints it (several lines, the summary first). */
+/* The whole diagnosis as vigil prints it (several lines: "error [Code]:
+ * <headline>", then the symptom and the other facts, causes and fixes). */
 VIGIL_EXPORT const char* vigil_status_text(const vigil_status* status);
-/* The whole diagnosis as a JSON object:
- * {"code", "summary", "facts":[{"name","value"}], "causes":[{"what","evidence"}], "fixes":[...]}. */
+/* The whole diagnosis as a JSON object, the headline first:
+ * {"headline", "code", "summary", "facts":[{"name","value"}], "causes":[{"what","evidence"}], "fixes":[...]}. */
 VIGIL_EXPORT const char* vigil_status_json(const vigil_status* status);
 VIGIL_EXPORT void vigil_status_release(vigil_status* status);
 

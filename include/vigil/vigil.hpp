@@ -1,6 +1,6 @@
 // vigil's C++ interface: header-only RAII classes over the C API of vigil.h.
 // Failures throw vigil::Error, which carries the whole diagnosis; what() is
-// the diagnosis as text, its first line the summary.
+// the diagnosis as text, its first line the headline (the cause and its fix).
 //
 //   vigil::SessionOptions options;
 //   options.backends = {vigil::Backend::kCuda, vigil::Backend::kCpu};
@@ -49,6 +49,7 @@ class Error : public std::runtime_error {
       : std::runtime_error(vigil_status_text(status)),
         code_(static_cast<ErrorCode>(vigil_status_code(status))),
         code_name_(vigil_status_code_name(status)),
+        headline_(vigil_status_headline(status)),
         summary_(vigil_status_summary(status)),
         json_(vigil_status_json(status)) {
     for (size_t i = 0; i < vigil_status_fact_count(status); ++i) {
@@ -63,6 +64,9 @@ class Error : public std::runtime_error {
 
   ErrorCode code() const { return code_; }
   const std::string& code_name() const { return code_name_; }  // "InvalidInput"
+  // The most likely cause and its fix: the first line of text().
+  const std::string& headline() const { return headline_; }
+  // What was observed (the symptom).
   const std::string& summary() const { return summary_; }
   const std::vector<Fact>& facts() const { return facts_; }
   const std::vector<Cause>& causes() const { return causes_; }
@@ -72,7 +76,7 @@ class Error : public std::runtime_error {
 
  private:
   ErrorCode code_;
-  std::string code_name_, summary_, json_;
+  std::string code_name_, headline_, summary_, json_;
   std::vector<Fact> facts_;
   std::vector<Cause> causes_;
   std::vector<std::string> fixes_;

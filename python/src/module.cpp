@@ -12,15 +12,16 @@ namespace vigil_python {
   const int code = static_cast<int>(vigil_status_code(status));
   const std::string code_name = vigil_status_code_name(status);
   const std::string summary = vigil_status_summary(status);
+  const std::string headline = vigil_status_headline(status);
   const std::string text = vigil_status_text(status);
   const std::string json = vigil_status_json(status);
   vigil_status_release(status);
   nb::object exc;
   try {
-    exc = nb::module_::import_("vigil._errors").attr("_from_status")(code, code_name, summary, text, json);
+    exc = nb::module_::import_("vigil._errors").attr("_from_status")(code, code_name, headline, summary, text, json);
   } catch (nb::python_error&) {
     // The extension used without its package: still a readable error.
-    exc = nb::borrow(PyExc_RuntimeError)(summary + "\n" + text);
+    exc = nb::borrow(PyExc_RuntimeError)(text);
   }
   PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
   throw nb::python_error();

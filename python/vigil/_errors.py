@@ -19,27 +19,31 @@ __all__ = [
 class VigilError(RuntimeError):
     """A failure vigil diagnosed.
 
-    str(error) starts with the one-line summary; the lines after it are the
-    facts, likely causes and fixes as ``vigil`` prints them.
+    str(error) starts with the headline: the most likely cause and its fix.
+    The lines after it are the symptom, the other facts, likely causes and
+    fixes as ``vigil`` prints them.
 
     Attributes:
         code: the diagnosis code name ("InvalidInput", "Environment", ...).
-        summary: the one-line summary.
-        diagnosis: the diagnosis as a dict: {"code", "summary", "facts":
+        headline: the most likely cause and its fix, one line.
+        summary: what was observed to go wrong (the symptom), one line.
+        diagnosis: the diagnosis as a dict: {"headline", "code", "summary", "facts":
             [{"name", "value"}], "causes": [{"what", "evidence"}], "fixes": [...]}.
         text: the diagnosis as vigil prints it.
     """
 
     code = "Internal"
 
-    def __init__(self, summary, diagnosis=None, text=None):
+    def __init__(self, summary, diagnosis=None, text=None, headline=None):
         self.summary = summary
+        self.headline = headline if headline else summary
         if diagnosis and diagnosis.get("code"):
             self.code = diagnosis["code"]
         self.diagnosis = diagnosis if diagnosis is not None else {
-            "code": self.code, "summary": summary, "facts": [], "causes": [], "fixes": []}
-        self.text = text if text is not None else f"error [{self.code}]: {summary}\n"
-        super().__init__(_message(summary, self.text))
+            "headline": self.headline, "code": self.code, "summary": summary, "facts": [], "causes": [],
+            "fixes": []}
+        self.text = text if text is not None else f"error [{self.code}]: {self.headline}\n"
+        super().__init__(_message(self.code, self.text))
 
     @property
     def facts(self):
@@ -108,19 +112,19 @@ _BY_CODE = {cls.code: cls for cls in (InvalidModelError, InvalidInputError, Unsu
                                       VigilEnvironmentError, DeviceFaultError, CrashedError, InternalError)}
 
 
-def _message(summary, text):
-    # vigil_status_text starts with "error [Code]: summary"; the exception's
-    # class already names the code, so the message starts with the summary.
-    lines = text.split("\n", 1)
-    rest = lines[1].rstrip("\n") if len(lines) > 1 and lines[0].endswith(summary) else text.rstrip("\n")
-    return summary + ("\n" + rest if rest else "")
+def _message(code, text):
+    # vigil_status_text starts with "error [Code]: headline"; the exception's
+    # class already names the code, so the message starts with the headline.
+    prefix = f"error [{code}]: "
+    text = text.rstrip("\n")
+    return text[len(prefix):] if text.startswith(prefix) else text
 
 
-def _from_status(code, code_name, summary, text, diagnosis_json):
+def _from_status(code, code_name, headline, summary, text, diagnosis_json):
     """Called by the extension for a failing vigil_status."""
     try:
         diagnosis = json.loads(diagnosis_json)
     except ValueError:
         diagnosis = None
     cls = _BY_CODE.get(code_name, VigilError)
-    return cls(summary, diagnosis, text)
+    return cls(summary, diagnosis, text, headline)

@@ -16,6 +16,7 @@
 struct vigil_status {
   vigil::Diagnosis diagnosis;
   std::string code_name;
+  std::string headline;
   std::string text;  // rendered once
   std::string json;
 };

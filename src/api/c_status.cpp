@@ -14,6 +14,7 @@ vigil_status* ToCStatus(Status status) {
   auto* s = new vigil_status;
   s->diagnosis = PrintableDiagnosis(status.diagnosis());  // every accessor's text is printable
   s->code_name = std::string(ErrorCodeName(s->diagnosis.code));
+  s->headline = Headline(s->diagnosis);
   s->text = RenderText(s->diagnosis);
   s->json = ToJson(s->diagnosis).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return s;
@@ -41,6 +42,7 @@ vigil_error_code vigil_status_code(const vigil_status* s) {
   return s ? static_cast<vigil_error_code>(s->diagnosis.code) : VIGIL_OK;
 }
 const char* vigil_status_code_name(const vigil_status* s) { return s ? s->code_name.c_str() : "OK"; }
+const char* vigil_status_headline(const vigil_status* s) { return s ? s->headline.c_str() : ""; }
 const char* vigil_status_summary(const vigil_status* s) { return s ? s->diagnosis.summary.c_str() : ""; }
 size_t vigil_status_fact_count(const vigil_status* s) { return s ? s->diagnosis.facts.size() : 0; }
 const char* vigil_status_fact_name(const vigil_status* s, size_t i) {

@@ -26,33 +26,64 @@ Diagnosis PrintableDiagnosis(const Diagnosis& in) {
   return d;
 }
 
+namespace {
+
+std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// Headline of a diagnosis already made printable.
+std::string HeadlineOf(const Diagnosis& d) {
+  std::string line = d.causes.empty() || d.causes.front().what.empty() ? d.summary : d.causes.front().what;
+  if (!d.fixes.empty() && !FirstLine(d.fixes.front()).empty()) line += " — fix: " + FirstLine(d.fixes.front());
+  return line;
+}
+
+bool CauseLeads(const Diagnosis& d) { return !d.causes.empty() && !d.causes.front().what.empty(); }
+
+}  // namespace
+
+std::string Headline(const Diagnosis& diagnosis) { return HeadlineOf(PrintableDiagnosis(diagnosis)); }
+
 std::string RenderText(const Diagnosis& diagnosis) {
   const Diagnosis d = PrintableDiagnosis(diagnosis);
-  std::string out = fmt::format("error [{}]: {}\n", ErrorCodeName(d.code), d.summary);
+  // The headline says cause 1 and the first line of fix 1; nothing below
+  // says them again.
+  std::string out = fmt::format("error [{}]: {}\n", ErrorCodeName(d.code), HeadlineOf(d));
+  if (!d.fixes.empty()) {
+    const std::string& fix = d.fixes.front();
+    for (size_t at = fix.find('\n'); at != std::string::npos;) {
+      const size_t next = fix.find('\n', at + 1);
+      out += fmt::format("    {}\n", fix.substr(at + 1, next == std::string::npos ? next : next - at - 1));
+      at = next;
+    }
+  }
+  if (CauseLeads(d)) {
+    out += fmt::format("  symptom: {}\n", d.summary);
+    if (!d.causes.front().evidence.empty()) out += fmt::format("  evidence: {}\n", d.causes.front().evidence);
+  }
   for (const Fact& f : d.facts) out += fmt::format("  {}: {}\n", f.name, f.value);
-  if (!d.causes.empty()) {
-    out += "likely causes:\n";
-    int rank = 1;
-    for (const Cause& c : d.causes) {
-      out += fmt::format("  {}. {}", rank++, c.what);
-      if (!c.evidence.empty()) out += fmt::format(" (evidence: {})", c.evidence);
+  if (d.causes.size() > 1) {
+    out += "other possible causes:\n";
+    for (size_t i = 1; i < d.causes.size(); ++i) {
+      out += fmt::format("  {}. {}", i + 1, d.causes[i].what);
+      if (!d.causes[i].evidence.empty()) out += fmt::format(" (evidence: {})", d.causes[i].evidence);
       out += "\n";
     }
   }
-  if (!d.fixes.empty()) {
-    out += "fix:\n";
-    for (const std::string& f : d.fixes) out += fmt::format("  - {}\n", f);
+  if (d.fixes.size() > 1) {
+    out += "other fixes:\n";
+    for (size_t i = 1; i < d.fixes.size(); ++i) out += fmt::format("  - {}\n", d.fixes[i]);
   }
   return out;
 }
 
-nlohmann::json ToJson(const Diagnosis& diagnosis) {
+nlohmann::ordered_json ToJson(const Diagnosis& diagnosis) {
   const Diagnosis d = PrintableDiagnosis(diagnosis);  // valid UTF-8, whatever a file held
-  nlohmann::json facts = nlohmann::json::array();
+  nlohmann::ordered_json facts = nlohmann::ordered_json::array();
   for (const Fact& f : d.facts) facts.push_back({{"name", f.name}, {"value", f.value}});
-  nlohmann::json causes = nlohmann::json::array();
+  nlohmann::ordered_json causes = nlohmann::ordered_json::array();
   for (const Cause& c : d.causes) causes.push_back({{"what", c.what}, {"evidence", c.evidence}});
-  return {{"code", std::string(ErrorCodeName(d.code))},
+  return {{"headline", HeadlineOf(d)},
+          {"code", std::string(ErrorCodeName(d.code))},
           {"summary", d.summary},
           {"facts", facts},
           {"causes", causes},
@@ -88,7 +119,7 @@ Diagnosis DiagnosisFromJson(const nlohmann::json& j) {
   return d;
 }
 
-nlohmann::json ToJson(const Status& status) {
+nlohmann::ordered_json ToJson(const Status& status) {
   if (status.ok()) return {{"ok", true}};
   return {{"ok", false}, {"error", ToJson(status.diagnosis())}};
 }

@@ -16,18 +16,28 @@ namespace vigil {
 // RenderText and ToJson apply it.
 Diagnosis PrintableDiagnosis(const Diagnosis& diagnosis);
 
-// Multi-line text:
-//   error [InvalidInput]: <summary>
+// The first line of every failure: the top-ranked cause and the first fix's
+// first line, "<cause> — fix: <fix>". Without a cause the summary is the
+// cause; without a fix the cause stands alone. Printable.
+std::string Headline(const Diagnosis& diagnosis);
+
+// Multi-line text, the cause first and the symptom as a fact; nothing is
+// said twice:
+//   error [InvalidInput]: <Headline>
+//       <the first fix's further lines, if any>
+//     symptom: <summary>             (when a cause leads the headline)
+//     evidence: <the first cause's evidence>
 //     <fact name>: <value>
-//   likely causes:
-//     1. <cause> (evidence: ...)
-//   fix:
+//   other possible causes:
+//     2. <cause> (evidence: ...)
+//   other fixes:
 //     - <fix>
 std::string RenderText(const Diagnosis& diagnosis);
 
-// {"code":"InvalidInput","summary":..,"facts":{..} as a list of {name,value},
-//  "causes":[{"what":..,"evidence":..}],"fixes":[..]}
-nlohmann::json ToJson(const Diagnosis& diagnosis);
+// {"headline":..,"code":"InvalidInput","summary":..(the symptom),
+//  "facts":[{name,value}],"causes":[{"what":..,"evidence":..}],"fixes":[..]},
+// in that order: the headline first, as in the text.
+nlohmann::ordered_json ToJson(const Diagnosis& diagnosis);
 
 // The inverse of ToJson(Diagnosis), for a Diagnosis that crossed a process
 // boundary (the isolated run). Unknown codes become kInternal; missing or
@@ -35,6 +45,6 @@ nlohmann::json ToJson(const Diagnosis& diagnosis);
 Diagnosis DiagnosisFromJson(const nlohmann::json& j);
 
 // {"ok":true} or {"ok":false,"error":ToJson(diagnosis)}
-nlohmann::json ToJson(const Status& status);
+nlohmann::ordered_json ToJson(const Status& status);
 
 }  // namespace vigil

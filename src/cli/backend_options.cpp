@@ -22,6 +22,16 @@ bool ParseByteSize(const std::string& text, uint64_t* bytes) {
   return true;
 }
 
+CLI::Validator ByteSizeValidator() {
+  return CLI::Validator(
+      [](std::string& text) {
+        uint64_t bytes = 0;
+        return ParseByteSize(text, &bytes) ? std::string()
+                                           : "'" + text + "' is not a size: write bytes or use K, M or G (512M, 2G)";
+      },
+      "SIZE");
+}
+
 void AddBackendOptions(CLI::App* sub, BackendChoice& c) {
   sub->add_option("--backend", c.backend,
                   "where to run: cpu (default) or cuda (nodes the CUDA backend cannot run fall back to the CPU)")
@@ -33,13 +43,7 @@ void AddBackendOptions(CLI::App* sub, BackendChoice& c) {
                 "with --backend cuda: only deterministic algorithms (bitwise-identical outputs across runs)");
   sub->add_option("--gpu-mem-limit", c.gpu_mem_limit,
                   "with --backend cuda: refuse a run whose planned device memory exceeds this (512M, 2G)")
-      ->check(CLI::Validator(
-          [](std::string& text) {
-            uint64_t bytes = 0;
-            return ParseByteSize(text, &bytes) ? std::string()
-                                               : "'" + text + "' is not a size: write bytes or use K, M or G (512M, 2G)";
-          },
-          "SIZE"));
+      ->check(ByteSizeValidator());
   sub->add_option("--device", c.device, "with --backend cuda: the CUDA device ordinal (default 0)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--cudnn-log", c.cudnn_log,

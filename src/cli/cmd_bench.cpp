@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "bench_profile.h"
@@ -60,25 +61,48 @@ bool ParseDims(const std::vector<std::string>& specs, std::map<std::string, int6
   return true;
 }
 
+// "" when an input of `shape` fits in this machine's memory (its element
+// count in *count), else the first line of a diagnosis: the cause and the fix.
+std::string FitsInHostMemory(const std::string& name, const std::vector<int64_t>& shape, size_t element_bytes,
+                             size_t* count) {
+  const double physical = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  double bytes = static_cast<double>(element_bytes);
+  std::string dims;
+  for (int64_t d : shape) {
+    bytes *= static_cast<double>(d);
+    dims += (dims.empty() ? "" : ",") + std::to_string(d);
+  }
+  if (physical > 0 && bytes > physical) {
+    return fmt::format("error [OutOfMemory]: input '{}' of shape [{}] would take {:.1f} GB, more than this machine's "
+                       "{:.1f} GB of memory — fix: choose smaller --dim values",
+                       name, dims, bytes / 1e9, physical / 1e9);
+  }
+  *count = static_cast<size_t>(bytes) / element_bytes;
+  return {};
+}
+
 // Random inputs shaped from the model: symbolic dims from --dim (default 1).
-// Returns "" or why an input cannot be generated.
+// Returns "" or why an input cannot be generated ("error [Code]: cause — fix").
 std::string GenerateInputs(const vigil::Session& session, const std::map<std::string, int64_t>& dims,
                            InputFileSet& files) {
   std::mt19937 rng(1234);
   for (const vigil::IoInfo& in : session.Inputs()) {
-    if (!in.rank_known) return "input '" + in.name + "' has no fixed rank; give it with --input " + in.name + "=FILE";
+    if (!in.rank_known) {
+      return "error [InvalidInput]: input '" + in.name + "' has no fixed rank, so no random input can be made for it "
+             "— fix: give it with --input " + in.name + "=FILE";
+    }
     std::vector<int64_t> shape;
     for (size_t d = 0; d < in.dims.size(); ++d) {
       if (in.dims[d] >= 0) shape.push_back(in.dims[d]);
       else shape.push_back(dims.count(in.dim_names[d]) ? dims.at(in.dim_names[d]) : 1);
     }
-    size_t n = 1;
-    for (int64_t d : shape) n *= static_cast<size_t>(d);
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
     // Ordinary (pageable) host memory, as a caller's own buffer would be.
     size_t element_bytes = in.dtype == DType::kFloat32 || in.dtype == DType::kInt32 ? 4
                            : in.dtype == DType::kInt64                              ? 8
                                                                                     : 2;
+    size_t n = 1;
+    if (std::string why = FitsInHostMemory(in.name, shape, element_bytes, &n); !why.empty()) return why;
     std::vector<uint8_t>& buffer = files.buffers.emplace_back(n * element_bytes);
     void* p = buffer.data();
     switch (in.dtype) {
@@ -98,8 +122,8 @@ std::string GenerateInputs(const vigil::Session& session, const std::map<std::st
         for (size_t i = 0; i < n; ++i) static_cast<int32_t*>(p)[i] = static_cast<int32_t>(rng() % 10);
         break;
       default:
-        return "cannot generate random values for input '" + in.name + "' of dtype " + DTypeName(in.dtype) +
-               "; give it with --input";
+        return "error [Unsupported]: bench makes no random values of dtype " + std::string(DTypeName(in.dtype)) +
+               " (input '" + in.name + "') — fix: give it with --input " + in.name + "=FILE";
     }
     files.refs.push_back(vigil::TensorRef::Bytes(in.name, in.dtype, shape, p, buffer.size()));
     files.refs.back().source = "random";
@@ -177,7 +201,7 @@ int RunBench(const BenchOptions& opt) {
     if (opt.inputs.empty()) {
       error = GenerateInputs(session, dims, inputs);
       if (!error.empty()) {
-        std::fprintf(stderr, "vigil: %s\n", error.c_str());
+        std::fprintf(stderr, "%s\n", error.c_str());
         return kExitDiagnosed;
       }
     } else {

@@ -249,8 +249,8 @@ int RunCompare(const CompareOptions& opt) {
   if (auto checked = (*ref)->Check(inputs->bindings); !checked.ok()) return ReportFailure(checked.status(), opt.json);
   if (opt.per_node) return ComparePerNode(**got, **ref, *inputs, names, opt);
   if (opt.repeat > 0) {
-    RepeatRequest request{opt.repeat, opt.rtol, opt.atol, opt.json, names, Header(names, opt) + InputsText(*inputs),
-                          HeaderJson(names, opt, *inputs)};
+    RepeatRequest request{opt.repeat, opt.rtol,      opt.atol, opt.json, opt.deterministic, names,
+                          Header(names, opt) + InputsText(*inputs), HeaderJson(names, opt, *inputs)};
     return CompareRepeated(**got, **ref, inputs->bindings, request);
   }
   return CompareOutputs(**got, **ref, *inputs, names, opt);
@@ -303,8 +303,10 @@ Command AddCompareCommand(CLI::App& parent) {
   sub->add_flag("--no-fallback", opt->no_fallback,
                 "for the cuda side: fail at load when a node cannot run on CUDA instead of running it on the CPU");
   sub->add_option("--gpu-mem-limit", opt->gpu_mem_limit,
-                  "for the cuda side: refuse a run whose planned device memory exceeds this (512M, 2G)");
-  sub->add_option("--device", opt->device, "for the cuda side: the CUDA device ordinal (default 0)");
+                  "for the cuda side: refuse a run whose planned device memory exceeds this (512M, 2G)")
+      ->check(ByteSizeValidator());
+  sub->add_option("--device", opt->device, "for the cuda side: the CUDA device ordinal (default 0)")
+      ->check(CLI::NonNegativeNumber);
   sub->add_flag("--json", opt->json, "print JSON instead of text (errors too, as {\"ok\":false,...})");
   return {sub, [opt] { return RunCompare(*opt); }};
 }

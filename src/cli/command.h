@@ -67,6 +67,10 @@ void AddBackendOptions(CLI::App* sub, BackendChoice& choice);
 std::shared_ptr<const vigil_session_options> ToCSessionOptions(const BackendChoice& choice);
 // "512M", "2G", "1.5G", "1000000" -> bytes; false if it is not a size.
 bool ParseByteSize(const std::string& text, uint64_t* bytes);
+// For an option holding a size: a usage error when parsed, whether or not the
+// option is used by the rest of the command line (--gpu-mem-limit without
+// --backend cuda is still checked).
+CLI::Validator ByteSizeValidator();
 
 // The `--input,-i NAME=FILE | FILE` option of run, check and bench.
 void AddInputFilesOption(CLI::App* sub, std::vector<std::string>& specs);

@@ -75,6 +75,29 @@ struct Findings {
   std::vector<int> disagreeing_repeats;       // beyond tolerance in some output
 };
 
+// Why outputs change between runs on one machine, and what to do, by backend.
+struct CauseAndFix {
+  std::string cause, fix;
+};
+CauseAndFix NondeterminismCause(const RepeatRequest& r) {
+  const std::string& got = r.backend_names[0];
+  if (got == "cpu") {
+    return {"nondeterministic, and vigil's cpu backend is meant to be deterministic: a kernel races or reads memory "
+            "it never wrote, a bug in vigil",
+            "report it with the model (`vigil reduce` shrinks it to the node)"};
+  }
+  if (!r.deterministic) {
+    return {fmt::format("nondeterministic: the {} backend chose algorithms that accumulate in a different order on "
+                        "every run (atomics in cuDNN, cuBLASLt or vigil's kernels)",
+                        got),
+            "rerun with --deterministic"};
+  }
+  return {"nondeterministic although --deterministic allowed only deterministic algorithms: a race in a kernel or a "
+          "faulty GPU",
+          "repeat on another GPU of the same model; if it follows the GPU, check `nvidia-smi -q -d "
+          "ECC,ROW_REMAPPER`, else report it (`vigil reduce` finds the node)"};
+}
+
 std::string Verdict(const Findings& f, const RepeatRequest& r) {
   const std::string& ref = r.backend_names[1];
   std::vector<std::string> parts;
@@ -85,8 +108,9 @@ std::string Verdict(const Findings& f, const RepeatRequest& r) {
       outs += fmt::format("{}'{}' ({} element(s), max difference {:.3g})", outs.empty() ? "" : ", ", d.name,
                           d.max_differing, d.max_difference);
     }
-    parts.push_back(fmt::format("nondeterministic: repeats {} are not bitwise identical to repeat 1 in {}",
-                                JoinInts(f.nondeterministic_repeats), outs));
+    const CauseAndFix why = NondeterminismCause(r);
+    parts.push_back(fmt::format("{} — fix: {}; repeats {} are not bitwise identical to repeat 1 in {}", why.cause,
+                                why.fix, JoinInts(f.nondeterministic_repeats), outs));
   }
   if (!f.disagreeing_repeats.empty()) {
     const bool every = static_cast<int>(f.disagreeing_repeats.size()) == r.repeat;
@@ -144,8 +168,11 @@ nlohmann::json FindingsJson(const Findings& f, const RepeatRequest& r, const std
   return j;
 }
 
+// The verdict comes first: a failure's first line names the cause and the fix.
 std::string FindingsText(const Findings& f, const RepeatRequest& r, const std::string& verdict) {
-  std::string text = r.header_text;
+  std::string text = (f.nondeterministic_repeats.empty() && f.disagreeing_repeats.empty() ? "PASS: " : "FAIL: ") +
+                     verdict + "\n";
+  text += r.header_text;
   text += fmt::format("repeats: {} runs of {} on the same inputs, against one run of {}\n", r.repeat,
                       r.backend_names[0], r.backend_names[1]);
   text += "determinism (bitwise, against repeat 1):\n";
@@ -172,8 +199,6 @@ std::string FindingsText(const Findings& f, const RepeatRequest& r, const std::s
       if (!v.cmp.ok()) text += fmt::format("             {}: {}\n", v.name, Detail(v));
     }
   }
-  text += (f.nondeterministic_repeats.empty() && f.disagreeing_repeats.empty() ? "PASS: " : "FAIL: ") + verdict +
-          "\n";
   return text;
 }
 

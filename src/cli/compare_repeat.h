@@ -21,13 +21,15 @@ struct RepeatRequest {
   double rtol = 0;
   double atol = 0;
   bool json = false;
+  bool deterministic = false;              // --deterministic was given (only deterministic algorithms)
   std::vector<std::string> backend_names;  // {got, reference}
   std::string header_text;                 // printed before the report
   nlohmann::json header_json;              // fields of the JSON report
 };
 
 // Runs `ref` once and `got` `repeat` times; prints the report (text on
-// stdout, progress on stderr) and returns the exit code: 0 deterministic and
+// stdout, its first line the verdict with the cause and fix; progress on
+// stderr) and returns the exit code: 0 deterministic and
 // within tolerance, 1 nondeterministic or beyond tolerance (or a run failed).
 int CompareRepeated(const runtime::Session& got, const runtime::Session& ref,
                     const std::vector<runtime::InputBinding>& inputs, const RepeatRequest& request);

@@ -1,5 +1,6 @@
 // Entry point of the `vigil` command.
 #include <cstdio>
+#include <new>
 #include <exception>
 #include <string>
 #include <vector>
@@ -48,6 +49,12 @@ int main(int argc, char** argv) {
   vigil::cli::FilterStandardStreams();  // no byte from a file reaches the terminal raw
   try {
     return Main(argc, argv);
+  } catch (const std::bad_alloc&) {
+    // Diagnosed where vigil knows the size; this is what is left.
+    std::fprintf(stderr,
+                 "error [OutOfMemory]: the host ran out of memory — fix: use smaller inputs (batch, --dim) or a "
+                 "machine with more memory\n  symptom: an allocation failed (std::bad_alloc)\n");
+    return vigil::cli::kExitDiagnosed;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vigil: internal error: %s\n", e.what());
   } catch (...) {

@@ -11,8 +11,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <new>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -167,8 +169,24 @@ std::string NodeText(const IsolationControl& c) {
                      c.node_backend, torn);
 }
 
+std::string BaseName(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+// Whether `library` is named in LD_PRELOAD (by path or by file name), which
+// the isolated child inherits from this process.
+bool Preloaded(const std::string& library) {
+  const char* preload = std::getenv("LD_PRELOAD");
+  if (preload == nullptr) return false;
+  std::string list = preload;
+  for (char& ch : list) ch = ch == ':' ? ' ' : ch;
+  std::istringstream entries(list);
+  for (std::string entry; entries >> entry;) {
+    if (entry == library || BaseName(entry) == BaseName(library)) return true;
+  }
+  return false;
+}
+
 bool InVigil(const FaultLocation& f) {
-  const std::string base = f.library.substr(f.library.rfind('/') + 1);
+  const std::string base = BaseName(f.library);
   return base == "vigil" || base == "vigil-worker" || base.starts_with("libvigil") || base.starts_with("vigil_");
 }
 
@@ -183,13 +201,29 @@ void AddCrashCauses(Status& s, const IsolationControl& c, const std::optional<Fa
         .WithFix("check `dmesg | grep -i -e oom -e killed` and the host memory the model needs");
     return;
   }
+  // Each cause that can lead comes with its own fix, added right after it,
+  // so that the first line pairs them.
+  const std::string who = running ? node : std::string("the run");
   if (where && InVigil(*where)) {
-    s.WithCause(fmt::format("a bug in vigil's {} kernel for {}", c.node_backend, node),
+    s.WithCause(fmt::format("{} died of {} in vigil's {} kernel: a bug in vigil", node, SignalName(signal),
+                            c.node_backend),
                 fmt::format("the faulting instruction is inside {}", where->library));
   } else if (where && where->nvidia) {
-    s.WithCause(fmt::format("a fault inside NVIDIA's {} for this node's configuration (op, shapes, dtypes)",
-                            where->library.substr(where->library.rfind('/') + 1)),
+    s.WithCause(fmt::format("{} died of {} inside NVIDIA's {}, for this node's configuration (op, shapes, dtypes)",
+                            who, SignalName(signal), BaseName(where->library)),
                 "the faulting instruction is in that library; symbolise it with the commands above");
+    s.WithFix("let cuDNN choose other engines (rerun with --layout nchw, or --deterministic), and report the crash "
+              "to NVIDIA with the symbolised stack");
+  } else if (where) {
+    const bool preloaded = Preloaded(where->library);
+    s.WithCause(fmt::format("{} died of {} inside {}, which is neither vigil nor NVIDIA's{}", who,
+                            SignalName(signal), BaseName(where->library),
+                            preloaded ? ": it was put in the process by LD_PRELOAD" : ""),
+                fmt::format("the faulting instruction is inside {}", where->library));
+    s.WithFix(preloaded ? fmt::format("run without {} in LD_PRELOAD", where->library)
+                        : fmt::format("find what loads {} (a plugin, a hook, a library on LD_LIBRARY_PATH) and remove "
+                                      "or update it",
+                                      where->library));
   }
   if (running) {
     s.WithFact("inputs", "validated against the model before the run (dtype, shape and buffer size match), "
@@ -197,6 +231,8 @@ void AddCrashCauses(Status& s, const IsolationControl& c, const std::optional<Fa
   } else {
     s.WithCause(fmt::format("a broken GPU stack: the crash happened while {}", IsolationStageName(c.stage)),
                 "no node had run yet");
+    s.WithFix("run `vigil doctor`: it loads each GPU library and runs cudnnCreate in a child, and names the one that "
+              "fails");
   }
   if (signal == SIGABRT) {
     s.WithCause("an abort: an assertion or std::terminate inside the faulting library");

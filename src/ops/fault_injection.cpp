@@ -21,6 +21,7 @@ const OpSchema kFaultInjectionSchemas[] = {
     {"ai.vigil.testing", "Diverge", 1, kLatest, 1, 1, 1, 1, InferSameAsInput},
     {"ai.vigil.testing", "OutOfBoundsWrite", 1, kLatest, 1, 1, 1, 1, InferSameAsInput},
     {"ai.vigil.testing", "Hang", 1, kLatest, 1, 1, 1, 1, InferSameAsInput},
+    {"ai.vigil.testing", "Jitter", 1, kLatest, 1, 1, 1, 1, InferSameAsInput},
 };
 
 }  // namespace

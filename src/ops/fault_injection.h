@@ -11,6 +11,10 @@
 //   Diverge           CPU: identity. CUDA: identity plus 0.5 on element 0.
 //   OutOfBoundsWrite  CPU: identity. CUDA: also writes far outside its output.
 //   Hang              CPU: never returns (sleeps). No CUDA kernel.
+//   Jitter            CPU: identity plus a value that changes with every run
+//                     on element 0. CUDA: identity plus a sum of 2^20 terms
+//                     accumulated on element 0 with float atomics (real
+//                     nondeterminism: the rounding follows the arrival order).
 #pragma once
 
 #include <string_view>

@@ -193,29 +193,34 @@ bool IsInteger(DataType t) {
   }
 }
 
-void AddDtypeCauses(DataType want, DataType got, Status& s) {
+// Each cause names the input: it leads the first line.
+void AddDtypeCauses(const std::string& name, DataType want, DataType got, Status& s) {
   const std::string_view w = ir::DataTypeName(want), g = ir::DataTypeName(got);
   if (got == DataType::kFloat64 && want == DataType::kFloat32) {
-    s.WithCause("float64 given where float32 expected: numpy's default dtype",
+    s.WithCause(fmt::format("input '{}' is float64 where float32 is expected: numpy's default dtype", name),
                 "np.array of Python floats, np.random.rand and np.zeros all give float64");
     s.WithFix("convert before saving: x.astype(np.float32)");
   } else if (got == DataType::kInt64 && IsInteger(want)) {
-    s.WithCause(fmt::format("int64 given where {} expected: numpy's default integer dtype", w),
+    s.WithCause(fmt::format("input '{}' is int64 where {} is expected: numpy's default integer dtype", name, w),
                 "np.array of Python ints gives int64");
     s.WithFix(fmt::format("convert before saving: x.astype(np.{})", w));
   } else if (got == DataType::kUint8 && !IsInteger(want) && want != DataType::kBool) {
-    s.WithCause(fmt::format("uint8 looks like raw image pixels; the model expects {}", w),
+    s.WithCause(fmt::format("input '{}' is uint8, raw image pixels; the model expects {}", name, w),
                 "decoded images are uint8 in [0, 255]");
     s.WithFix(fmt::format("convert and normalise as the model's preprocessing says, e.g. "
                           "(x.astype(np.{}) / 255)",
                           w));
   } else if (want == DataType::kFloat16 && got == DataType::kFloat32) {
-    s.WithCause("float32 given to a float16 model: the model was converted to float16, the input was not");
+    s.WithCause(fmt::format("input '{}' is float32 for a float16 model: the model was converted to float16, the "
+                            "input was not",
+                            name));
     s.WithFix("convert the input: x.astype(np.float16)");
   }
   const int wb = ir::DataTypeBits(want), gb = ir::DataTypeBits(got);
   if (wb == gb && wb > 0) {
-    s.WithCause(fmt::format("{} and {} have the same size: the bytes may be right but the type wrong", g, w),
+    s.WithCause(fmt::format("input '{}' is {} where {} is expected, a type of the same size: the bytes may be right "
+                            "but the type wrong",
+                            name, g, w),
                 fmt::format("both are {} bits per element; a reinterpreting cast or a wrong dtype tag "
                             "passes every size check",
                             wb));
@@ -229,7 +234,7 @@ Status CheckDtype(const ir::ValueInfo& vi, const InputBinding& b) {
   Status s = InputError(b, &vi,
                         fmt::format("input '{}' has dtype {}, the model expects {}", b.name,
                                     ir::DataTypeName(b.dtype), ir::DataTypeName(want)));
-  AddDtypeCauses(want, b.dtype, s);
+  AddDtypeCauses(b.name, want, b.dtype, s);
   return s;
 }
 
@@ -259,15 +264,18 @@ void AddLayoutCause(const ir::ValueInfo& vi, const InputBinding& b, Status& s) {
   const std::vector<int64_t>& g = b.shape;
   const std::string expected = ir::ShapeToString(vi.type.shape);
   if (g.size() == 4 && Fits(want, Permute(g, {0, 3, 1, 2}))) {
-    s.WithCause(fmt::format("{} looks like an NHWC image; this input is NCHW {}", DimsString(g), expected),
+    s.WithCause(fmt::format("input '{}' {} looks like an NHWC image; the model takes NCHW {}", b.name, DimsString(g),
+                            expected),
                 fmt::format("moving the last dim ({}) to position 1 gives a shape the model accepts", g[3]));
     s.WithFix("transpose to NCHW: np.transpose(x, (0, 3, 1, 2)) (in C++, cv::dnn::blobFromImage does this)");
   } else if (g.size() == 4 && Fits(want, Permute(g, {0, 2, 3, 1}))) {
-    s.WithCause(fmt::format("{} looks like an NCHW image; this input is NHWC {}", DimsString(g), expected),
+    s.WithCause(fmt::format("input '{}' {} looks like an NCHW image; the model takes NHWC {}", b.name, DimsString(g),
+                            expected),
                 fmt::format("moving dim 1 ({}) to the end gives a shape the model accepts", g[1]));
     s.WithFix("transpose to NHWC: np.transpose(x, (0, 2, 3, 1))");
   } else if (g.size() == 3 && Fits(want, Permute(g, {2, 0, 1}))) {
-    s.WithCause(fmt::format("{} looks like an HWC image; this input is CHW {}", DimsString(g), expected),
+    s.WithCause(fmt::format("input '{}' {} looks like an HWC image; the model takes CHW {}", b.name, DimsString(g),
+                            expected),
                 "moving the last dim to the front gives a shape the model accepts");
     s.WithFix("transpose to CHW: np.transpose(x, (2, 0, 1))");
   }
@@ -296,7 +304,7 @@ void AddReshapedCause(const ir::ValueInfo& vi, const InputBinding& b, Status& s)
   uint64_t need = 1;
   for (int64_t d : want) need *= static_cast<uint64_t>(d);
   if (known && given == need && given > 0) {
-    s.WithCause("the values are all there, in another shape: a flat buffer?",
+    s.WithCause(fmt::format("input '{}' holds all the values, in another shape: a flat buffer?", b.name),
                 fmt::format("{} values, as many as {} holds", given, DimsString(want)));
     s.WithFix(fmt::format("reshape it: x.reshape({})", fmt::join(want, ", ")));
     return;
@@ -304,8 +312,9 @@ void AddReshapedCause(const ir::ValueInfo& vi, const InputBinding& b, Status& s)
   const std::optional<ImageShape> image = known ? ImageOf(want) : std::nullopt;
   const std::string size = image ? OtherImageSize(*image, given) : "";
   if (size.empty()) return;
-  s.WithCause(fmt::format("the pixels of a {} image: {} values = {} × {}, the model takes {} × {} ({} values)", size,
-                          given, image->channels, size, image->width, image->height, need),
+  s.WithCause(fmt::format("input '{}' holds the pixels of a {} image: {} values = {} × {}, the model takes {} × {} ({} "
+                          "values)",
+                          b.name, size, given, image->channels, size, image->width, image->height, need),
               "the count matches a common image size, not the model's");
   s.WithFix(fmt::format("resize the image to {} × {} before filling the tensor, then give it the shape {}",
                         image->width, image->height, DimsString(want)));
@@ -344,7 +353,9 @@ Status DimError(const ir::ValueInfo& vi, const InputBinding& b, size_t i) {
                 fmt::format("{} = {} × {}, the size of one {}", got, want, elem, ir::DataTypeName(b.dtype)));
   }
   if (s.diagnosis().causes.empty()) {
-    s.WithCause("the input was prepared for another model or another size (resize, crop, sequence length)");
+    s.WithCause(fmt::format("input '{}' was prepared for another model or another size (resize, crop, sequence "
+                            "length): {} given, the model takes {}",
+                            b.name, DimsString(b.shape), ir::ShapeToString(vi.type.shape)));
   }
   s.WithFix(fmt::format("give the input with shape {}", ir::ShapeToString(vi.type.shape)));
   return s;
@@ -401,7 +412,9 @@ void AddImageSizeCause(const InputBinding& b, uint64_t need, uint64_t have, Stat
   const std::string size = OtherImageSize(*image, have);
   if (size.empty()) return;
   const int64_t c = image->channels, h = image->height, w = image->width;
-  s.WithCause("the buffer holds channels*height*width elements of another image size",
+  s.WithCause(fmt::format("input '{}': the buffer holds channels*height*width elements of a {} image, the shape "
+                          "says {} × {}",
+                          b.name, size, w, h),
               fmt::format("{} = {} × {}: {} channels of a {} image, but the shape says {} × {} ({} elements)", have,
                           c, size, c, size, w, h, need));
   s.WithFix(fmt::format("resize the image to {} × {} before filling the tensor, and compute the element count "

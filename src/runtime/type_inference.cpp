@@ -108,9 +108,11 @@ class GraphInference {
     Status status = InvalidModelError("{}: '{}' is not an ONNX operator, yet the node is in the default ONNX domain",
                                       where, node.op_type);
     if (!m.nearest.empty()) {
-      status.WithCause(fmt::format("a misspelling of {}", m.nearest), "the names differ by a letter or two");
+      status.WithCause(fmt::format("'{}' is not an ONNX operator: a misspelling of {}", node.op_type, m.nearest),
+                       "the names differ by a letter or two");
     }
-    status.WithCause("a custom op exported without a domain of its own",
+    status.WithCause(fmt::format("'{}' is not an ONNX operator: a custom op exported without a domain of its own",
+                                 node.op_type),
                      "ONNX defines no operator of this name in any opset");
     return std::move(status.WithFix(m.nearest.empty() ? "give the custom op its own domain and a runtime that "
                                                         "implements it, or replace it with standard ONNX ops before "

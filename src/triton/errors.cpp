@@ -24,7 +24,7 @@ Problem FromVigil(vigil_status* status, const std::vector<std::string>& context)
   p.code = TritonCode(vigil_status_code(status));
   const std::string text = vigil_status_text(status);
   const size_t eol = text.find('\n');
-  p.message = vigil_status_summary(status);
+  p.message = vigil_status_headline(status);  // the cause and its fix lead, as everywhere
   if (p.message.empty()) p.message = text.substr(0, eol);
   for (const std::string& line : context) p.message += "\n  " + line;
   if (eol != std::string::npos) p.message += text.substr(eol);

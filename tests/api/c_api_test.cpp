@@ -94,10 +94,14 @@ TEST(CApi, Seed003ChannelsTimesTotalBufferIsDiagnosedNotRead) {
     EXPECT_EQ(e.code(), vigil::ErrorCode::kInvalidInput);
     EXPECT_NE(e.summary().find("input_0"), std::string::npos) << e.what();
     const std::string text = e.what();
-    EXPECT_NE(text.substr(0, text.find('\n')).find(e.summary()), std::string::npos) << "not on the first line";
-    bool named_cause = false;
-    for (const auto& c : e.causes()) named_cause |= c.what.find("channels") != std::string::npos;
-    EXPECT_TRUE(named_cause) << e.what();
+    // The first line is the headline: the cause (the channels × total
+    // mistake) and its fix; the symptom follows.
+    EXPECT_EQ(text.substr(0, text.find('\n')), "error [InvalidInput]: " + e.headline());
+    EXPECT_NE(e.headline().find("channels*height*width"), std::string::npos) << e.what();
+    EXPECT_NE(e.headline().find(" — fix: resize the image to 96 × 96"), std::string::npos) << e.what();
+    EXPECT_NE(text.find("  symptom: " + e.summary()), std::string::npos) << e.what();
+    ASSERT_FALSE(e.causes().empty());
+    EXPECT_EQ(e.headline().rfind(e.causes()[0].what, 0), 0u) << "the headline starts with cause 1";
   }
 }
 
@@ -143,9 +147,13 @@ TEST(CApi, NullAndBadArgumentsAreStatusesNotCrashes) {
   ASSERT_NE(s, nullptr);
   EXPECT_NE(std::string(vigil_status_summary(s)).find("no_such_output"), std::string::npos);
   EXPECT_EQ(vigil_status_fact_count(s), 1u);
+  const std::string text = vigil_status_text(s);  // its first line is the headline
+  EXPECT_EQ(text.substr(0, text.find('\n')), std::string("error [InvalidInput]: ") + vigil_status_headline(s));
+  EXPECT_NE(std::string(vigil_status_json(s)).find("{\"headline\":"), std::string::npos) << vigil_status_json(s);
   vigil_status_release(s);
   vigil_session_release(session);
   vigil_status_release(nullptr);  // accepted
+  EXPECT_STREQ(vigil_status_headline(nullptr), "");
 }
 
 TEST(CApi, OptionsAreCheckedBeforeAnythingLoads) {

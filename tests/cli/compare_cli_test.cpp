@@ -185,7 +185,8 @@ TEST(CompareCli, CudaWithoutAGpuGivesTheBackendsDiagnosis) {
     CommandResult r = RunVigil(args);
     if (r.exit_code == 0) GTEST_SKIP() << "a GPU is usable here: the comparison ran";
 #ifdef VIGIL_BUILD_CUDA
-    ExpectExit(r, 1, "error [Environment]: the cuda backend cannot run here");
+    ExpectExit(r, 1, "\n  symptom: the cuda backend cannot run here");
+    EXPECT_EQ(r.err.find("error [Environment]: "), 0u) << r.err;
 #else
     ExpectExit(r, 1, "error [Environment]: the CUDA backend module libvigil_cuda.so was not found");
 #endif

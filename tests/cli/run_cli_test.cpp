@@ -125,7 +125,9 @@ TEST(RunCli, PositionalInputAndJson) {
 TEST(RunCli, WrongDtypeIsDiagnosed) {
   const std::string f = WriteNpyFile("f64.npy", "<f8", {2, 3, 32, 32}, RandomData<double>(2 * 3 * 32 * 32));
   CommandResult r = RunVigil({"run", kModel, "--input", "image=" + f});
-  ExpectExit(r, 1, "error [InvalidInput]: input 'image' has dtype float64, the model expects float32");
+  ExpectExit(r, 1, "error [InvalidInput]: input 'image' is float64 where float32 is expected: numpy's default dtype "
+                   "— fix: convert before saving: x.astype(np.float32)\n"
+                   "  symptom: input 'image' has dtype float64, the model expects float32\n");
   EXPECT_NE(r.err.find("numpy's default dtype"), std::string::npos) << r.err;
 }
 
@@ -139,7 +141,9 @@ TEST(RunCli, NhwcImageIsDiagnosed) {
   const std::string f = WriteNpyFile("nhwc.npy", "<f4", {2, 32, 32, 3}, RandomData<float>(2 * 3 * 32 * 32));
   CommandResult r = RunVigil({"run", kModel, "--input", "image=" + f});
   ExpectExit(r, 1, "input 'image' dim 1 is 32, the model expects 3");
-  EXPECT_NE(r.err.find("[2,32,32,3] looks like an NHWC image; this input is NCHW [N,3,32,32]"), std::string::npos)
+  EXPECT_EQ(r.err.find("error [InvalidInput]: input 'image' [2,32,32,3] looks like an NHWC image; the model takes NCHW "
+                       "[N,3,32,32] — fix: transpose to NCHW"),
+            0u)
       << r.err;
 }
 
@@ -185,8 +189,11 @@ TEST(RunCli, CudaBackendWithoutAGpuGivesTheDoctorsDiagnosis) {
   CommandResult r = RunVigil({"run", kModel, "--input", GoodImage(), "--backend", "cuda"});
   if (r.exit_code == 0) GTEST_SKIP() << "a GPU is usable here: the CUDA run succeeded";
 #ifdef VIGIL_BUILD_CUDA
-  ExpectExit(r, 1, "error [Environment]: the cuda backend cannot run here: no usable CUDA device");
-  EXPECT_NE(r.err.find("doctor finding"), std::string::npos) << r.err;
+  // The doctor's finding leads (on CI: no driver); the module's own probe
+  // result is the symptom.
+  ExpectExit(r, 1, "\n  symptom: the cuda backend cannot run here: no usable CUDA device");
+  EXPECT_EQ(r.err.find("error [Environment]: "), 0u) << r.err;
+  EXPECT_NE(r.err.find("  evidence: doctor finding "), std::string::npos) << r.err;
 #else
   ExpectExit(r, 1, "error [Environment]: the CUDA backend module libvigil_cuda.so was not found");
 #endif

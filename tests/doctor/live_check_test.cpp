@@ -46,12 +46,20 @@ TEST(LiveCheck, CrashInCudnnCreateNamesSignalAndLibrary) {
   EXPECT_NE(f->summary.find("SIGSEGV"), std::string::npos) << f->summary;
   EXPECT_NE(f->summary.find("cudnnCreate"), std::string::npos) << f->summary;
   bool names_library = false, has_build_id = false;
+  std::string fault_address, instruction;
   for (const Fact& e : f->evidence) {
     names_library |= e.name == "faulting library" && e.value.find("libcudnn.so.9.14.0") != std::string::npos;
     has_build_id |= e.name == "build-id" && !e.value.empty();
+    if (e.name == "fault address") fault_address = e.value;
+    if (e.name == "instruction address") instruction = e.value;
   }
   EXPECT_TRUE(names_library);
   EXPECT_TRUE(has_build_id);
+  // The fake stores to NULL: the fault address is si_addr (0), not the
+  // instruction's address, which is reported beside it.
+  EXPECT_EQ(fault_address, "0x0");
+  EXPECT_NE(instruction, "");
+  EXPECT_NE(instruction, "0x0");
 }
 
 TEST(LiveCheck, HangIsReportedAfterTheTimeout) {

@@ -1,5 +1,6 @@
 // Hostile and broken files: every one gets a Status (or, by chance, a valid
 // model), never a crash, a hang or a giant allocation. Run under ASan+UBSan.
+#include "base/diagnosis_render.h"
 #include "read_helpers.h"
 
 namespace vigil::onnx::test {
@@ -23,11 +24,31 @@ std::string RichModel() {
   return MakeModel(g, {{"", 18}}, parts);
 }
 
+// What a user would see of the diagnosis: no control byte but the newlines
+// between lines (a flipped bit can put any byte in a name the message
+// quotes), and JSON that a strict serialiser accepts (valid UTF-8).
+::testing::AssertionResult PrintableAsShown(const Status& status) {
+  const std::string text = RenderText(status.diagnosis());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\n') || c == 0x7f) {
+      return ::testing::AssertionFailure() << "control byte " << int(c) << " at " << i << " in:\n" << text;
+    }
+  }
+  try {
+    (void)ToJson(status).dump();  // throws on invalid UTF-8
+  } catch (const std::exception& e) {
+    return ::testing::AssertionFailure() << "JSON: " << e.what();
+  }
+  return ::testing::AssertionSuccess();
+}
+
 void ExpectEveryResultIsStatusOrModel(const std::string& bytes) {
   auto m = ReadBytes(bytes);
   if (!m.ok()) {
     EXPECT_FALSE(m.status().summary().empty());
     EXPECT_NE(m.status().code(), ErrorCode::kInternal) << m.status().ToString();
+    EXPECT_TRUE(PrintableAsShown(m.status()));
   }
 }
 

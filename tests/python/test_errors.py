@@ -18,16 +18,20 @@ def test_seed_000_int32_for_float32_input():
         session.run(None, {name: x})
     error = info.value
     first_line = str(error).splitlines()[0]
+    # The first line is the cause and its fix (the headline); the symptom follows.
+    assert first_line == error.headline
     assert f"'{name}'" in first_line
     assert "int32" in first_line and "float32" in first_line
-    assert first_line == error.summary
+    assert " — fix: " in first_line
     assert not first_line.startswith("error [")
+    assert error.summary in str(error)
+    assert error.diagnosis["headline"] == error.headline
     assert isinstance(error, vigil.VigilError) and isinstance(error, ValueError)
     assert error.code == "InvalidInput"
     assert error.diagnosis["code"] == "InvalidInput"
     assert error.diagnosis["summary"] == error.summary
     assert error.diagnosis["fixes"], "a dtype mismatch comes with a fix"
-    assert len(str(error).splitlines()) > 1, "the facts, causes and fixes follow the summary"
+    assert len(str(error).splitlines()) > 1, "the symptom and the facts follow the headline"
 
 
 def test_seed_003_channels_times_total_buffer(relu_model):

@@ -32,7 +32,7 @@ def test_cuda_alone_raises_with_diagnosis():
     with pytest.raises(vigil.VigilError) as info:
         vigil.InferenceSession(MOBILENET, providers=["CUDAExecutionProvider"])
     error = info.value
-    assert error.summary and str(error).splitlines()[0] == error.summary
+    assert error.headline and str(error).splitlines()[0] == error.headline
     assert error.diagnosis["causes"] or error.diagnosis["fixes"], error.diagnosis
 
 

@@ -159,7 +159,8 @@ TEST(ValidateInputs, DtypeOfSameSize) {
   EXPECT_EQ(s.summary(), "input 'x' has dtype int32, the model expects float32");
   EXPECT_EQ(FactOf(s, "expected"), "float32[2]");
   EXPECT_EQ(FactOf(s, "got"), "int32[2]");
-  EXPECT_EQ(FirstCause(s), "int32 and float32 have the same size: the bytes may be right but the type wrong");
+  EXPECT_EQ(FirstCause(s), "input 'x' is int32 where float32 is expected, a type of the same size: the bytes may be right but the "
+            "type wrong");
 }
 
 TEST(ValidateInputs, Float64IsNumpysDefault) {
@@ -167,19 +168,19 @@ TEST(ValidateInputs, Float64IsNumpysDefault) {
   Status s = Validate(m, {BindExact("x", DataType::kFloat64, {2})});
   ASSERT_EQ(s.code(), ErrorCode::kInvalidInput);
   EXPECT_EQ(s.summary(), "input 'x' has dtype float64, the model expects float32");
-  EXPECT_EQ(FirstCause(s), "float64 given where float32 expected: numpy's default dtype");
+  EXPECT_EQ(FirstCause(s), "input 'x' is float64 where float32 is expected: numpy's default dtype");
   EXPECT_EQ(s.diagnosis().fixes.at(0), "convert before saving: x.astype(np.float32)");
 }
 
 TEST(ValidateInputs, Int64WhereInt32Expected) {
   ModelInputs m{{Input("ids", DataType::kInt32, {4})}, {}};
   Status s = Validate(m, {BindExact("ids", DataType::kInt64, {4})});
-  EXPECT_EQ(FirstCause(s), "int64 given where int32 expected: numpy's default integer dtype");
+  EXPECT_EQ(FirstCause(s), "input 'ids' is int64 where int32 is expected: numpy's default integer dtype");
 }
 
 TEST(ValidateInputs, Uint8PixelsWhereFloatExpected) {
   Status s = Validate(OneImageInput(), {BindExact("image", DataType::kUint8, {1, 3, 224, 224})});
-  EXPECT_EQ(FirstCause(s), "uint8 looks like raw image pixels; the model expects float32");
+  EXPECT_EQ(FirstCause(s), "input 'image' is uint8, raw image pixels; the model expects float32");
 }
 
 TEST(ValidateInputs, RankMismatchWithMissingBatchDim) {
@@ -202,14 +203,14 @@ TEST(ValidateInputs, DimMismatchNhwcGivenToNchw) {
   EXPECT_EQ(FactOf(s, "input"), "image");
   EXPECT_EQ(FactOf(s, "expected"), "float32[1,3,224,224]");
   EXPECT_EQ(FactOf(s, "got"), "float32[1,224,224,3]");
-  EXPECT_EQ(FirstCause(s), "[1,224,224,3] looks like an NHWC image; this input is NCHW [1,3,224,224]");
+  EXPECT_EQ(FirstCause(s), "input 'image' [1,224,224,3] looks like an NHWC image; the model takes NCHW [1,3,224,224]");
   EXPECT_NE(s.diagnosis().fixes.at(0).find("np.transpose(x, (0, 3, 1, 2))"), std::string::npos);
 }
 
 TEST(ValidateInputs, DimMismatchNchwGivenToNhwcWithSymbolicBatch) {
   ModelInputs m{{Input("image", DataType::kFloat32, {"N", 224, 224, 3})}, {}};
   Status s = Validate(m, {BindExact("image", DataType::kFloat32, {2, 3, 224, 224})});
-  EXPECT_EQ(FirstCause(s), "[2,3,224,224] looks like an NCHW image; this input is NHWC [N,224,224,3]");
+  EXPECT_EQ(FirstCause(s), "input 'image' [2,3,224,224] looks like an NCHW image; the model takes NHWC [N,224,224,3]");
 }
 
 TEST(ValidateInputs, DimMismatchWithoutLayoutCause) {
@@ -246,7 +247,8 @@ TEST(ValidateInputs, SeedCaseImageBufferOfAnotherSize) {
   EXPECT_EQ(FactOf(s, "input"), "image");
   EXPECT_EQ(FactOf(s, "expected elements"), "150528");
   EXPECT_EQ(FactOf(s, "given elements"), "921600");
-  EXPECT_EQ(FirstCause(s), "the buffer holds channels*height*width elements of another image size");
+  EXPECT_EQ(FirstCause(s), "input 'image': the buffer holds channels*height*width elements of a 640 × 480 image, the shape says "
+            "224 × 224");
   EXPECT_NE(s.diagnosis().causes[0].evidence.find("921600 = 3 × 640 × 480"), std::string::npos) << AllCauses(s);
 }
 
@@ -260,7 +262,7 @@ TEST(ValidateInputs, SeedCaseBufferGivenFlat) {
       << AllCauses(s);
   // A flat buffer of the right count is only in the wrong shape.
   Status flat = Validate(OneImageInput(), {BindExact("image", DataType::kFloat32, {3 * 224 * 224})});
-  EXPECT_EQ(FirstCause(flat), "the values are all there, in another shape: a flat buffer?") << AllCauses(flat);
+  EXPECT_EQ(FirstCause(flat), "input 'image' holds all the values, in another shape: a flat buffer?") << AllCauses(flat);
   ASSERT_FALSE(flat.diagnosis().fixes.empty());
   EXPECT_EQ(flat.diagnosis().fixes[0], "reshape it: x.reshape(1, 3, 224, 224)");
 }

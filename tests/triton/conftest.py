@@ -273,14 +273,17 @@ def relative_l2(got, want):
 
 
 def diagnosis_parts(text):
-    """(summary line, [fix lines]) of a vigil diagnosis text."""
+    """(first line, [fixes]) of a vigil diagnosis text: the first line is the
+    headline, "<cause> — fix: <fix>"; the other fixes are listed under
+    "other fixes:"."""
     lines = text.splitlines()
-    fixes, in_fixes = [], False
+    fixes = [lines[0].split(" — fix: ", 1)[1]] if " — fix: " in lines[0] else []
+    in_fixes = False
     for line in lines[1:]:
-        if line.startswith("fix:"):
+        if line.startswith("other fixes:"):
             in_fixes = True
         elif in_fixes and line.startswith("  - "):
-            fixes.append(line.strip())
+            fixes.append(line.strip()[2:])
         elif not line.startswith(" "):
             in_fixes = False
     return lines[0], fixes

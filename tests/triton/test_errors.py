@@ -10,7 +10,8 @@ wrong dtype, shape, byte size, a missing or an unknown input, with its own
 message. What passes those checks reaches the backend, which checks the
 request against the model with vigil (vigil_session_check): shapes where the
 config has wildcard dims, symbolic dims bound inconsistently across inputs.
-Those errors are vigil's diagnosis, summary first, then its causes and fixes.
+Those errors are vigil's diagnosis, its headline (the cause and its fix)
+first, then the symptom, the other causes and fixes.
 """
 
 import numpy as np
@@ -29,7 +30,7 @@ def vigil_lines(text):
 def assert_vigil_diagnosis(error, want_text):
     lines = error.splitlines()
     want = vigil_lines(want_text)
-    assert lines[0] == want[0], "the first line is vigil's summary"
+    assert lines[0] == want[0], "the first line is vigil's headline"
     it = iter(lines)
     missing = [line for line in want if not any(line == got for got in it)]
     assert not missing, f"vigil's lines missing from the error (in order): {missing}\nerror:\n{error}"

@@ -2,6 +2,7 @@
 // They exist only when VIGIL_ENABLE_TEST_OPS=1.
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 
@@ -34,6 +35,21 @@ Status Hang(KernelContext& ctx) {
   return InternalError("{}: unreachable", ops::NodeLabel(ctx.node()));
 }
 
+// Element 0 (float32) gets 1e-3 times the number of runs before: each run's
+// output differs from the last, as with a kernel that accumulates in a
+// different order every time.
+Status Jitter(KernelContext& ctx) {
+  const runtime::Tensor* x = ctx.input(0);
+  if (x->dtype() != ir::DataType::kFloat32 || x->byte_size() < sizeof(float)) {
+    return InvalidModelError("{}: Jitter takes a non-empty float32 tensor", ops::NodeLabel(ctx.node()));
+  }
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, x->dtype(), x->shape()));
+  std::memcpy(y->raw_data(), x->raw_data(), x->byte_size());
+  static std::atomic<int> runs{0};
+  static_cast<float*>(y->raw_data())[0] += 1e-3f * static_cast<float>(runs++);
+  return Status::Ok();
+}
+
 Status Fail(KernelContext& ctx) {
   return InternalError("{}: injected failure (test-only op)", ops::NodeLabel(ctx.node()));
 }
@@ -44,6 +60,7 @@ const KernelDef kFaultInjectionKernels[] = {
     {"ai.vigil.testing", "Diverge", 1, kLatest, CopyInput},
     {"ai.vigil.testing", "OutOfBoundsWrite", 1, kLatest, CopyInput},
     {"ai.vigil.testing", "Hang", 1, kLatest, Hang},
+    {"ai.vigil.testing", "Jitter", 1, kLatest, Jitter},
 };
 
 }  // namespace

@@ -1,7 +1,8 @@
 // CUDA kernels of the test-only fault-injection ops (ops/fault_injection.h),
 // which exist only when VIGIL_ENABLE_TEST_OPS=1. OutOfBoundsWrite is how the
-// crash-guard tests produce a real device fault (an illegal address), and
-// Diverge a real GPU/CPU disagreement.
+// crash-guard tests produce a real device fault (an illegal address),
+// Diverge a real GPU/CPU disagreement, and Jitter real nondeterminism (float
+// atomics whose order changes from run to run).
 #include <cstdint>
 
 #include "backends/cuda/cuda_check.h"
@@ -22,6 +23,14 @@ __global__ void WriteFarOutside(unsigned char* base) {
 }
 
 __global__ void AddHalfToFirst(float* y) { y[0] += 0.5f; }
+
+// Every thread adds a term of its own size to y[0] with atomicAdd: the sum is
+// rounded in the order the threads happen to arrive, which the hardware does
+// not fix, as in a reduction that accumulates with atomics.
+__global__ void AtomicAccumulate(float* y, int terms) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < terms) atomicAdd(y, 1.0f / static_cast<float>(i + 1) * (i % 2 == 0 ? 1.0f : -0.999f));
+}
 
 bool FloatOnly(const ir::Node&, const runtime::NodeTypes& types, std::string* why_not) {
   const ir::TypeInfo* x = types.inputs.empty() ? nullptr : types.inputs[0];
@@ -53,6 +62,16 @@ Status Diverge(CudaKernelContext& ctx) {
   return Status::Ok();
 }
 
+Status Jitter(CudaKernelContext& ctx) {
+  runtime::Tensor* y = nullptr;
+  VIGIL_RETURN_IF_ERROR(CopyInput(ctx, &y));
+  if (y->element_count() == 0) return Status::Ok();
+  constexpr int kTerms = 1 << 20;
+  AtomicAccumulate<<<kTerms / 256, 256, 0, ctx.stream()>>>(static_cast<float*>(y->raw_data()), kTerms);
+  VIGIL_CHECK_LAUNCH("AtomicAccumulate");
+  return Status::Ok();
+}
+
 Status OutOfBoundsWrite(CudaKernelContext& ctx) {
   runtime::Tensor* y = nullptr;
   VIGIL_RETURN_IF_ERROR(CopyInput(ctx, &y));
@@ -65,6 +84,7 @@ const CudaKernelDef kFaultInjectionKernels[] = {
     {"ai.vigil.testing", "Fail", 1, kLatest, Fail, nullptr},
     {"ai.vigil.testing", "Diverge", 1, kLatest, Diverge, FloatOnly},
     {"ai.vigil.testing", "OutOfBoundsWrite", 1, kLatest, OutOfBoundsWrite, FloatOnly},
+    {"ai.vigil.testing", "Jitter", 1, kLatest, Jitter, FloatOnly},
 };
 
 }  // namespace

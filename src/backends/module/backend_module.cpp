@@ -38,16 +38,23 @@ std::string ExecutableDir() {
 // probe runs in this process: the module has already initialised CUDA here,
 // and a child forked after that cannot safely load the GPU libraries (it
 // dies in libcudnn_graph), while the libraries are loaded here already.
+// They lead: the status the module saw (cudaErrorInsufficientDriver when
+// there is no driver at all) is the symptom, a finding names the cause.
 void AttachDoctorErrors(Status& status) {
   doctor::StackSnapshot snapshot = doctor::ProbeStackInProcess({});
-  int attached = 0;
+  std::vector<Cause> causes;
+  std::vector<std::string> fixes;
   for (const doctor::Finding& f : doctor::RunRules(snapshot)) {
     if (f.severity != doctor::Severity::kError) continue;
-    status.WithCause(f.summary, "doctor finding " + f.id);
-    if (!f.fix.empty()) status.WithFix(f.fix);
-    ++attached;
+    causes.push_back({f.summary, "doctor finding " + f.id});
+    if (!f.fix.empty()) fixes.push_back(f.fix);
   }
-  if (attached == 0) status.WithFix("run `vigil doctor` for the full GPU stack report");
+  if (status.ok()) return;
+  Diagnosis& d = status.diagnosis();
+  d.causes.insert(d.causes.begin(), causes.begin(), causes.end());
+  d.fixes.insert(d.fixes.begin(), fixes.begin(), fixes.end());
+  const std::string doctor = "run `vigil doctor` for the full GPU stack report";
+  if (std::find(d.fixes.begin(), d.fixes.end(), doctor) == d.fixes.end()) d.fixes.push_back(doctor);
 }
 
 }  // namespace

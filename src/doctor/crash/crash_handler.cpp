@@ -87,11 +87,15 @@ void OnCrash(int sig, siginfo_t* info, void* context) {
     g_record->crashed = 1;
   }
   if (g_text_fd >= 0) {
-    char line[64] = "signal ";
+    // "signal <number> <pc> <si_addr>": the instruction, then the address
+    // it touched (for SIGSEGV/SIGBUS; for SIGILL/SIGFPE, the instruction).
+    char line[96] = "signal ";
     unsigned n = 7;
     n += FormatDecimal(sig, line + n);
     line[n++] = ' ';
     n += FormatHex(pc, line + n);
+    line[n++] = ' ';
+    n += FormatHex(address, line + n);
     line[n++] = '\n';
     WriteText(line, n);
     char maps[512];

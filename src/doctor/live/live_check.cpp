@@ -65,9 +65,12 @@ ChildLines Parse(const std::string& output) {
 void AddFaultLocation(const ChildLines& c, std::vector<Fact>& evidence) {
   std::istringstream sig(c.signal_line);
   int number = 0;
-  std::string pc_hex;
-  sig >> number >> pc_hex;
-  evidence.push_back({"fault address", "0x" + pc_hex});
+  std::string pc_hex, address_hex;
+  sig >> number >> pc_hex >> address_hex;
+  // The address the instruction touched (si_addr) is the fault address; the
+  // instruction's own address locates the library.
+  if (!address_hex.empty()) evidence.push_back({"fault address", "0x" + address_hex});
+  evidence.push_back({"instruction address", "0x" + pc_hex});
   uint64_t pc = 0;
   if (std::sscanf(pc_hex.c_str(), "%" SCNx64, &pc) != 1) return;
   std::optional<FaultLocation> f = LocateInMapsLine(c.maps_line, pc);
