@@ -1,6 +1,7 @@
 #include "isolation/isolation_wire.h"
 
 #include <cstring>
+#include <optional>
 
 #include "base/diagnosis_render.h"
 
@@ -95,6 +96,12 @@ Result<std::vector<runtime::NamedTensor>> DecodeTensors(std::span<const uint8_t>
     const uint8_t* data = nullptr;
     if (!r.Get(nbytes) || !r.Bytes(nbytes, &data)) return Truncated();
     if (!ir::IsKnownDataType(dtype)) return Truncated();
+    // The shape must account for exactly the bytes present before anything is
+    // allocated: a corrupt shape would otherwise ask for up to 64 TiB.
+    const std::optional<uint64_t> count = runtime::ElementCount(shape);
+    const std::optional<uint64_t> expected =
+        count ? ir::DataTypeStorageBytes(static_cast<ir::DataType>(dtype), *count) : std::nullopt;
+    if (!expected || *expected != nbytes) return Truncated();
     VIGIL_ASSIGN_OR_RETURN(runtime::Tensor t, runtime::Tensor::Allocate(static_cast<ir::DataType>(dtype), shape));
     if (t.byte_size() != nbytes) return Truncated();
     if (nbytes > 0) std::memcpy(t.raw_data(), data, nbytes);

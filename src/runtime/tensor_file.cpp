@@ -412,9 +412,9 @@ Status WriteNpyUnguarded(const std::string& path, const Tensor& tensor) {
   return WriteWhole(path, head, tensor.bytes());
 }
 
-Result<TensorFile> ReadTensorProtoUnguarded(const std::string& path) {
-  VIGIL_ASSIGN_OR_RETURN(std::shared_ptr<const MappedFile> file, OpenInput(path));
-  VIGIL_ASSIGN_OR_RETURN(ir::Tensor c, onnx::ReadTensorProtoBytes(file->bytes(), path, file));
+Result<TensorFile> ParseTensorProtoUnguarded(std::span<const uint8_t> bytes, const std::string& path,
+                                             std::shared_ptr<const void> owner) {
+  VIGIL_ASSIGN_OR_RETURN(ir::Tensor c, onnx::ReadTensorProtoBytes(bytes, path, std::move(owner)));
   if (c.dtype == DataType::kString || ir::DataTypeBits(c.dtype) == 0) {
     Status s = UnsupportedError("cannot read '{}': tensor '{}' has dtype {}; vigil reads only fixed-size element "
                                 "types",
@@ -427,13 +427,22 @@ Result<TensorFile> ReadTensorProtoUnguarded(const std::string& path) {
 
 }  // namespace
 
+Result<TensorFile> ParseNpyBytes(std::span<const uint8_t> bytes, const std::string& display_path,
+                                 std::shared_ptr<const void> owner) {
+  try {
+    VIGIL_ASSIGN_OR_RETURN(NpyLayout l, ParseNpy(display_path, bytes));
+    std::span<const uint8_t> data = bytes.subspan(l.data_offset, static_cast<size_t>(l.data_bytes));
+    VIGIL_ASSIGN_OR_RETURN(Tensor t, TensorOver(l.dtype, std::move(l.header.shape), data, std::move(owner)));
+    return TensorFile{std::string(), std::move(t)};
+  } catch (const std::bad_alloc&) {
+    return OutOfMemoryError("cannot read '{}': out of memory", display_path);
+  }
+}
+
 Result<TensorFile> ReadNpy(const std::string& path) {
   try {
     VIGIL_ASSIGN_OR_RETURN(std::shared_ptr<const MappedFile> file, OpenInput(path));
-    VIGIL_ASSIGN_OR_RETURN(NpyLayout l, ParseNpy(path, file->bytes()));
-    std::span<const uint8_t> data = file->bytes().subspan(l.data_offset, static_cast<size_t>(l.data_bytes));
-    VIGIL_ASSIGN_OR_RETURN(Tensor t, TensorOver(l.dtype, std::move(l.header.shape), data, file));
-    return TensorFile{std::string(), std::move(t)};
+    return ParseNpyBytes(file->bytes(), path, file);
   } catch (const std::bad_alloc&) {
     return OutOfMemoryError("cannot read '{}': out of memory", path);
   }
@@ -447,9 +456,19 @@ Status WriteNpy(const std::string& path, const Tensor& tensor) {
   }
 }
 
+Result<TensorFile> ParseTensorProtoBytes(std::span<const uint8_t> bytes, const std::string& display_path,
+                                         std::shared_ptr<const void> owner) {
+  try {
+    return ParseTensorProtoUnguarded(bytes, display_path, std::move(owner));
+  } catch (const std::bad_alloc&) {
+    return OutOfMemoryError("cannot read '{}': out of memory", display_path);
+  }
+}
+
 Result<TensorFile> ReadTensorProto(const std::string& path) {
   try {
-    return ReadTensorProtoUnguarded(path);
+    VIGIL_ASSIGN_OR_RETURN(std::shared_ptr<const MappedFile> file, OpenInput(path));
+    return ParseTensorProtoBytes(file->bytes(), path, file);
   } catch (const std::bad_alloc&) {
     return OutOfMemoryError("cannot read '{}': out of memory", path);
   }

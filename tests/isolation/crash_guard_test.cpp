@@ -49,6 +49,22 @@ TEST(IsolationWire, EveryTruncationIsAnErrorNotACrash) {
   EXPECT_FALSE(DecodeTensors(Bytes(bad)).ok());
 }
 
+// Found by tests/fuzz/fuzz_isolation_wire: a shape that does not match the
+// bytes present was allocated before it was checked, so a corrupt message made
+// the parent ask for terabytes (ASan: allocation-size-too-big; without ASan:
+// an out-of-memory error instead of "corrupt", where the kernel refuses 4 TiB:
+// vm.overcommit_memory 0 or 2).
+TEST(IsolationWire, AShapeLargerThanItsBytesIsCorruptAndNotAllocated) {
+  std::string bytes = EncodeTensors({{"x", Floats({2}, 0)}}).value();
+  const size_t dim_at = 4 + 8 + 8 + 1 + 4 + 8;  // magic, count, name size, "x", dtype, rank
+  const int64_t huge = int64_t{1} << 40;        // 4 TiB of float32 for the 8 bytes present
+  std::memcpy(&bytes[dim_at], &huge, sizeof huge);
+  auto out = DecodeTensors(Bytes(bytes));
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), ErrorCode::kInternal) << out.status().ToString();
+  EXPECT_NE(out.status().ToString().find("truncated or corrupt"), std::string::npos) << out.status().ToString();
+}
+
 TEST(IsolationWire, AStatusKeepsItsWholeDiagnosis) {
   Status s = OutOfMemoryError("the plan needs 9 GiB")
                  .WithFact("planned", "9 GiB")

@@ -1,4 +1,4 @@
-// libFuzzer entry point for the ONNX reader: any byte string must give a
+// libFuzzer target for the ONNX model reader: any byte string must give a
 // Status or a model, and a model must survive graph validation, with no
 // crash, leak, hang or sanitizer report.
 #include <cstddef>
