@@ -207,6 +207,40 @@ TEST(FirstLine, HiddenGpus) {
             "CUDA_VISIBLE_DEVICES=0)");
 }
 
+// The folder the CUDA module loads `library` from, read from `ldd`.
+std::string FolderOf(const std::string& library) {
+#ifdef VIGIL_BUILD_CUDA
+  const ProgramResult ldd = RunProgram({"ldd", VIGIL_CUDA_MODULE_FILE});
+  const size_t at = ldd.out.find(library + " => /");
+  if (at == std::string::npos) return {};
+  const size_t start = at + library.size() + 4;
+  const std::string path = ldd.out.substr(start, ldd.out.find(' ', start) - start);
+  return path.substr(0, path.rfind('/'));
+#else
+  (void)library;
+  return {};
+#endif
+}
+
+// cuDNN absent: its files hidden in a private mount namespace.
+TEST(FirstLine, MissingCudnn) {
+#ifndef VIGIL_BUILD_CUDA
+  GTEST_SKIP() << "built without the CUDA module";
+#else
+  const std::string folder = FolderOf("libcudnn.so.9");
+  if (folder.empty()) GTEST_SKIP() << "ldd does not show where the CUDA module finds libcudnn.so.9";
+  if (!RunProgram({"unshare", "-m", "true"}).ok || RunProgram({"unshare", "-m", "true"}).exit_code != 0) {
+    GTEST_SKIP() << "no private mount namespaces here (unshare -m needs CAP_SYS_ADMIN)";
+  }
+  const ProgramResult r = RunProgram({"unshare", "-m", VIGIL_HIDE_LIBRARIES, folder, "libcudnn", VIGIL_BINARY, "run",
+                                      ImageModel(), "--backend", "cuda", "--no-fallback"});
+  EXPECT_TRUE(r.ok) << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  Record("missing cuDNN (hidden in a mount namespace)", FirstLine(r.err));
+  EXPECT_EQ(FirstLine(r.err), "?");
+#endif
+}
+
 // ---- failures while running -------------------------------------------------
 
 TEST(FirstLine, CrashInAKernelUnderIsolation) {

@@ -1,12 +1,18 @@
 #include "scenario_support.h"
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <utility>
 
 #include "support/onnx_builder.h"
+
+extern char** environ;
 
 namespace vigil::scenarios {
 namespace fs = std::filesystem;
@@ -72,6 +78,37 @@ std::string FakeLibraryFolder(const std::string& name, const std::vector<std::st
 }
 
 std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+ProgramResult RunProgram(const std::vector<std::string>& args) {
+  static int counter = 0;
+  const std::string out_path = Scratch("program_out" + std::to_string(counter)).string();
+  const std::string err_path = Scratch("program_err" + std::to_string(counter++)).string();
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  std::vector<std::string> store = args;
+  std::vector<char*> argv;
+  for (std::string& a : store) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  ProgramResult r;
+  pid_t pid = 0;
+  const int started = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (started != 0) return r;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.ok = WIFEXITED(status);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  r.out = slurp(out_path);
+  r.err = slurp(err_path);
+  return r;
+}
 
 void Record(const std::string& failure_class, const std::string& first_line) {
   Rows().emplace_back(failure_class, first_line);

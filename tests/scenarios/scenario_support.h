@@ -25,6 +25,15 @@ std::string FakeLibraryFolder(const std::string& name, const std::vector<std::st
 
 std::string FirstLine(const std::string& text);
 
+// Runs argv[0] (found on PATH) with the rest as arguments; stdout and stderr
+// captured. `ok` is false when it could not start or died of a signal.
+struct ProgramResult {
+  bool ok = false;
+  int exit_code = -1;
+  std::string out, err;
+};
+ProgramResult RunProgram(const std::vector<std::string>& argv);
+
 // Records a row of the table: the class of failure and its first line.
 void Record(const std::string& failure_class, const std::string& first_line);
 // Prints the table (markdown) and writes it to VIGIL_SCENARIO_TABLE.
