@@ -17,7 +17,7 @@ Severity SeverityFromText(const std::string& text) {
 }
 
 Finding FromBinaryFinding(const BinaryFinding& b) {
-  Finding f{b.id, SeverityFromText(b.severity), b.summary, {}, b.fix};
+  Finding f{b.id, SeverityFromText(b.severity), b.summary, {}, b.fix, ""};
   for (const std::string& e : b.evidence) f.evidence.push_back({"", e});
   return f;
 }
@@ -44,7 +44,7 @@ void AddBinaryReport(const std::string& path, const SearchEnvironment& env, Doct
   if (!binary.ok()) {
     const Diagnosis& d = binary.status().diagnosis();
     report.findings.push_back({"binary.unreadable", Severity::kError, d.summary, d.facts,
-                               d.fixes.empty() ? "" : d.fixes.front()});
+                               d.fixes.empty() ? "" : d.fixes.front(), ""});
     report.binary_json = {{"path", path}, {"error", d.summary}};
     SortFindings(report.findings);
     return;

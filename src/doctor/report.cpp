@@ -1,5 +1,8 @@
 #include "doctor/report.h"
 
+#include <map>
+#include <set>
+
 #include <fmt/format.h>
 
 namespace vigil::doctor {
@@ -16,13 +19,35 @@ std::string DisplayName(const std::string& id) {
   return id;
 }
 
-std::string Mark(bool ok, bool color) {
-  if (!color) return ok ? "✓" : "✗";
-  return ok ? "\033[32m✓\033[0m" : "\033[31m✗\033[0m";
+// ✓ found and no finding about it, ✗ missing or named by an error, ! named
+// by a warning.
+std::string Mark(const Component& c, const std::map<std::string, Severity>& named, bool color) {
+  auto it = named.find(c.id);
+  const char* mark = "✓";
+  const char* colour = "32";
+  if (!c.found || (it != named.end() && it->second == Severity::kError)) {
+    mark = "✗";
+    colour = "31";
+  } else if (it != named.end() && it->second == Severity::kWarning) {
+    mark = "!";
+    colour = "33";
+  }
+  return color ? fmt::format("\033[{}m{}\033[0m", colour, mark) : std::string(mark);
 }
 
-std::string ComponentLine(const Component& c, bool color) {
-  std::string line = fmt::format("  {} {:<26} ", Mark(c.found, color), DisplayName(c.id));
+// The worst severity of the findings about each component (infos do not mark).
+std::map<std::string, Severity> NamedComponents(const std::vector<Finding>& findings) {
+  std::map<std::string, Severity> named;
+  for (const Finding& f : findings) {
+    if (f.component.empty() || f.severity == Severity::kInfo) continue;
+    auto [it, added] = named.emplace(f.component, f.severity);
+    if (!added && f.severity > it->second) it->second = f.severity;
+  }
+  return named;
+}
+
+std::string ComponentLine(const Component& c, const std::map<std::string, Severity>& named, bool color) {
+  std::string line = fmt::format("  {} {:<26} ", Mark(c, named, color), DisplayName(c.id));
   if (!c.found) return line + fmt::format("{:<9} {}\n", "missing", c.load_error.empty() ? c.file : c.load_error);
   line += fmt::format("{:<9} {}", c.version_text.empty() ? c.version.ToString() : c.version_text, c.path);
   if (!c.build_id.empty()) line += fmt::format("  [build-id {}]", c.build_id.substr(0, 16));
@@ -52,23 +77,46 @@ std::string GpuLines(const StackSnapshot& s) {
   return out;
 }
 
-std::string FindingText(const Finding& f) {
+// `fixes`: the fixes printed so far and the finding that printed each; a fix
+// already printed is referred to, not repeated.
+std::string FindingText(const Finding& f, std::map<std::string, std::string>& fixes) {
   std::string out = fmt::format("{} [{}]: {}\n", SeverityName(f.severity), f.id, f.summary);
   for (const Fact& e : f.evidence) {
     out += e.name.empty() ? fmt::format("    {}\n", e.value) : fmt::format("    {}: {}\n", e.name, e.value);
   }
-  if (!f.fix.empty()) out += fmt::format("  fix: {}\n", f.fix);
+  if (f.fix.empty()) return out;
+  auto [it, first] = fixes.emplace(f.fix, f.id);
+  out += first ? fmt::format("  fix: {}\n", f.fix) : fmt::format("  fix: the same as for [{}] above\n", it->second);
   return out;
 }
+
+std::string FixSuffix(const Finding& f) { return f.fix.empty() ? "" : " — fix: " + f.fix; }
 
 }  // namespace
 
 int DoctorExitCode(const DoctorReport& report) { return HasError(report.findings) ? 1 : 0; }
 
+std::string VerdictLine(const std::vector<Finding>& findings) {
+  int errors = 0, warnings = 0;
+  const Finding* top_error = nullptr;
+  const Finding* top_warning = nullptr;
+  for (const Finding& f : findings) {
+    if (f.severity == Severity::kError && errors++ == 0) top_error = &f;
+    if (f.severity == Severity::kWarning && warnings++ == 0) top_warning = &f;
+  }
+  if (top_error != nullptr) return fmt::format("{} error(s): {}{}", errors, top_error->summary, FixSuffix(*top_error));
+  if (top_warning != nullptr) {
+    return fmt::format("no errors, {} warning(s): {}{}", warnings, top_warning->summary, FixSuffix(*top_warning));
+  }
+  return "no problems found";
+}
+
 std::string RenderReportText(const DoctorReport& report, bool color) {
   const StackSnapshot& s = report.snapshot;
-  std::string out = "GPU software stack\n";
-  for (const Component& c : s.components) out += ComponentLine(c, color);
+  // The verdict first: what is wrong and its fix, before the details.
+  std::string out = VerdictLine(report.findings) + "\n\nGPU software stack\n";
+  std::map<std::string, Severity> named = NamedComponents(report.findings);
+  for (const Component& c : s.components) out += ComponentLine(c, named, color);
   if (s.driver_cuda_version > 0) {
     out += fmt::format("  driver supports CUDA up to {}\n", DecodeCudaVersion(s.driver_cuda_version).ToString());
   }
@@ -95,9 +143,10 @@ std::string RenderReportText(const DoctorReport& report, bool color) {
     errors += f.severity == Severity::kError;
     warnings += f.severity == Severity::kWarning;
   }
-  if (report.findings.empty()) return out + "\nNo problems found.\n";
+  if (report.findings.empty()) return out;
   out += fmt::format("\nFindings: {} error(s), {} warning(s)\n", errors, warnings);
-  for (const Finding& f : report.findings) out += FindingText(f);
+  std::map<std::string, std::string> fixes;
+  for (const Finding& f : report.findings) out += FindingText(f, fixes);
   return out;
 }
 
@@ -111,7 +160,7 @@ nlohmann::json FindingToJson(const Finding& f) {
           {"fix", f.fix}};
 }
 
-nlohmann::json RenderReportJson(const DoctorReport& report) {
+nlohmann::ordered_json RenderReportJson(const DoctorReport& report) {
   const StackSnapshot& s = report.snapshot;
   nlohmann::json findings = nlohmann::json::array();
   for (const Finding& f : report.findings) findings.push_back(FindingToJson(f));
@@ -122,7 +171,7 @@ nlohmann::json RenderReportJson(const DoctorReport& report) {
                         {"cudnn_cudart_version", s.cudnn_cudart_version},
                         {"cudnn_max_device_version", s.cudnn_max_device_version},
                         {"cublaslt_version", s.cublaslt_version}};
-  return {{"schema_version", 1},
+  nlohmann::json body = {{"schema_version", 1},
           {"healthy", !HasError(report.findings)},
           {"components", s.components},
           {"api_versions", raw},
@@ -133,6 +182,11 @@ nlohmann::json RenderReportJson(const DoctorReport& report) {
           {"live_check", report.live_check},
           {"findings", findings},
           {"binary", report.binary_json}};
+  // The verdict first, so that `vigil doctor --json | head` shows it too.
+  nlohmann::ordered_json out;
+  out["summary"] = VerdictLine(report.findings);
+  for (auto& [key, value] : body.items()) out[key] = value;
+  return out;
 }
 
 }  // namespace vigil::doctor

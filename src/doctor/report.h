@@ -27,13 +27,21 @@ struct DoctorReport {
 // Exit status: 1 when any finding is an error, else 0.
 int DoctorExitCode(const DoctorReport& report);
 
-// `color` adds ANSI colours to the check marks (for terminals).
+// The report's first line: "N error(s): <first error's summary> — fix:
+// <its fix>", else "no errors, N warning(s): <first warning's summary> — fix:
+// <its fix>", else "no problems found" (infos do not count). `findings` are
+// in report order, errors first.
+std::string VerdictLine(const std::vector<Finding>& findings);
+
+// The verdict line, the table of components (✓ fine, ✗ missing or named by
+// an error, ! named by a warning), GPUs, environment, live check, binary, and
+// then every finding in full. `color` adds ANSI colours to the marks.
 std::string RenderReportText(const DoctorReport& report, bool color = false);
 
-// {"schema_version":1, "healthy":bool, "components":[...], "gpus":[...],
+// {"summary":"<verdict line>" (always the first key), "schema_version":1, "healthy":bool, "components":[...], "gpus":[...],
 //  "env":{...}, "live_check":"...", "findings":[{id,severity,summary,
 //  evidence:[{name,value}],fix}], "binary":...}
-nlohmann::json RenderReportJson(const DoctorReport& report);
+nlohmann::ordered_json RenderReportJson(const DoctorReport& report);
 
 nlohmann::json FindingToJson(const Finding& finding);
 

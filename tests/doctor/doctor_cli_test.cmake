@@ -1,5 +1,6 @@
-# Runs the built `vigil doctor` against fake stacks and checks exit codes and
-# --json validity. Invoked by ctest with -DVIGIL=<vigil> -DFAKES=<fakes dir>.
+# Runs the built `vigil doctor` against fake stacks and checks exit codes, the
+# verdict line first, and --json validity. Invoked by ctest with
+# -DVIGIL=<vigil> -DFAKES=<fakes dir>.
 function(expect_exit code)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL code)
@@ -8,39 +9,133 @@ function(expect_exit code)
   set(LAST_OUTPUT "${out}" PARENT_SCOPE)
 endfunction()
 
-set(stack ${CMAKE_CURRENT_BINARY_DIR}/vigil-doctor-cli-stack)
-file(REMOVE_RECURSE ${stack})
-file(MAKE_DIRECTORY ${stack})
-foreach(fake fake_cuda_h100 fake_cudart_13 fake_cudnn_9_14 fake_cublaslt_13 fake_cudnn_graph_9_14
-        fake_cudnn_engines_precompiled_9_14 fake_cudnn_engines_runtime_compiled_9_14 fake_cudnn_heuristic_9_14
-        fake_cudnn_ops_9_14 fake_cudnn_cnn_9_14 fake_cudnn_adv_9_14)
-  file(GLOB files ${FAKES}/${fake}/*)
-  file(COPY ${files} DESTINATION ${stack} FOLLOW_SYMLINK_CHAIN)
+# The first line of LAST_OUTPUT must match `regex`, and the table must follow it.
+function(expect_first_line regex)
+  string(FIND "${LAST_OUTPUT}" "\n" end)
+  string(SUBSTRING "${LAST_OUTPUT}" 0 ${end} first)
+  if(NOT first MATCHES "${regex}")
+    message(FATAL_ERROR "first line \"${first}\" does not match \"${regex}\":\n${LAST_OUTPUT}")
+  endif()
+  string(FIND "${LAST_OUTPUT}" "GPU software stack" table)
+  if(NOT table GREATER end)
+    message(FATAL_ERROR "the table must come after the verdict:\n${LAST_OUTPUT}")
+  endif()
+endfunction()
+
+# --json: valid JSON whose first key is "summary", matching `regex`.
+function(expect_json_summary regex)
+  if(NOT LAST_OUTPUT MATCHES "^{\n  \"summary\": \"")
+    message(FATAL_ERROR "--json output must start with the summary key:\n${LAST_OUTPUT}")
+  endif()
+  string(JSON summary ERROR_VARIABLE json_error GET "${LAST_OUTPUT}" summary)
+  if(json_error)
+    message(FATAL_ERROR "--json output is not JSON (${json_error}):\n${LAST_OUTPUT}")
+  endif()
+  if(NOT summary MATCHES "${regex}")
+    message(FATAL_ERROR "summary \"${summary}\" does not match \"${regex}\"")
+  endif()
+endfunction()
+
+# Copies fakes into `dir`; WHEEL: as a pip wheel has them (the real file
+# under its SONAME, e.g. libcudnn.so.9, and nothing else).
+function(copy_fakes dir)
+  cmake_parse_arguments(arg "WHEEL" "" "" ${ARGN})
+  file(MAKE_DIRECTORY ${dir})
+  foreach(fake ${arg_UNPARSED_ARGUMENTS})
+    file(GLOB files ${FAKES}/${fake}/*)
+    if(NOT arg_WHEEL)
+      file(COPY ${files} DESTINATION ${dir} FOLLOW_SYMLINK_CHAIN)
+      continue()
+    endif()
+    foreach(f ${files})
+      get_filename_component(name ${f} NAME)
+      if(name MATCHES "\\.so\\.[0-9]+$")
+        execute_process(COMMAND cp -L ${f} ${dir}/${name})
+      endif()
+    endforeach()
+  endforeach()
+endfunction()
+
+set(subs graph engines_precompiled engines_runtime_compiled heuristic ops cnn adv)
+set(work ${CMAKE_CURRENT_BINARY_DIR}/vigil-doctor-cli)
+set(stack ${work}/stack)
+file(REMOVE_RECURSE ${work})
+set(healthy fake_cuda_h100 fake_cudart_13 fake_cudnn_9_14 fake_cublaslt_13)
+foreach(sub ${subs})
+  list(APPEND healthy fake_cudnn_${sub}_9_14)
 endforeach()
+copy_fakes(${stack} ${healthy})
 
 # Healthy fake stack (live check included: vigil re-executes itself): exit 0.
 expect_exit(0 ${VIGIL} doctor --lib-dir ${stack})
 # (Copies found elsewhere on this machine may add warnings, never errors.)
+expect_first_line("^(no problems found|no errors, [0-9]+ warning\\(s\\): .* — fix: .*)$")
 if(NOT LAST_OUTPUT MATCHES "convolution: ok")
   message(FATAL_ERROR "healthy stack report:\n${LAST_OUTPUT}")
 endif()
 expect_exit(0 ${VIGIL} doctor --json --lib-dir ${stack})
+expect_json_summary("^(no problems found|no errors, [0-9]+ warning\\(s\\): .*)$")
 string(JSON healthy GET "${LAST_OUTPUT}" healthy)
 string(JSON live GET "${LAST_OUTPUT}" live_check)
 if(NOT healthy OR NOT live MATCHES "ok")
   message(FATAL_ERROR "healthy JSON wrong: healthy=${healthy} live=${live}")
 endif()
 
-# Without the driver: exit 1, and the JSON says driver.missing.
+# cuDNN's API log on stdout (CUDNN_LOGDEST_DBG=stdout; the fake cuDNN prints
+# when loaded and in cudnnGetVersion) must not end up in --json's output.
+expect_exit(0 ${CMAKE_COMMAND} -E env CUDNN_LOGDEST_DBG=stdout ${VIGIL} doctor --json --lib-dir ${stack})
+expect_json_summary("^(no problems found|no errors, .*)$")
+
+# Another cuDNN copy is version-checked with its own sub-libraries: a 9.19
+# wheel whose libcudnn.so.9 answers through libcudnn_graph.so.9 (loaded by
+# name) while LD_LIBRARY_PATH names a 9.5.1 folder must still read 9.19.0.
+set(old ${work}/old-on-ld-path)
+set(wheel ${work}/wheel)
+set(old_fakes fake_cudnn_9_5_cu12)
+foreach(sub ${subs})
+  list(APPEND old_fakes fake_cudnn_${sub}_9_5)
+endforeach()
+copy_fakes(${old} ${old_fakes})
+copy_fakes(${wheel} WHEEL fake_cudnn_9_19_shim fake_cudnn_graph_9_19)
+execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${old}
+                        ${VIGIL} doctor --json --no-live-check --lib-dir ${stack} --lib-dir ${wheel}
+                OUTPUT_VARIABLE LAST_OUTPUT)
+expect_json_summary(".")
+string(JSON count LENGTH "${LAST_OUTPUT}" components)
+set(wheel_version "")
+math(EXPR last "${count} - 1")
+foreach(i RANGE ${last})
+  string(JSON id GET "${LAST_OUTPUT}" components ${i} id)
+  if(NOT id STREQUAL "cudnn")
+    continue()
+  endif()
+  string(JSON copies LENGTH "${LAST_OUTPUT}" components ${i} copies)
+  if(copies GREATER 0)
+    math(EXPR last_copy "${copies} - 1")
+    foreach(j RANGE ${last_copy})
+      string(JSON path GET "${LAST_OUTPUT}" components ${i} copies ${j} path)
+      if(path STREQUAL "${wheel}/libcudnn.so.9")
+        string(JSON wheel_version GET "${LAST_OUTPUT}" components ${i} copies ${j} version)
+      endif()
+    endforeach()
+  endif()
+endforeach()
+if(NOT wheel_version STREQUAL "9.19.0")
+  message(FATAL_ERROR "the 9.19 wheel copy read as \"${wheel_version}\", expected 9.19.0:\n${LAST_OUTPUT}")
+endif()
+
+# Without the driver: exit 1, the verdict names it, and the JSON says driver.missing.
 file(GLOB driver ${stack}/libcuda.so*)
 file(REMOVE ${driver})
 expect_exit(1 ${VIGIL} doctor --json --lib-dir ${stack})
+expect_json_summary("^[0-9]+ error\\(s\\): .*driver.* — fix: ")
 string(JSON id GET "${LAST_OUTPUT}" findings 0 id)
 string(JSON severity GET "${LAST_OUTPUT}" findings 0 severity)
 if(NOT id STREQUAL "driver.missing" OR NOT severity STREQUAL "error")
   message(FATAL_ERROR "expected driver.missing first, got ${id} ${severity}")
 endif()
 expect_exit(1 ${VIGIL} doctor --lib-dir ${stack})
+expect_first_line("^[0-9]+ error\\(s\\): .*driver.* — fix: ")
 
 # Usage error and help.
 expect_exit(2 ${VIGIL} doctor --no-such-flag)
@@ -48,4 +143,4 @@ expect_exit(0 ${VIGIL} doctor --help)
 if(NOT LAST_OUTPUT MATCHES "Exit codes" OR LAST_OUTPUT MATCHES "child-probe")
   message(FATAL_ERROR "help text:\n${LAST_OUTPUT}")
 endif()
-file(REMOVE_RECURSE ${stack})
+file(REMOVE_RECURSE ${work})

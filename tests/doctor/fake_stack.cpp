@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -18,19 +20,44 @@ std::string MakeTempDir() {
   return made ? std::string(made) : std::string();
 }
 
-void CopyFakes(const std::vector<std::string>& fakes, const std::string& dir) {
+// A file name with one number after ".so.": the SONAME link (libx.so.9).
+bool IsSonameName(const std::string& name) {
+  size_t so = name.find(".so.");
+  return so != std::string::npos && name.find('.', so + 4) == std::string::npos;
+}
+
+void CopyFakes(const std::vector<std::string>& fakes, const std::string& dir, bool wheel_layout) {
   for (const std::string& fake : fakes) {
     for (const auto& entry : fs::directory_iterator(fs::path(VIGIL_FAKES_DIR) / fake)) {
-      fs::copy(entry.path(), fs::path(dir) / entry.path().filename(),
-               fs::copy_options::copy_symlinks | fs::copy_options::overwrite_existing);
+      fs::path to = fs::path(dir) / entry.path().filename();
+      if (!wheel_layout) {
+        fs::copy(entry.path(), to, fs::copy_options::copy_symlinks | fs::copy_options::overwrite_existing);
+      } else if (IsSonameName(entry.path().filename().string())) {
+        fs::copy_file(fs::canonical(entry.path()), to, fs::copy_options::overwrite_existing);
+      }
     }
   }
 }
 
+std::vector<std::string> SplitPath(const char* value) {
+  std::vector<std::string> out;
+  std::string text = value ? value : "";
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find(':', pos);
+    if (end == std::string::npos) end = text.size();
+    if (end > pos) out.push_back(text.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
-FakeStack::FakeStack(const std::vector<std::string>& fakes) : dir_(MakeTempDir()) {
-  CopyFakes(fakes, dir_);
+FakeStack::FakeStack(const std::vector<std::string>& fakes, const std::vector<std::string>& wheel_fakes)
+    : dir_(MakeTempDir()) {
+  CopyFakes(fakes, dir_, false);
+  CopyFakes(wheel_fakes, dir_, true);
   proc_dir_ = dir_ + "-proc-none";  // absent: no kernel driver
 }
 
@@ -41,9 +68,9 @@ FakeStack::~FakeStack() {
   fs::remove_all(proc_dir_, ec);
 }
 
-std::string FakeStack::AddOtherFolder(const std::vector<std::string>& fakes) {
+std::string FakeStack::AddOtherFolder(const std::vector<std::string>& fakes, bool wheel_layout) {
   std::string dir = MakeTempDir();
-  CopyFakes(fakes, dir);
+  CopyFakes(fakes, dir, wheel_layout);
   other_dirs_.push_back(dir);
   return dir;
 }
@@ -58,9 +85,16 @@ void FakeStack::AddFile(const std::string& name) { std::ofstream(dir_ + "/" + na
 
 ProbeOptions FakeStack::Options() const {
   ProbeOptions options;
-  options.lib_dirs = {dir_};
   SearchEnvironment env;
   env.ld_library_path.clear();
+  // LD_LIBRARY_PATH entries that are this stack's folders (never the test
+  // machine's own): searched first, as the loader does.
+  for (const std::string& d : SplitPath(std::getenv("LD_LIBRARY_PATH"))) {
+    if (std::find(other_dirs_.begin(), other_dirs_.end(), d) == other_dirs_.end()) continue;
+    env.ld_library_path.push_back(d);
+    options.lib_dirs.push_back(d);
+  }
+  options.lib_dirs.push_back(dir_);
   env.ld_so_cache = dir_ + "/no-ld.so.cache";
   env.default_dirs.clear();
   env.extra_dirs = other_dirs_;

@@ -15,15 +15,19 @@ namespace vigil::doctor::testing {
 class FakeStack {
  public:
   // `fakes`: target names from tests/doctor/CMakeLists.txt, e.g. "fake_cudnn_9_14".
-  explicit FakeStack(const std::vector<std::string>& fakes);
+  // `wheel_fakes` are copied as a pip wheel has them: the real file under its
+  // SONAME (libcudnn_ops.so.9), no versioned name, no links.
+  explicit FakeStack(const std::vector<std::string>& fakes, const std::vector<std::string>& wheel_fakes = {});
   ~FakeStack();
   FakeStack(const FakeStack&) = delete;
   FakeStack& operator=(const FakeStack&) = delete;
 
   const std::string& dir() const { return dir_; }
   // Copies more fakes into a second folder that is searched for copies but
-  // not loaded from (another cuDNN on the machine).
-  std::string AddOtherFolder(const std::vector<std::string>& fakes);
+  // not loaded from (another cuDNN on the machine). While LD_LIBRARY_PATH
+  // (ScopedEnv) names such a folder, Options() treats it as the loader does:
+  // searched, and loaded from before dir().
+  std::string AddOtherFolder(const std::vector<std::string>& fakes, bool wheel_layout = false);
   // Physical GPU count as /proc/driver/nvidia/gpus would show.
   void SetPhysicalGpus(int count);
   void AddFile(const std::string& name);

@@ -42,10 +42,26 @@ StackSnapshot ProbeStackInProcess(const ProbeOptions& options);
 // Parts of the probe, exposed for tests and for the child.
 void CaptureEnvironment(StackSnapshot& snapshot);
 void ProbeGpus(void* libcuda_handle, StackSnapshot& snapshot);
+// What a copy reports through its own API.
+struct CopyVersion {
+  Version version;           // unknown when the child could not tell
+  int64_t cuda_version = -1;  // cuDNN: cudnnGetCudartVersion()
+};
+
 // The version a library at `path` reports through its own API, read in a
 // short-lived child so that loading it cannot disturb this process (two
 // copies of one SONAME cannot be told apart in one process). `api` is the
-// component id whose API to call ("cudnn", "cudart", "cublasLt").
-Version QueryCopyVersion(const std::string& path, const std::string& api, int timeout_ms = 3000);
+// component id whose API to call ("cudnn", "cudart").
+//
+// A cuDNN copy answers through its sub-libraries, which it loads by name:
+// in a process whose LD_LIBRARY_PATH names another cuDNN's folder, those
+// would come from there (a 9.19 copy then reports the other's version). The
+// loader reads LD_LIBRARY_PATH once, at process start, so the child cannot
+// change it; instead it loads the copy and then the copy's own
+// libcudnn_graph (cuDNN 8: libcudnn_ops_infer) by absolute path, and a later
+// load by name finds that one already loaded (glibc matches loaded objects by
+// SONAME first). The child's stdout goes to stderr (cuDNN logs to stdout when
+// CUDNN_LOGDEST_DBG=stdout).
+CopyVersion QueryCopyVersion(const std::string& path, const std::string& api, int timeout_ms = 3000);
 
 }  // namespace vigil::doctor

@@ -39,4 +39,7 @@ SearchEnvironment EffectiveSearch(const ProbeOptions& options);
 std::vector<LibraryCopy> FindCopies(const std::string& file, const std::string& api, const ProbeOptions& options);
 void DropLoadedCopy(Component& c);
 
+// The LD_LIBRARY_PATH folders of the search, as real paths, in order.
+std::vector<std::string> LdLibraryPathDirs(const ProbeOptions& options);
+
 }  // namespace vigil::doctor

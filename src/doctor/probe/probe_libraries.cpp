@@ -3,6 +3,7 @@
 // cudnn_graph.h, cublasLt.h, cublas_api.h); we declare them as plain
 // function pointers so vigil needs none of those headers to build.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -11,6 +12,7 @@
 
 #include "doctor/probe/forked_child.h"
 #include "doctor/probe/probe_internal.h"
+#include "doctor/probe/stdout_guard.h"
 
 namespace vigil::doctor {
 namespace {
@@ -92,8 +94,19 @@ void ProbeSubLibrary(const std::string& sub, int major, const Component& cudnn, 
   LoadedLibrary lib = OpenLibrary(c.file, options.lib_dirs);
   FillLoaded(c, lib);
   if (c.found) {
-    c.version = VersionFromFileName(c.path);
+    c.version = VersionFromFileName(c.path);  // the real path: libcudnn_ops.so.9.14.0
     c.version_source = "file name";
+    // Wheels ship libcudnn_ops.so.9 as the file itself: then the library's
+    // own version function, where it exports one, says the rest.
+    if (c.version.parts < 3) {
+      if (auto own = reinterpret_cast<SizeGetter>(OwnSymbol(lib, "cudnnGetVersion"))) {
+        Version v = DecodeCudnnVersion(static_cast<int64_t>(own()));
+        if (v.known()) {
+          c.version = v;
+          c.version_source = "cudnnGetVersion() of the sub-library";
+        }
+      }
+    }
     const char* check_name = VersionCheckFunction(sub);
     auto check = check_name ? reinterpret_cast<StatusGetter>(OwnSymbol(lib, check_name)) : nullptr;
     if (check != nullptr) {
@@ -243,25 +256,51 @@ void FindStaticArchives(const ProbeOptions& options, StackSnapshot& s) {
 
 }  // namespace
 
-Version QueryCopyVersion(const std::string& path, const std::string& api, int timeout_ms) {
+namespace {
+
+// The sub-library a cuDNN copy answers its version API through: the copy's
+// own one is loaded by absolute path before the API is called.
+std::string VersionSubLibrary(const std::string& copy_path) {
+  Version major = VersionFromFileName(copy_path);
+  if (!major.known()) return {};
+  const char* sub = major.major >= 9 ? "graph" : major.major == 8 ? "ops_infer" : nullptr;
+  if (sub == nullptr) return {};
+  return Dir(copy_path) + "/libcudnn_" + sub + ".so." + std::to_string(major.major);
+}
+
+}  // namespace
+
+CopyVersion QueryCopyVersion(const std::string& path, const std::string& api, int timeout_ms) {
   ChildOutcome out = RunInForkedChild(
       [&](int fd) {
+        SendStdoutToStderr();
         void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
         if (h == nullptr) return;
         int64_t raw = -1;
+        int64_t cuda = -1;
         if (api == kCudnn) {
+          std::string own = VersionSubLibrary(path);
+          if (!own.empty() && access(own.c_str(), F_OK) == 0) dlopen(own.c_str(), RTLD_LAZY | RTLD_LOCAL);
           if (auto f = reinterpret_cast<SizeGetter>(dlsym(h, "cudnnGetVersion"))) raw = static_cast<int64_t>(f());
+          if (auto f = reinterpret_cast<SizeGetter>(dlsym(h, "cudnnGetCudartVersion"))) {
+            cuda = static_cast<int64_t>(f());
+          }
         } else if (api == kCudart) {
           int v = 0;
           auto f = reinterpret_cast<IntGetter>(dlsym(h, "cudaRuntimeGetVersion"));
           if (f && f(&v) == 0) raw = v;
         }
-        WriteAll(fd, std::to_string(raw));
+        WriteAll(fd, std::to_string(raw) + " " + std::to_string(cuda));
       },
       timeout_ms);
   if (out.timed_out || out.output.empty()) return {};
-  int64_t raw = std::strtoll(out.output.c_str(), nullptr, 10);
-  return api == kCudnn ? DecodeCudnnVersion(raw) : DecodeCudaVersion(raw);
+  char* end = nullptr;
+  int64_t raw = std::strtoll(out.output.c_str(), &end, 10);
+  CopyVersion v;
+  v.version = api == kCudnn ? DecodeCudnnVersion(raw) : DecodeCudaVersion(raw);
+  v.cuda_version = std::strtoll(end, nullptr, 10);
+  if (v.cuda_version <= 0) v.cuda_version = -1;
+  return v;
 }
 
 StackSnapshot ProbeStackInProcess(const ProbeOptions& options) {

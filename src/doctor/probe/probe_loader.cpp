@@ -105,16 +105,26 @@ std::vector<LibraryCopy> FindCopies(const std::string& file, const std::string& 
   std::vector<LibraryCopy> copies;
   for (const std::string& path : unique) {
     LibraryCopy copy{path, VersionFromFileName(path), "file name"};
-    // Only worth a child process when there is something to compare with,
-    // and only for libraries that are cheap to load (not the 500 MB cuBLASLt).
-    bool cheap_api = api == kCudnn || api == kCudart;
-    if (copy.version.parts < 3 && unique.size() > 1 && cheap_api) {
-      Version v = QueryCopyVersion(path, api);
-      if (v.known()) copy = {path, v, "loaded in a child process"};
+    // cuDNN copies always go through a child: the file name of a wheel's
+    // libcudnn.so.9 (or .8) carries only the major, and the rules need the
+    // CUDA each copy was built for. cudart only when there is something to
+    // compare with; never the 500 MB cuBLASLt.
+    bool ask = api == kCudnn || (api == kCudart && copy.version.parts < 3 && unique.size() > 1);
+    if (ask) {
+      CopyVersion v = QueryCopyVersion(path, api);
+      if (v.version.known()) copy = {path, v.version, "loaded in a child process", v.cuda_version};
     }
     copies.push_back(std::move(copy));
   }
   return copies;
+}
+
+std::vector<std::string> LdLibraryPathDirs(const ProbeOptions& options) {
+  std::vector<std::string> dirs;
+  for (const std::string& d : EffectiveSearch(options).ld_library_path) {
+    if (!d.empty()) dirs.push_back(RealPath(d));
+  }
+  return dirs;
 }
 
 void DropLoadedCopy(Component& c) {

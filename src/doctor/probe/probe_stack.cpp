@@ -12,6 +12,7 @@
 
 #include "doctor/probe/forked_child.h"
 #include "doctor/probe/probe_internal.h"
+#include "doctor/probe/stdout_guard.h"
 
 namespace vigil::doctor {
 namespace {
@@ -83,13 +84,19 @@ void CaptureEnvironment(StackSnapshot& s) {
 
 StackSnapshot ProbeStack(const ProbeOptions& options) {
   if (!options.isolate) {
-    StackSnapshot s = ProbeStackInProcess(options);
+    StackSnapshot s;
+    {
+      StdoutToStderr guard;  // CUDNN_LOGDEST_DBG=stdout must not reach our stdout
+      s = ProbeStackInProcess(options);
+    }
     s.physical_gpu_count = CountPhysicalGpus(options.proc_gpus_dir);
+    s.ld_library_path_dirs = LdLibraryPathDirs(options);
     return s;
   }
   ChildOutcome out = RunInForkedChild(
       [&](int fd) {
         SetStageFd(fd);
+        SendStdoutToStderr();  // library output (CUDNN_LOGDEST_DBG=stdout) must not mix into ours
         try {
           StackSnapshot s = ProbeStackInProcess(options);
           WriteAll(fd,
@@ -119,6 +126,7 @@ StackSnapshot ProbeStack(const ProbeOptions& options) {
     snapshot.probe_error = what + (stage.empty() ? "" : " while " + stage);
   }
   snapshot.physical_gpu_count = CountPhysicalGpus(options.proc_gpus_dir);
+  snapshot.ld_library_path_dirs = LdLibraryPathDirs(options);
   return snapshot;
 }
 

@@ -1,5 +1,7 @@
 #include "doctor/probe/snapshot.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace vigil::doctor {
@@ -19,6 +21,10 @@ std::optional<std::string> StackSnapshot::Env(const std::string& name) const {
   auto it = env.find(name);
   if (it == env.end()) return std::nullopt;
   return it->second;
+}
+
+bool StackSnapshot::OnLdLibraryPath(const std::string& dir) const {
+  return std::find(ld_library_path_dirs.begin(), ld_library_path_dirs.end(), dir) != ld_library_path_dirs.end();
 }
 
 const std::vector<std::string>& CudnnSubLibraries(int cudnn_major) {
@@ -48,13 +54,15 @@ void from_json(const nlohmann::json& j, Version& v) {
 }
 
 void to_json(nlohmann::json& j, const LibraryCopy& c) {
-  j = {{"path", c.path}, {"version", c.version}, {"version_source", c.version_source}};
+  j = {{"path", c.path}, {"version", c.version}, {"version_source", c.version_source},
+       {"cuda_version", c.cuda_version}};
 }
 
 void from_json(const nlohmann::json& j, LibraryCopy& c) {
   c.path = j.value("path", "");
   c.version = j.value("version", Version{});
   c.version_source = j.value("version_source", "");
+  c.cuda_version = j.value("cuda_version", int64_t{-1});
 }
 
 void to_json(nlohmann::json& j, const Component& c) {
@@ -127,7 +135,8 @@ void to_json(nlohmann::json& j, const StackSnapshot& s) {
        {"logdest_writable", s.logdest_writable ? nlohmann::json(*s.logdest_writable) : nullptr},
        {"logdest_error", s.logdest_error},
        {"cudnn_static_archives", s.cudnn_static_archives},
-       {"probe_error", s.probe_error}};
+       {"probe_error", s.probe_error},
+       {"ld_library_path_dirs", s.ld_library_path_dirs}};
 }
 
 void from_json(const nlohmann::json& j, StackSnapshot& s) {
@@ -150,6 +159,7 @@ void from_json(const nlohmann::json& j, StackSnapshot& s) {
   s.logdest_error = j.value("logdest_error", "");
   s.cudnn_static_archives = j.value("cudnn_static_archives", std::vector<std::string>{});
   s.probe_error = j.value("probe_error", "");
+  s.ld_library_path_dirs = j.value("ld_library_path_dirs", std::vector<std::string>{});
 }
 
 }  // namespace vigil::doctor

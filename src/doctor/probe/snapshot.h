@@ -28,6 +28,9 @@ struct LibraryCopy {
   std::string path;     // real path
   Version version;      // from the file name, or from loading it in a child
   std::string version_source;
+  // cuDNN copies: cudnnGetCudartVersion() of the copy (the CUDA it was built
+  // for), read in the same child; -1 unknown.
+  int64_t cuda_version = -1;
 };
 
 // One library of the stack: the driver, the runtime, cuDNN, one cuDNN
@@ -88,10 +91,16 @@ struct StackSnapshot {
 
   std::string probe_error;  // the probe itself failed (crash or timeout in a library)
 
+  // The folders of LD_LIBRARY_PATH the loader searched, as real paths, in
+  // order (rules compare them with the real paths of libraries).
+  std::vector<std::string> ld_library_path_dirs;
+
   const Component* Find(const std::string& id) const;
   Component* Find(const std::string& id);
   // The value of an environment variable if set.
   std::optional<std::string> Env(const std::string& name) const;
+  // True when `dir` (a real path) is one of ld_library_path_dirs.
+  bool OnLdLibraryPath(const std::string& dir) const;
 };
 
 // The cuDNN sub-libraries of a major version, in load order

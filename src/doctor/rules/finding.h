@@ -19,6 +19,9 @@ struct Finding {
   std::string summary;   // one line: what is wrong and what it blocks
   std::vector<Fact> evidence;  // what was observed: versions, paths, variables
   std::string fix;       // concrete action
+  // The component (Component::id) the finding is about, where it is one
+  // library: the report's table marks it (✗ error, ! warning). "" = none.
+  std::string component;
 };
 
 // True when any finding is an error (the doctor then exits 1).

@@ -11,15 +11,21 @@ namespace {
 
 bool GraphJitOnly(const StackSnapshot& s) { return s.Env("CUDNN_LIB_CONFIG") == "GRAPH_JIT_ONLY"; }
 
+std::string CudaMajorText(int cuda) { return cuda > 0 ? "CUDA " + std::to_string(cuda) : "your CUDA major"; }
+std::string AptMajor(int cuda) { return cuda > 0 ? std::to_string(cuda) : "<major>"; }
+
 std::vector<Finding> CudnnMissing(const StackSnapshot& s) {
   const Component* cudnn = s.Find(kCudnn);
   if (cudnn == nullptr) return {};
   if (!cudnn->found) {
+    int cuda = StackCudaMajor(s);
+    std::string apt = "cudnn9-cuda-" + AptMajor(cuda);
     return {MakeFinding("cudnn.missing", Severity::kError,
                         "cuDNN is not found (libcudnn.so.9 or libcudnn.so.8); vigil's CUDA backend needs cuDNN 9",
                         {{"tried", cudnn->file}, {"error", cudnn->load_error}},
-                        "install cuDNN 9 for your CUDA major (`apt install cudnn9-cuda-13` or `pip install "
-                        "nvidia-cudnn-cu12`) and put its lib folder on LD_LIBRARY_PATH")};
+                        "install cuDNN 9 for " + CudaMajorText(cuda) + " (`apt install " + apt + "` or `pip install " + PipPackage("nvidia-cudnn", cuda) +
+                            "`) and put its lib folder on LD_LIBRARY_PATH",
+                        kCudnn)};
   }
   if (cudnn->version.known() && cudnn->version.major < 9) {
     return {MakeFinding("cudnn.major_unsupported", Severity::kError,
@@ -55,6 +61,10 @@ std::vector<Finding> CudaMajorMismatch(const StackSnapshot& s) {
   Version built_for = DecodeCudaVersion(s.cudnn_cudart_version);
   Version runtime = DecodeCudaVersion(s.cudart_version);
   if (built_for.major == runtime.major) return {};
+  // The right build is installed but an LD_LIBRARY_PATH folder hides it:
+  // cudnn.older_first_on_ld_library_path says so, with the fix that applies.
+  const LibraryCopy* hidden = ShadowedNewerCudnn(s);
+  if (hidden != nullptr && DecodeCudaVersion(hidden->cuda_version).major == runtime.major) return {};
   return {MakeFinding("cudnn.cuda_major_mismatch", Severity::kError,
                       "cuDNN " + cudnn->version.ToString() + " was built for CUDA " + built_for.ToString() +
                           " but the CUDA runtime found is " + runtime.ToString(),
@@ -64,11 +74,22 @@ std::vector<Finding> CudaMajorMismatch(const StackSnapshot& s) {
                       "install the cuDNN build for CUDA " + std::to_string(runtime.major) +
                           " (e.g. cudnn9-cuda-" + std::to_string(runtime.major) + " or nvidia-cudnn-cu" +
                           std::to_string(runtime.major) + "), or the CUDA " + std::to_string(built_for.major) +
-                          " runtime")};
+                          " runtime",
+                      kCudnn)};
 }
 
 bool FileMissing(const Component& c) {
   return c.load_error.find(c.file + ": cannot open shared object file") != std::string::npos;
+}
+
+// Whether CUDNN_LIB_CONFIG=GRAPH_JIT_ONLY would make do without `sub`: it
+// needs libcudnn, libcudnn_graph and libcudnn_engines_runtime_compiled, a
+// cuDNN 9, and Ampere (8.0) or newer GPUs (FACTS.md, compat_facts.cpp).
+bool JitOnlyWouldDoWithout(const StackSnapshot& s, const Component& cudnn, const std::string& sub) {
+  if (cudnn.version.major < 9) return false;
+  const std::vector<std::string>& needed = GraphJitOnlyRequiredSubLibraries();
+  if (std::find(needed.begin(), needed.end(), sub) != needed.end()) return false;
+  return std::all_of(s.gpus.begin(), s.gpus.end(), [](const Gpu& g) { return CcOf(g) >= GraphJitOnlyMinCc(); });
 }
 
 std::vector<Finding> SubLibrariesMissing(const StackSnapshot& s) {
@@ -84,64 +105,75 @@ std::vector<Finding> SubLibrariesMissing(const StackSnapshot& s) {
                                     " needs all its sub-libraries in the default configuration",
                                 {{"cuDNN", Describe(*cudnn)}, {"error", c->load_error}},
                                 "reinstall cuDNN " + cudnn->version.ToString() + " completely into " +
-                                    cudnn->path.substr(0, cudnn->path.rfind('/')) +
-                                    ", or set CUDNN_LIB_CONFIG=GRAPH_JIT_ONLY if it was removed on purpose"));
+                                    DirOf(cudnn->path) +
+                                    (JitOnlyWouldDoWithout(s, *cudnn, sub)
+                                         ? ", or set CUDNN_LIB_CONFIG=GRAPH_JIT_ONLY if it was removed on purpose"
+                                         : ""),
+                                c->id));
     } else {
       out.push_back(MakeFinding("cudnn.sublib_unloadable", Severity::kError,
                                 "cuDNN sub-library " + c->file + " is there but cannot be loaded: " + c->load_error,
                                 {{"error", c->load_error}},
                                 "install the library the error names (often libnvrtc or libcublasLt of the same "
-                                "CUDA major) and put it on LD_LIBRARY_PATH"));
+                                "CUDA major) and put it on LD_LIBRARY_PATH",
+                                c->id));
     }
   }
   return out;
+}
+
+// Where a stray sub-library comes from decides the fix: an LD_LIBRARY_PATH
+// folder (take it off), or the cuDNN folder itself (replace the file).
+std::string StrayFix(const StackSnapshot& s, const Component& cudnn, const Component& c) {
+  std::string dir = DirOf(c.path);
+  std::string release = "cuDNN " + cudnn.version.ToString();
+  bool from_ld_path = !s.Env("LD_LIBRARY_PATH").value_or("").empty() && dir != DirOf(cudnn.path) &&
+                      s.OnLdLibraryPath(dir);
+  if (from_ld_path) {
+    return "take " + dir + " off LD_LIBRARY_PATH (its " + c.file + " is " + c.version.ToString() +
+           "), or remove " + c.path + " from it: every sub-library must come from " + release;
+  }
+  return "replace " + c.path + " with the " + c.file + " of " + release + " (reinstall " + release + " into " + dir +
+         "): every sub-library must come from one release";
 }
 
 std::vector<Finding> SubLibraryVersions(const StackSnapshot& s) {
   const Component* cudnn = LoadedCudnn(s);
   if (cudnn == nullptr) return {};
-  std::vector<Finding> out;
+  // A sub-library whose full version matches cuDNN's but whose version check
+  // fails is collateral: it loaded with a stray one (cudnnCnnVersionCheck
+  // fails when libcudnn_ops is from another release). Only the stray one is
+  // named, as long as one is identified.
+  std::vector<const Component*> stray, collateral;
   for (const std::string& sub : CudnnSubLibraries(cudnn->version.major)) {
     const Component* c = Loaded(s, SubLibraryId(sub));
     if (c == nullptr) continue;
     bool check_failed = c->version_check_status && *c->version_check_status != 0;
     bool differs = !c->version.CompatibleWith(cudnn->version);
-    if (!check_failed && !differs) continue;
+    bool known_same = !differs && c->version.parts >= 3 && cudnn->version.parts >= 3;
+    if (differs || (check_failed && !known_same)) stray.push_back(c);
+    else if (check_failed) collateral.push_back(c);
+  }
+  if (stray.empty()) std::swap(stray, collateral);  // no culprit identified: name every failing one
+  std::vector<Finding> out;
+  for (const Component* c : stray) {
     std::vector<Fact> evidence = {{"cuDNN", Describe(*cudnn)}, {c->file, Describe(*c)}};
-    if (check_failed) {
+    if (c->version_check_status && *c->version_check_status != 0) {
       evidence.push_back({"version check", c->version_check_name + " (" +
                                                std::to_string(*c->version_check_status) + ")"});
+    }
+    if (c == stray.front()) {
+      for (const Component* other : collateral) {
+        evidence.push_back({"also fails its version check", other->file + " " + other->version.ToString() +
+                                                                 " (matches cuDNN; it loaded with the stray library)"});
+      }
     }
     out.push_back(MakeFinding("cudnn.sublib_version_mismatch", Severity::kError,
                               "cuDNN sub-library " + c->file + " (" + c->version.ToString() +
                                   ") does not match cuDNN " + cudnn->version.ToString(),
-                              std::move(evidence),
-                              "all cuDNN sub-libraries must come from one release: reinstall cuDNN, and remove "
-                              "stray copies of " + c->file + " from LD_LIBRARY_PATH folders"));
+                              std::move(evidence), StrayFix(s, *cudnn, *c), c->id));
   }
   return out;
-}
-
-// Two or more cuDNN versions reachable: which one a program gets then depends
-// on LD_LIBRARY_PATH, RUNPATH and import order (FACTS.md: 9.14 system copy
-// next to PyTorch's 9.19).
-std::vector<Finding> MultipleVersions(const StackSnapshot& s) {
-  const Component* cudnn = LoadedCudnn(s);
-  if (cudnn == nullptr) return {};
-  std::vector<Fact> evidence = {{"loaded (wins)", Describe(*cudnn)}};
-  bool other_version = false;
-  for (const LibraryCopy& copy : cudnn->copies) {
-    bool differs = copy.version.known() && !copy.version.CompatibleWith(cudnn->version);
-    other_version = other_version || differs;
-    evidence.push_back({"also reachable", copy.version.ToString() + " at " + copy.path});
-  }
-  if (!other_version) return {};
-  return {MakeFinding("cudnn.multiple_versions", Severity::kWarning,
-                      "several cuDNN versions are reachable; this process loads " + cudnn->version.ToString() +
-                          " from " + cudnn->path + ", another program or LD_LIBRARY_PATH may load another",
-                      std::move(evidence),
-                      "keep one cuDNN per CUDA major on the search path, or pin the one you want first on "
-                      "LD_LIBRARY_PATH; a program built against newer headers must not load an older cuDNN minor")};
 }
 
 // One GPU against the support row and cudnnGetMaxDeviceVersion.
@@ -213,8 +245,10 @@ std::vector<Finding> CublasLt(const StackSnapshot& s) {
                         "cuBLASLt is not found; cuDNN 9 depends on it (cuDNN 9.0 release notes) and vigil uses it "
                         "for MatMul and Gemm",
                         {{"tried", lt->file}, {"error", lt->load_error}},
-                        "install cuBLAS for your CUDA major (`apt install libcublas-13-0`, `pip install "
-                        "nvidia-cublas-cu12`) and add its lib folder to LD_LIBRARY_PATH")};
+                        "install cuBLAS for " + CudaMajorText(StackCudaMajor(s)) + " (`apt install libcublas-" +
+                            AptMajor(StackCudaMajor(s)) + "-0`, `pip install " +
+                            PipPackage("nvidia-cublas", StackCudaMajor(s)) + "`) and add its lib folder to LD_LIBRARY_PATH",
+                        kCublasLt)};
   }
   const Component* cudart = Loaded(s, kCudart);
   if (cudart == nullptr || !lt->version.known() || !cudart->version.known() ||
@@ -225,16 +259,18 @@ std::vector<Finding> CublasLt(const StackSnapshot& s) {
                       "cuBLASLt " + lt->version.ToString() + " belongs to CUDA " + std::to_string(lt->version.major) +
                           " but the CUDA runtime is " + cudart->version.ToString(),
                       {{"cuBLASLt", Describe(*lt)}, {"CUDA runtime", Describe(*cudart)}},
-                      "install cuBLAS of the same CUDA major as the runtime")};
+                      "install cuBLAS of the same CUDA major as the runtime",
+                      kCublasLt)};
 }
 
 const Rule kCudnnRules[] = {
     {"cudnn.missing", CudnnMissing},
     {"cudnn.version_mismatch_file_name", VersionEncoding},
+    {"cudnn.older_first_on_ld_library_path", CudnnShadowedByLdLibraryPath},
     {"cudnn.cuda_major_mismatch", CudaMajorMismatch},
     {"cudnn.sublib_missing", SubLibrariesMissing},
     {"cudnn.sublib_version_mismatch", SubLibraryVersions},
-    {"cudnn.multiple_versions", MultipleVersions},
+    {"cudnn.multiple_versions", MultipleCudnnVersions},
     {"cudnn.compute_capability_unsupported", ComputeCapability},
     {"cudnn.release_not_in_table", UnknownRelease},
     {"cublaslt.missing", CublasLt},

@@ -3,8 +3,16 @@
    FAKE_MODE: 0 works, 1 crashes in cudnnCreate, 2 hangs in cudnnCreate,
    3 cudnnCreate returns CUDNN_STATUS_NOT_INITIALIZED, 4 crashes when loaded.
    At run time, FAKE_CUDNN_FAIL="fn=status[,fn=status...]" makes each named
-   function return that status, e.g. "cudnnConvolutionForward=5000". */
+   function return that status, e.g. "cudnnConvolutionForward=5000".
+   Like the real library's API log, CUDNN_LOGDEST_DBG=stdout makes it print
+   to stdout when loaded and in cudnnGetVersion.
+   FAKE_DELEGATE_GRAPH: cudnnGetVersion answers through libcudnn_graph.so.9,
+   loaded by name (so the loader's search order decides which one), when
+   that library exports cudnnGetVersion; the real libcudnn.so.9 is a shim
+   that loads its sub-libraries by name in the same way. */
+#include <dlfcn.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,7 +25,32 @@
 __attribute__((constructor)) static void CrashOnLoad(void) { raise(SIGSEGV); }
 #endif
 
-size_t cudnnGetVersion(void) { return FAKE_CUDNN_VERSION; }
+static int LogToStdout(void) {
+  const char* dest = getenv("CUDNN_LOGDEST_DBG");
+  return dest != NULL && strcmp(dest, "stdout") == 0;
+}
+
+__attribute__((constructor)) static void LogOnLoad(void) {
+  if (LogToStdout()) {
+    printf("I! CuDNN (v%d) function cudnnCreate() called: fake log line on load\n", FAKE_CUDNN_VERSION);
+    fflush(stdout);
+  }
+}
+
+size_t cudnnGetVersion(void) {
+  if (LogToStdout()) {
+    printf("I! CuDNN (v%d) function cudnnGetVersion() called\n", FAKE_CUDNN_VERSION);
+    fflush(stdout);
+  }
+#ifdef FAKE_DELEGATE_GRAPH
+  void* graph = dlopen("libcudnn_graph.so.9", RTLD_NOW | RTLD_LOCAL);
+  if (graph != NULL) {
+    size_t (*get)(void) = (size_t (*)(void))dlsym(graph, "cudnnGetVersion");
+    if (get != NULL) return get();
+  }
+#endif
+  return FAKE_CUDNN_VERSION;
+}
 size_t cudnnGetCudartVersion(void) { return FAKE_CUDART_VERSION; }
 #ifdef FAKE_MAX_DEVICE
 size_t cudnnGetMaxDeviceVersion(void) { return FAKE_MAX_DEVICE; }
