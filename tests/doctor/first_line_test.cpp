@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "doctor/live/live_check.h"
 #include "doctor/report.h"
 #include "doctor/rules/rules.h"
 #include "fake_stack.h"
@@ -121,6 +122,37 @@ TEST(FirstLine, DeprecatedLogVariables) {
                   "CUDNN_LOGLEVEL_DBG — fix: use CUDNN_LOGLEVEL_DBG=3 with CUDNN_LOGDEST_DBG=stderr (or a file), and "
                   "unset CUDNN_LOGINFO_DBG");
   Record("deprecated log variables", line, {});
+}
+
+TEST(FirstLine, PreAmpereGpuUnderGraphJitOnly) {
+  ScopedEnv config("CUDNN_LIB_CONFIG", "GRAPH_JIT_ONLY");
+  FakeStack stack(Replace(HealthyStack(), "fake_cuda_h100", "fake_cuda_t4_580"));  // Tesla T4, 7.5
+  std::string line = FirstLine(stack);
+  EXPECT_EQ(line, "1 error(s): CUDNN_LIB_CONFIG=GRAPH_JIT_ONLY needs an Ampere (8.0) or newer GPU; GPU 0 (Tesla T4) is "
+                  "7.5 — fix: unset CUDNN_LIB_CONFIG and install every cuDNN sub-library (the FULL configuration)");
+  Record("pre-Ampere GPU under GRAPH_JIT_ONLY", line, {});
+}
+
+// The live check (cudnnCreate and a convolution in a child) against a cuDNN
+// whose cudnnCreate stores through NULL.
+TEST(FirstLine, CrashInCudnnCreate) {
+  FakeStack stack(Replace(HealthyStack(), "fake_cudnn_9_14", "fake_cudnn_9_14_crash"));
+  DoctorReport report;
+  report.snapshot = stack.Probe();
+  report.findings = RunRules(report.snapshot);
+  LiveCheckOptions options;
+  options.child_args = {"--child-probe"};
+  LiveCheckResult live = RunLiveCheck(report.snapshot, options);
+  report.live_check = live.summary;
+  for (Finding& f : live.findings) report.findings.push_back(std::move(f));
+  std::string text = RenderReportText(report);
+  std::string line = text.substr(0, text.find('\n'));
+  std::string system = Real(stack.dir());
+  EXPECT_EQ(ReplaceAll(line, system, "<system>"),
+            "1 error(s): the cuDNN live check crashed with SIGSEGV in cudnnCreate, inside libcudnn.so.9.14.0 — fix: "
+            "reinstall <system>/libcudnn.so.9.14.0 from one cuDNN release; if it still crashes, report it to NVIDIA "
+            "with the build-id and offset");
+  Record("crash inside cuDNN (cudnnCreate, live check)", line, {{system, "<system>"}});
 }
 
 TEST(FirstLine, HealthyStack) {

@@ -61,8 +61,9 @@ ChildLines Parse(const std::string& output) {
 }
 
 // "7f..-7f.. r-xp 00012000 08:01 1234 /usr/lib/libcudnn_graph.so.9" -> the
-// library path and the offset of `pc` within the file.
-void AddFaultLocation(const ChildLines& c, std::vector<Fact>& evidence) {
+// library path and the offset of `pc` within the file. Returns the faulting
+// library's path ("" when unknown).
+std::string AddFaultLocation(const ChildLines& c, std::vector<Fact>& evidence) {
   std::istringstream sig(c.signal_line);
   int number = 0;
   std::string pc_hex, address_hex;
@@ -72,14 +73,15 @@ void AddFaultLocation(const ChildLines& c, std::vector<Fact>& evidence) {
   if (!address_hex.empty()) evidence.push_back({"fault address", "0x" + address_hex});
   evidence.push_back({"instruction address", "0x" + pc_hex});
   uint64_t pc = 0;
-  if (std::sscanf(pc_hex.c_str(), "%" SCNx64, &pc) != 1) return;
+  if (std::sscanf(pc_hex.c_str(), "%" SCNx64, &pc) != 1) return {};
   std::optional<FaultLocation> f = LocateInMapsLine(c.maps_line, pc);
-  if (!f) return;
+  if (!f) return {};
   evidence.push_back({"faulting library", f->library + fmt::format(" + 0x{:x}", f->file_offset)});
   if (!f->build_id.empty()) evidence.push_back({"build-id", f->build_id});
   for (size_t i = 0; i < f->symbolise.size(); ++i) {
     evidence.push_back({fmt::format("symbolise, step {}", i + 1), f->symbolise[i]});
   }
+  return f->library;
 }
 
 // The translated diagnosis as a finding's evidence: the phase, then the
@@ -151,13 +153,15 @@ LiveCheckResult InterpretLiveCheck(const std::string& output, const StackSnapsho
                                      "and dmesg for Xid errors"));
   } else if (signal != 0 || !c.signal_line.empty()) {
     std::string name = SignalName(signal != 0 ? signal : std::atoi(c.signal_line.c_str()));
-    AddFaultLocation(c, where);
+    const std::string library = AddFaultLocation(c, where);
+    const std::string base = library.substr(library.rfind('/') + 1);
     r.summary = "crashed (" + name + ") in " + stage;
-    r.findings.push_back(MakeFinding("live.crash", Severity::kError,
-                                     "the cuDNN live check crashed with " + name + " in " + stage,
-                                     std::move(where),
-                                     "the library named above crashes on this machine: reinstall it from one "
-                                     "release; report it to NVIDIA with the build-id and offset"));
+    r.findings.push_back(MakeFinding(
+        "live.crash", Severity::kError,
+        "the cuDNN live check crashed with " + name + " in " + stage + (base.empty() ? "" : ", inside " + base),
+        std::move(where),
+        (library.empty() ? std::string("reinstall cuDNN") : "reinstall " + library) +
+            " from one cuDNN release; if it still crashes, report it to NVIDIA with the build-id and offset"));
   } else if (!c.load_fail.empty() || !c.missing.empty()) {
     std::string what = !c.load_fail.empty() ? c.load_fail : c.missing;
     r.summary = "could not run: " + what;
