@@ -2,9 +2,12 @@
 // point runs in: no C++ exception and no C++ type crosses vigil.h.
 #pragma once
 
+#include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "api/isolated_session.h"
@@ -59,6 +62,16 @@ struct vigil_value {
 };
 
 namespace vigil::api {
+
+// The number a C caller stored in an enum field or argument (C allows any
+// int there), read as that number: loading an out-of-range value as the C++
+// enum type would be undefined (UBSan's -fsanitize=enum reports it).
+template <typename E>
+int64_t RawEnum(const E& value) {
+  std::underlying_type_t<E> raw;
+  std::memcpy(&raw, &value, sizeof raw);
+  return static_cast<int64_t>(raw);
+}
 
 // A heap status for the caller; nullptr for OK.
 vigil_status* ToCStatus(Status status);

@@ -163,8 +163,8 @@ vigil_status* vigil_io_binding_bind_output_to(vigil_io_binding* b, const char* n
     if (!b) return NullArgument("vigil_io_binding_bind_output_to", "binding");
     if (!name) return NullArgument("vigil_io_binding_bind_output_to", "name");
     if (!vigil::api::IsModelOutput(b->session, name)) return vigil::api::UnknownOutput(b->session, name);
-    if (memory != VIGIL_MEMORY_HOST && memory != VIGIL_MEMORY_CUDA) {
-      return vigil::InvalidInputError("bind_output_to: memory kind {} is not a vigil_memory", static_cast<int>(memory));
+    if (const int64_t kind = vigil::api::RawEnum(memory); kind != VIGIL_MEMORY_HOST && kind != VIGIL_MEMORY_CUDA) {
+      return vigil::InvalidInputError("bind_output_to: memory kind {} is not a vigil_memory", kind);
     }
     if (memory == VIGIL_MEMORY_CUDA && !b->session->session().HasDeviceBackend()) {
       return vigil::InvalidInputError("output '{}' cannot be kept on the device: no node of this session runs on one",

@@ -153,22 +153,23 @@ Result<runtime::InputBinding> ToBinding(const vigil_tensor& t, const char* call)
   runtime::InputBinding b;
   b.name = t.name ? t.name : "";
   const std::string what = b.name.empty() ? std::string("an input given by position") : "input '" + b.name + "'";
-  if (!ir::IsKnownDataType(static_cast<int32_t>(t.dtype)) || t.dtype == VIGIL_DTYPE_STRING) {
-    return InvalidInputError("{}: {} has dtype {}, which is not a vigil_dtype of a numeric tensor", call, what,
-                             static_cast<int>(t.dtype))
+  const int64_t dtype = RawEnum(t.dtype), memory = RawEnum(t.memory);
+  if (dtype < INT32_MIN || dtype > INT32_MAX || !ir::IsKnownDataType(static_cast<int32_t>(dtype)) ||
+      dtype == VIGIL_DTYPE_STRING) {
+    return InvalidInputError("{}: {} has dtype {}, which is not a vigil_dtype of a numeric tensor", call, what, dtype)
         .WithFix("use one of VIGIL_DTYPE_FLOAT32, VIGIL_DTYPE_FLOAT16, VIGIL_DTYPE_INT64, ...");
   }
   if (t.rank > 0 && !t.shape) return NullArgument(call, "tensor.shape");
   if (t.rank > 64) return InvalidInputError("{}: {} has rank {}; vigil accepts at most 64", call, what, t.rank);
-  b.dtype = static_cast<ir::DataType>(t.dtype);
+  b.dtype = static_cast<ir::DataType>(dtype);  // a known value, checked above
   b.shape.assign(t.shape, t.shape + t.rank);
   b.data = t.data;
   b.byte_size = t.byte_size;
   b.source = t.source ? t.source : "";
-  if (t.memory == VIGIL_MEMORY_CUDA) {
+  if (memory == VIGIL_MEMORY_CUDA) {
     b.device = runtime::Device::kCuda;
-  } else if (t.memory != VIGIL_MEMORY_HOST) {
-    return InvalidInputError("{}: {} has memory kind {}, not a vigil_memory", call, what, static_cast<int>(t.memory));
+  } else if (memory != VIGIL_MEMORY_HOST) {
+    return InvalidInputError("{}: {} has memory kind {}, not a vigil_memory", call, what, memory);
   }
   return b;
 }
