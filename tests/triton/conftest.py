@@ -176,9 +176,27 @@ class Server:
         return status, (json.loads(body) if body else {}).get("error")
 
     def stats(self, model):
-        status, body = self.call("GET", f"/v2/models/{model}/stats")
-        assert status == 200, body
-        return json.loads(body)["model_stats"][0]
+        """The model's statistics once every answered request is in them.
+
+        A backend reports a request's statistics after it sends the reply
+        (Triton's order: respond, report, release), so a client holding its
+        reply may read counts that lack it for a few microseconds. Read until
+        two reads 50 ms apart agree (at most 10 s)."""
+        def read():
+            status, body = self.call("GET", f"/v2/models/{model}/stats")
+            assert status == 200, body
+            return json.loads(body)["model_stats"][0]
+
+        last = read()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            now = read()
+            if now["inference_stats"] == last["inference_stats"] and \
+                    now.get("batch_stats") == last.get("batch_stats"):
+                return now
+            last = now
+        raise AssertionError(f"the statistics of {model} did not settle in 10 s")
 
     def index(self):
         status, body = self.call("POST", "/v2/repository/index")
