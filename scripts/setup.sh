@@ -52,6 +52,12 @@ build_dir=${VIGIL_BUILD_DIR:-build}
 if [[ -n "${python:-}" && "${VIGIL_TRITON:-1}" != 0 ]]; then
   scripts/triton_env.sh "$build_dir" "$python" >/dev/null
 fi
+# The node tests of ONNX 1.23.2 for tests/conformance, generated from the
+# onnx wheel's test cases into $build_dir/onnx-node (VIGIL_ONNX_NODE=0:
+# without; those conformance tests then skip).
+if [[ "${VIGIL_ONNX_NODE:-1}" != 0 ]]; then
+  scripts/onnx_node_data.sh "$build_dir" >/dev/null
+fi
 echo "== configuring $build_dir"
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVIGIL_BUILD_TESTS=ON "${python_args[@]}" \
   "${launcher_args[@]}" ${VIGIL_CMAKE_ARGS:-} >/dev/null

@@ -17,7 +17,7 @@ echo "== tests under ASan+UBSan (build-asan)"
 asan_tests=(base/vigil_base_tests ir/vigil_ir_tests onnx/vigil_onnx_tests runtime/vigil_runtime_tests
             doctor/resolver/vigil_doctor_resolver_tests backends/cpu/vigil_cpu_kernel_tests
             runtime/vigil_session_tests api/vigil_api_tests)
-VIGIL_BUILD_DIR=build-asan VIGIL_CMAKE_ARGS="-DVIGIL_SANITIZE=ON" VIGIL_TRITON=0 scripts/setup.sh "${asan_tests[@]##*/}"
+VIGIL_BUILD_DIR=build-asan VIGIL_CMAKE_ARGS="-DVIGIL_SANITIZE=ON" VIGIL_TRITON=0 VIGIL_ONNX_NODE=0 scripts/setup.sh "${asan_tests[@]##*/}"
 for t in "${asan_tests[@]}"; do
   echo "-- $t"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

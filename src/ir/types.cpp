@@ -14,6 +14,14 @@ bool SameDims(const Shape& a, const Shape& b) {
   return true;
 }
 
+bool IsUnknownDimName(std::string_view param) {
+  if (param.find_first_not_of(' ') == std::string_view::npos) return true;
+  for (std::string_view unknown : {"?", "-1", "*", "None", "none", "unknown", "Unknown", "dynamic"}) {
+    if (param == unknown) return true;
+  }
+  return false;
+}
+
 std::string ShapeToString(const Shape& shape) {
   if (!shape.rank_known) return "[*]";
   std::string out = "[";

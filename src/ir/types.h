@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/dtype.h"
@@ -23,6 +24,13 @@ struct Dim {
   bool is_known() const { return value.has_value(); }
   bool is_symbolic() const { return !value && !param.empty(); }
 };
+
+// Whether a dim_param is an exporter's way of writing "unknown" rather than
+// the name of a size shared with other dims: "?" (Paddle writes it for every
+// dynamic dim of an input), "-1", "*", "None", "unknown", "dynamic", and a
+// name of only spaces. The reader keeps such dims unnamed, so that they are
+// not bound to each other.
+bool IsUnknownDimName(std::string_view param);
 
 // A tensor shape. `rank_known == false` means the shape field was absent:
 // any rank is allowed.

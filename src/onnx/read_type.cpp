@@ -34,6 +34,9 @@ Status ReadDim(ReadContext& ctx, Bytes bytes, ir::Dim* out) {
     } else if (f.number == 2) {
       VIGIL_RETURN_IF_ERROR(ReadString(ctx, f, "dim_param", &out->param));
       out->value.reset();  // a oneof: the last one set wins
+      // "?" and the like mean "any size", not a size shared with every
+      // other "?": keep the dim unnamed.
+      if (ir::IsUnknownDimName(out->param)) out->param.clear();
     } else if (f.number == 3) {
       VIGIL_RETURN_IF_ERROR(ReadString(ctx, f, "denotation", &out->denotation));
     }

@@ -378,6 +378,21 @@ Status CheckDims(const ir::ValueInfo& vi, const InputBinding& b, std::map<std::s
     auto [it, inserted] = symbols.emplace(want[i].param, SymbolSite{b.shape[i], b.name, i});
     const SymbolSite& first = it->second;
     if (inserted || first.value == b.shape[i]) continue;
+    if (first.input == b.name) {
+      // One input whose dims share a name: a square image, say.
+      Status s = InputError(b, &vi,
+                            fmt::format("input '{}' has dims {} and {} both named '{}', but they are {} and {}", b.name,
+                                        first.dim, i, want[i].param, first.value, b.shape[i]));
+      s.WithFact("symbolic dim", want[i].param);
+      s.WithCause(fmt::format("the model says dims {} and {} of input '{}' are the same size '{}' (e.g. a square "
+                              "image)",
+                              first.dim, i, b.name, want[i].param),
+                  "an input of another aspect ratio than the model was exported for");
+      s.WithFix(fmt::format("give input '{}' equal dims {} and {} (resize or pad to {} × {}), or re-export the "
+                            "model with a separate name for each dim",
+                            b.name, first.dim, i, first.value, first.value));
+      return s;
+    }
     Status s = InputError(b, &vi,
                           fmt::format("'{}' is {} in input '{}' but {} in input '{}'", want[i].param, first.value,
                                       first.input, b.shape[i], b.name));

@@ -29,6 +29,43 @@ void CollectOps(const ir::Graph& g, std::set<std::string>& ops) {
   }
 }
 
+void CollectTypes(const ir::TypeInfo& t, std::set<int32_t>& types) {
+  if (t.kind == ir::TypeInfo::Kind::kUnknown) return;
+  if (t.elem_type != ir::DataType::kUndefined) types.insert(static_cast<int32_t>(t.elem_type));
+  if (t.inner) CollectTypes(*t.inner, types);
+}
+
+// Every element type the graph (and its subgraphs) declares or produces:
+// inputs, outputs, value infos, initializers, tensor attributes and the
+// target type of Cast (attribute 'to').
+void CollectDtypes(const ir::Graph& g, std::set<int32_t>& types) {
+  for (const auto* list : {&g.inputs, &g.outputs, &g.value_infos}) {
+    for (const ir::ValueInfo& vi : *list) CollectTypes(vi.type, types);
+  }
+  for (const ir::Tensor& t : g.initializers) types.insert(static_cast<int32_t>(t.dtype));
+  for (const ir::Node& n : g.nodes) {
+    for (const ir::Attribute& a : n.attributes) {
+      if (a.type == ir::AttributeType::kTensor) types.insert(static_cast<int32_t>(a.t.dtype));
+      if (a.name == "to" && a.type == ir::AttributeType::kInt) types.insert(static_cast<int32_t>(a.i));
+      if (a.g) CollectDtypes(*a.g, types);
+      for (const auto& sub : a.graphs) {
+        if (sub) CollectDtypes(*sub, types);
+      }
+    }
+  }
+}
+
+// TensorProto.DataType's names, for out-of-scope-dtype lines.
+int32_t DtypeByOnnxName(const std::string& name) {
+  static const std::map<std::string, int32_t> kNames = {
+      {"STRING", 8},           {"FLOAT8E4M3FN", 17}, {"FLOAT8E4M3FNUZ", 18}, {"FLOAT8E5M2", 19},
+      {"FLOAT8E5M2FNUZ", 20},  {"UINT4", 21},        {"INT4", 22},           {"FLOAT4E2M1", 23},
+      {"FLOAT8E8M0", 24},      {"UINT2", 25},        {"INT2", 26},           {"COMPLEX64", 14},
+      {"COMPLEX128", 15}};
+  auto it = kNames.find(name);
+  return it == kNames.end() ? -1 : it->second;
+}
+
 std::vector<fs::path> DataFiles(const fs::path& set, const std::string& prefix) {
   std::vector<fs::path> files;
   for (int i = 0;; ++i) {
@@ -144,6 +181,11 @@ Result<KnownFailures> ReadKnownFailures(const std::string& path) {
       return s;
     };
     if (first == "out-of-scope-op" && words >> second) k.out_of_scope_ops[second] = trim(reason);
+    else if (first == "out-of-scope-dtype" && words >> second) {
+      const int32_t wire = DtypeByOnnxName(second);
+      if (wire < 0) return InvalidInputError("{}: '{}' is not a TensorProto data type this file knows", path, second);
+      k.out_of_scope_dtypes[wire] = second + ": " + trim(reason);
+    }
     else if (first == "out-of-scope-test" && words >> second) k.out_of_scope_tests[second] = trim(reason);
     else k.tests[first] = trim(reason);
   }
@@ -161,6 +203,13 @@ CaseResult RunCase(const fs::path& dir, const KnownFailures& known, std::shared_
   for (const std::string& op : ops) {
     if (auto it = known.out_of_scope_ops.find(op); it != known.out_of_scope_ops.end()) {
       return {Outcome::kOutOfScope, op + ": " + it->second};
+    }
+  }
+  std::set<int32_t> dtypes;
+  CollectDtypes(model->graph, dtypes);
+  for (int32_t t : dtypes) {
+    if (auto it = known.out_of_scope_dtypes.find(t); it != known.out_of_scope_dtypes.end()) {
+      return {Outcome::kOutOfScope, it->second};
     }
   }
   runtime::SessionOptions options;

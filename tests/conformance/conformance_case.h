@@ -21,12 +21,15 @@ const char* OutcomeName(Outcome o);
 struct KnownFailures {
   std::map<std::string, std::string> out_of_scope_ops;    // op -> reason
   std::map<std::string, std::string> out_of_scope_tests;  // test name -> reason
+  std::map<int32_t, std::string> out_of_scope_dtypes;    // TensorProto data type -> reason
   std::map<std::string, std::string> tests;             // test name -> reason
 };
 
 // The file's format, one entry per line, '#' starts a comment:
 //   out-of-scope-op <Op>      # reason
 //   out-of-scope-test <name>  # reason (an in-scope op used out of scope)
+//   out-of-scope-dtype <NAME> # reason: every test whose graph uses that
+//                             # TensorProto data type (FLOAT8E4M3FN, INT4, ...)
 //   <test_name>               # reason
 Result<KnownFailures> ReadKnownFailures(const std::string& path);
 

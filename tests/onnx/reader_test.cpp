@@ -111,6 +111,29 @@ TEST(Reader, ValueInfoTensorShapes) {
   EXPECT_EQ(model->graph.outputs[1].doc_string, "d");
 }
 
+// Paddle's exporter names every dynamic dim '?': those dims are unknown, not
+// one size shared by all of them (a [1,3,'?','?'] input takes any image).
+TEST(Reader, DimNamesThatMeanUnknownAreNotSymbols) {
+  ProtoWriter shape;
+  for (const char* param : {"?", "?", "-1", "None", "  ", "N", "unk__12"}) {
+    shape.Message(field::shape::kDim, ProtoWriter().Bytes(field::shape::kDimParam, param));
+  }
+  std::string type =
+      ProtoWriter().Message(field::type::kTensorType, ProtoWriter().Varint(1, 1).Message(2, shape));
+  std::string bytes = MakeModel(MakeGraph("g", {}, {MakeValueInfoOfType("x", type)}, {}));
+  auto model = ReadBytes(bytes);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const std::vector<ir::Dim>& dims = model->graph.inputs[0].type.shape.dims;
+  ASSERT_EQ(dims.size(), 7u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_FALSE(dims[i].is_symbolic()) << "dim " << i << " '" << dims[i].param << "'";
+    EXPECT_FALSE(dims[i].is_known());
+  }
+  EXPECT_EQ(dims[5].param, "N") << "a real name stays a symbol";
+  EXPECT_EQ(dims[6].param, "unk__12") << "tf2onnx's unique names stay symbols";
+  EXPECT_EQ(ir::ShapeToString(model->graph.inputs[0].type.shape), "[?,?,?,?,?,N,unk__12]");
+}
+
 TEST(Reader, SequenceOptionalMapAndSparseTypes) {
   std::string seq = MakeSequenceType(MakeTensorType(1, {"N"}));
   std::string opt = MakeOptionalType(MakeSequenceType(MakeTensorType(7, {})));

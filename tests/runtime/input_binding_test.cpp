@@ -235,6 +235,21 @@ TEST(ValidateInputs, SymbolicDimInconsistentAcrossInputs) {
   EXPECT_EQ(FactOf(s, "input"), "b");
 }
 
+// A name shared by two dims of one input (a square image): the fix is about
+// that input, not "both inputs".
+TEST(ValidateInputs, SymbolicDimInconsistentWithinOneInput) {
+  ModelInputs m{{Input("image", DataType::kFloat32, {1, 3, "S", "S"})}, {}};
+  Status s = Validate(m, {BindExact("image", DataType::kFloat32, {1, 3, 480, 640})});
+  ASSERT_EQ(s.code(), ErrorCode::kInvalidInput);
+  EXPECT_EQ(s.summary(), "input 'image' has dims 2 and 3 both named 'S', but they are 480 and 640");
+  EXPECT_EQ(FactOf(s, "symbolic dim"), "S");
+  EXPECT_EQ(FirstCause(s), "the model says dims 2 and 3 of input 'image' are the same size 'S' (e.g. a square image)");
+  ASSERT_FALSE(s.diagnosis().fixes.empty());
+  EXPECT_EQ(s.diagnosis().fixes[0],
+            "give input 'image' equal dims 2 and 3 (resize or pad to 480 × 480), or re-export the model with a "
+            "separate name for each dim");
+}
+
 // Seed 003: an image buffer of channels*width*height elements (3*640*480) bound
 // to an input [1,3,224,224], whose element count was computed from the image.
 TEST(ValidateInputs, SeedCaseImageBufferOfAnotherSize) {

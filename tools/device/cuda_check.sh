@@ -6,6 +6,8 @@
 # cases CI runs on the CPU). STEPS (default "tests conformance models"):
 #   tests        vigil_cuda_tests (GPU kernels vs CPU, threads, determinism)
 #   conformance  ONNX node tests with --backend cuda (no fallback)
+#   onnxnode     the node tests of ONNX 1.23.2, generated on the machine
+#                (tests/conformance/onnx_node), with --backend cuda
 #   models       the real-model set exported from torchvision/PyTorch,
 #                --backend cuda --no-fallback vs onnxruntime (float32)
 #   lowp         the real-model set computing in float16 and in bfloat16,
@@ -41,6 +43,19 @@ has() { [[ " $steps " == *" $1 "* ]]; }
       grep -E "^(FAIL|NOW)" "$out/conformance_cuda_$suite.txt" | head -40
       tail -2 "$out/conformance_cuda_$suite.txt"
     done
+  fi
+  if has onnxnode; then
+    echo "== conformance --backend cuda on the node tests of ONNX 1.23.2 (generated here)"
+    python3 -c "import onnx, numpy; print('onnx', onnx.__version__, 'numpy', numpy.__version__)"
+    [ -d /tmp/onnxnode/node ] || python3 -W ignore tests/conformance/onnx_node/generate_node_data.py /tmp/onnxnode
+    "$b/vigil_conformance" --backend cuda --root /tmp/onnxnode --suite node --verbose \
+      --known tests/conformance/onnx_node/known_failures_cuda.txt \
+      --cpu-known tests/conformance/onnx_node/known_failures.txt > "$out/conformance_cuda_onnx_node.txt" 2>&1
+    grep -E "^(FAIL|NOW)" "$out/conformance_cuda_onnx_node.txt" | cut -c1-220 | head -60
+    tail -2 "$out/conformance_cuda_onnx_node.txt"
+    echo "-- the same tests on the CPU backend (the CPU list)"
+    "$b/vigil_conformance" --root /tmp/onnxnode --suite node --known tests/conformance/onnx_node/known_failures.txt \
+      | tail -2
   fi
   if has models || has jit || has sanitizer; then
     echo "== real models (export)"
