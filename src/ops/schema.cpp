@@ -30,7 +30,7 @@ std::span<const OpSchema> AllSchemas() {
     std::vector<OpSchema> all;
     for (auto family : {ElementwiseSchemas(), ConvPoolSchemas(), NormalizationSchemas(), LinalgSchemas(),
                         ReductionSchemas(), ShapeOpSchemas(), TensorGenSchemas(), RecurrentSchemas(),
-                        QuantizationSchemas(), DropoutSchemas(), LayoutSchemas(), FusedSchemas(),
+                        QuantizationSchemas(), DropoutSchemas(), LossSchemas(), LayoutSchemas(), FusedSchemas(),
                         FaultInjectionSchemas()}) {
       all.insert(all.end(), family.begin(), family.end());
     }
