@@ -321,6 +321,7 @@ const OpSchema kElementwiseSchemas[] = {
     VIGIL_UNARY_("Sigmoid", 6, InferUnary),
     VIGIL_UNARY_("HardSigmoid", 6, InferUnary),
     VIGIL_UNARY_("HardSwish", 14, InferUnary),
+    VIGIL_UNARY_("Swish", 24, InferUnary),
     VIGIL_UNARY_("Softplus", 1, InferUnary),
     VIGIL_UNARY_("Softsign", 1, InferUnary),
     VIGIL_UNARY_("Tanh", 6, InferUnary),
