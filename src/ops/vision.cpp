@@ -211,8 +211,9 @@ Status InferCenterCropPad(InferenceContext& ctx) {
     return Status::Ok();
   }
   std::vector<ir::Dim> dims = x->shape.dims;
-  VIGIL_ASSIGN_OR_RETURN(std::vector<int64_t> axes, ResolveCenterCropPadAxes(ctx.node(), static_cast<int64_t>(dims.size()),
-                                                                             static_cast<size_t>(*shape_len)));
+  VIGIL_ASSIGN_OR_RETURN(
+      std::vector<int64_t> axes,
+      ResolveCenterCropPadAxes(ctx.node(), static_cast<int64_t>(dims.size()), static_cast<size_t>(*shape_len)));
   for (size_t k = 0; k < axes.size(); ++k) {
     if (shape && (*shape)[k] < 0) {
       return ctx.Fail("input shape is [{}]; sizes must not be negative", fmt::join(*shape, ","));

@@ -78,7 +78,8 @@ Result<DeformDims> DeformDimsOf(KernelContext& ctx) {
   const int64_t taps = d.g.KernelSize(), nd = static_cast<int64_t>(d.g.rank());
   std::vector<int64_t> want = {d.batch, d.offset_group * taps * nd};
   want.insert(want.end(), d.g.columns.begin(), d.g.columns.end());
-  VIGIL_RETURN_IF_ERROR(CheckShape(ctx, 2, "offset", want, "N x offset_group * prod(kernel) * spatial rank x output dims"));
+  VIGIL_RETURN_IF_ERROR(
+      CheckShape(ctx, 2, "offset", want, "N x offset_group * prod(kernel) * spatial rank x output dims"));
   if (ctx.has_input(3)) VIGIL_RETURN_IF_ERROR(CheckShape(ctx, 3, "B", {d.out_channels}, "one per output channel"));
   if (ctx.has_input(4)) {
     want[1] = d.offset_group * taps;

@@ -31,7 +31,9 @@ Status CenterCropPad(KernelContext& ctx) {
                          ops::ResolveCenterCropPadAxes(ctx.node(), static_cast<int64_t>(x.rank()), shape.size()));
   std::vector<int64_t> out_shape = x.shape();
   for (size_t k = 0; k < axes.size(); ++k) {
-    if (shape[k] < 0) return ctx.Fail("input shape has size {} for axis {}; sizes must not be negative", shape[k], axes[k]);
+    if (shape[k] < 0) {
+      return ctx.Fail("input shape has size {} for axis {}; sizes must not be negative", shape[k], axes[k]);
+    }
     out_shape[static_cast<size_t>(axes[k])] = shape[k];
   }
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, x.dtype(), out_shape));
@@ -155,7 +157,9 @@ Status AffineGrid(KernelContext& ctx) {
   // Each dim's coordinates, once.
   std::vector<std::vector<double>> coords(nd);
   for (size_t d = 0; d < nd; ++d) {
-    for (int64_t i = 0; i < spatial[d]; ++i) coords[d].push_back(ops::AffineGridCoordinate(i, spatial[d], align_corners));
+    for (int64_t i = 0; i < spatial[d]; ++i) {
+      coords[d].push_back(ops::AffineGridCoordinate(i, spatial[d], align_corners));
+    }
   }
   return DispatchFloat(ctx, 0, [&]<DataType D>() -> Status {
     using C = ElementCodec<D>;

@@ -78,8 +78,10 @@ void CheckDeformConv(const DeformCase& c, DataType dt = DataType::kFloat32) {
                 auto offset_at = [&](int64_t dim) {
                   return off[static_cast<size_t>(((n * G * KH * KW * 2 + tap * 2 + dim) * OH + oh) * OW + ow)];
                 };
-                const double h = static_cast<double>(oh * c.strides[0] - c.pads[0] + kh * c.dilations[0]) + offset_at(0);
-                const double wp = static_cast<double>(ow * c.strides[1] - c.pads[1] + kw * c.dilations[1]) + offset_at(1);
+                const int64_t h0 = oh * c.strides[0] - c.pads[0] + kh * c.dilations[0];
+                const int64_t w0 = ow * c.strides[1] - c.pads[1] + kw * c.dilations[1];
+                const double h = static_cast<double>(h0) + offset_at(0);
+                const double wp = static_cast<double>(w0) + offset_at(1);
                 double v = Bilinear(x, c.x, n, ch, h, wp);
                 if (c.mask) v *= m[static_cast<size_t>(((n * G * KH * KW + tap) * OH + oh) * OW + ow)];
                 acc += v * w[static_cast<size_t>(((oc * Cg + ci) * KH + kh) * KW + kw)];

@@ -285,7 +285,9 @@ TEST(ElementwiseBinary, BitShift) {
     const double lo = IsUnsigned(d) ? 0 : -100;
     auto a = RandomValues(127, lo, 100, 9, true);
     std::vector<double> b(127);
-    for (size_t i = 0; i < b.size(); ++i) b[i] = std::fmod(static_cast<double>(i) * 5, bits + 5) + (IsUnsigned(d) ? 0 : -2);
+    // Shifts from -2 (signed) or 0 up to past the width.
+    const double first = IsUnsigned(d) ? 0 : -2;
+    for (size_t i = 0; i < b.size(); ++i) b[i] = std::fmod(static_cast<double>(i) * 5, bits + 5) + first;
     runtime::Tensor ta = TensorOf(d, {127}, a), tb = TensorOf(d, {127}, b);
     for (std::string dir : {"LEFT", "RIGHT"}) {
       auto out = RunOk(MakeNode("BitShift", {"a", "b"}, {"y"}, {StringAttr("direction", dir)}), 28, {&ta, &tb});

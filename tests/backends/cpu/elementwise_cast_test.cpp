@@ -135,12 +135,13 @@ TEST(ElementwiseCast, BadTargetsFail) {
 
 // --- BitCast ----------------------------------------------------------------------
 
-// Every dtype vigil knows except string, grouped by nothing: pairs are
-// filtered on equal width below.
+// Every dtype vigil knows except string (pairs of equal width are picked
+// below).
 std::vector<DataType> BitCastDtypes() {
   std::vector<DataType> all;
   for (int32_t v = 1; v <= 23; ++v) {
-    if (ir::IsKnownDataType(v) && static_cast<DataType>(v) != DataType::kString) all.push_back(static_cast<DataType>(v));
+    const auto d = static_cast<DataType>(v);
+    if (ir::IsKnownDataType(v) && d != DataType::kString) all.push_back(d);
   }
   return all;
 }

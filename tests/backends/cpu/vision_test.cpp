@@ -259,8 +259,9 @@ void CheckCol2Im(const Col2ImCase& c, DataType d) {
   runtime::Tensor x = TensorOf(d, in_shape, xv);
   runtime::Tensor image = I64({static_cast<int64_t>(n)}, c.image);
   runtime::Tensor block = I64({static_cast<int64_t>(n)}, c.block);
-  ir::Node node = MakeNode("Col2Im", {"x", "i", "b"}, {"y"},
-                           {IntsAttr("dilations", c.dilations), IntsAttr("strides", c.strides), IntsAttr("pads", c.pads)});
+  ir::Node node = MakeNode(
+      "Col2Im", {"x", "i", "b"}, {"y"},
+      {IntsAttr("dilations", c.dilations), IntsAttr("strides", c.strides), IntsAttr("pads", c.pads)});
   auto out = RunOk(node, 18, {&x, &image, &block});
   ASSERT_EQ(out.size(), 1u) << what;
   Shape want_shape = {c.batch, c.channels};
