@@ -1,6 +1,7 @@
 // Schemas and shape inference of the convolution and pooling ops: Conv,
-// ConvTranspose, MaxPool, AveragePool, LpPool and their Global variants. The
-// window arithmetic lives in conv_geometry.cpp, shared with the kernels.
+// ConvTranspose, DeformConv, MaxPool, AveragePool, LpPool and their Global
+// variants. The window arithmetic lives in conv_geometry.cpp, shared with the
+// kernels.
 #include <optional>
 #include <vector>
 
@@ -122,6 +123,97 @@ Status InferConv(InferenceContext& ctx) {
   return Status::Ok();
 }
 
+// DeformConv: Conv's output shape (its window attributes, no auto_pad);
+// input 2 (offset) holds offset_group * prod(kernel) * spatial-rank channels
+// and input 4 (mask) offset_group * prod(kernel), both over the output's
+// spatial dims; input 3 (B) is one bias per output channel.
+Status InferDeformConv(InferenceContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(bool known, CheckDataInput(ctx, 3, "N x C x D1 x ..."));
+  if (!known) return Status::Ok();
+  const ir::TypeInfo* x = ctx.input_type(0);
+  const ir::TypeInfo* w = ctx.input_type(1);
+  const auto& xd = x->shape.dims;
+  const size_t rank = xd.size(), spatial = rank - 2;
+  VIGIL_ASSIGN_OR_RETURN(int64_t group, ReadGroup(ctx));
+  VIGIL_ASSIGN_OR_RETURN(int64_t offset_group, IntAttr(ctx.node(), "offset_group", 1));
+  if (offset_group < 1 || offset_group > (int64_t{1} << 30)) {
+    return ctx.Fail("offset_group is {}, must be in [1, 2^30]", offset_group);
+  }
+  const char* names[] = {"X", "W", "offset", "B", "mask"};
+  for (size_t i = 1; i < 5; ++i) {
+    const ir::TypeInfo* t = ctx.has_input(i) ? ctx.input_type(i) : nullptr;
+    if (!IsTensor(t) || t->elem_type == ir::DataType::kUndefined) continue;
+    if (t->elem_type != x->elem_type) {
+      return ctx.Fail("input {} ({}) has dtype {}, input 0 (X) has {}; they must match", i, names[i],
+                      ir::DataTypeName(t->elem_type), ir::DataTypeName(x->elem_type));
+    }
+    const size_t want_rank = i == 3 ? 1 : rank;
+    if (HasRank(t) && t->shape.dims.size() != want_rank) {
+      return ctx.Fail("input {} ({}) has shape {}, expected rank {}", i, names[i], ir::ShapeToString(t->shape),
+                      want_rank);
+    }
+  }
+  ir::Dim out_channels = HasRank(w) ? Carry(ctx, w->shape.dims[0]) : ctx.NewSymbol();
+  if (xd[1].is_known()) {
+    if (*xd[1].value % group != 0 || *xd[1].value % offset_group != 0) {
+      return ctx.Fail("input 0 (X) has {} channels, not divisible by group {} and offset_group {}", *xd[1].value,
+                      group, offset_group);
+    }
+    if (HasRank(w) && w->shape.dims[1].is_known() && CheckedMul(*w->shape.dims[1].value, group) != xd[1].value) {
+      return ctx.Fail("input 0 (X) has {} channels but input 1 (W) expects {} per group x group {}", *xd[1].value,
+                      *w->shape.dims[1].value, group);
+    }
+  }
+  if (out_channels.is_known() && *out_channels.value % group != 0) {
+    return ctx.Fail("input 1 (W) has {} output channels, not divisible by group {}", *out_channels.value, group);
+  }
+  const ir::TypeInfo* b = ctx.has_input(3) ? ctx.input_type(3) : nullptr;
+  if (HasRank(b) && b->shape.dims[0].is_known() && out_channels.is_known() &&
+      *b->shape.dims[0].value != *out_channels.value) {
+    return ctx.Fail("input 3 (B) has {} elements, expected one per output channel ({})", *b->shape.dims[0].value,
+                    *out_channels.value);
+  }
+  VIGIL_ASSIGN_OR_RETURN(WindowAttrs wa, ReadWindowAttrs(ctx.node(), spatial, KnownSpatial(w), {}));
+  std::optional<int64_t> taps;
+  if (!wa.kernel.empty()) {
+    taps = offset_group;
+    for (int64_t k : wa.kernel) taps = taps ? CheckedMul(*taps, k) : std::nullopt;
+  }
+  std::vector<ir::Dim> out{Carry(ctx, xd[0]), out_channels};
+  for (size_t i = 0; i < spatial; ++i) {
+    if (!wa.kernel.empty() && xd[i + 2].is_known()) {
+      VIGIL_ASSIGN_OR_RETURN(WindowExtent e, ForwardExtent(ctx.node(), wa, i, *xd[i + 2].value));
+      out.push_back(ir::Dim::Known(e.output));
+    } else {
+      const ir::TypeInfo* offset = ctx.input_type(2);
+      out.push_back(HasRank(offset) ? Carry(ctx, offset->shape.dims[i + 2]) : ctx.NewSymbol());
+    }
+  }
+  // offset and mask: N x (offset_group * taps [* spatial]) x output spatial dims.
+  for (size_t i : {size_t{2}, size_t{4}}) {
+    const ir::TypeInfo* t = ctx.has_input(i) ? ctx.input_type(i) : nullptr;
+    if (!HasRank(t)) continue;
+    std::optional<int64_t> channels = taps;
+    if (taps && i == 2) channels = CheckedMul(*taps, static_cast<int64_t>(spatial));
+    bool fits = !(channels && t->shape.dims[1].is_known() && *t->shape.dims[1].value != *channels);
+    for (size_t d = 0; d < rank && fits; ++d) {
+      if (d == 1) continue;
+      const ir::Dim& have = t->shape.dims[d];
+      const ir::Dim& want = d == 0 ? xd[0] : out[d];
+      fits = !(have.is_known() && want.is_known() && *have.value != *want.value);
+    }
+    if (!fits) {
+      std::vector<ir::Dim> want_dims = out;
+      want_dims[1] = channels ? ir::Dim::Known(*channels) : ctx.NewSymbol();
+      return ctx.Fail("input {} ({}) has shape {}, expected {} (N x {} x output dims)", i, names[i],
+                      ir::ShapeToString(t->shape), ir::ShapeToString(TensorType(x->elem_type, want_dims).shape),
+                      i == 2 ? "offset_group * prod(kernel) * spatial rank" : "offset_group * prod(kernel)");
+    }
+  }
+  ctx.set_output(0, TensorType(x->elem_type, std::move(out)));
+  return Status::Ok();
+}
+
 Status InferConvTranspose(InferenceContext& ctx) {
   VIGIL_ASSIGN_OR_RETURN(bool known, CheckDataInput(ctx, 3, "N x C x D1 x ..."));
   if (!known) return Status::Ok();
@@ -218,6 +310,7 @@ Status InferGlobalPool(InferenceContext& ctx) {
 const OpSchema kConvPoolSchemas[] = {
     {"", "Conv", 1, kLatest, 2, 3, 1, 1, InferConv},
     {"", "ConvTranspose", 1, kLatest, 2, 3, 1, 1, InferConvTranspose},
+    {"", "DeformConv", 19, kLatest, 3, 5, 1, 1, InferDeformConv},
     // The Indices output exists from opset 8.
     {"", "MaxPool", 1, 7, 1, 1, 1, 1, InferPool},
     {"", "MaxPool", 8, kLatest, 1, 1, 1, 2, InferPool},

@@ -1,6 +1,6 @@
 // Schemas and shape inference of the elementwise family: unary math,
 // activations, Clip, Identity, broadcasting binary and variadic ops, Where,
-// PRelu, Cast and CastLike.
+// PRelu, Cast, CastLike and BitCast.
 //
 // Inference checks what must hold between inputs (equal dtypes, bool where
 // the op is logical, broadcastable shapes, valid attributes) and leaves which
@@ -272,6 +272,28 @@ Status InferCast(InferenceContext& ctx) {
   return Status::Ok();
 }
 
+// BitCast: `to` is a dtype of input 0's bit width (string has none); the
+// shape is unchanged.
+Status InferBitCast(InferenceContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(int64_t to, RequiredIntAttr(ctx.node(), "to"));
+  if (to < 0 || to > INT32_MAX || !ir::IsKnownDataType(static_cast<int32_t>(to))) {
+    return ctx.Fail("attribute to is {}, which is not an ONNX dtype that vigil knows", to);
+  }
+  const auto out = static_cast<DataType>(to);
+  if (out == DataType::kString) return ctx.Fail("attribute to is string; BitCast takes no strings");
+  const TypeInfo* x = TensorInput(ctx, 0);
+  if (KnownDtype(x)) {
+    if (x->elem_type == DataType::kString) return ctx.Fail("input 0 has dtype string; BitCast takes no strings");
+    if (ir::DataTypeBits(x->elem_type) != ir::DataTypeBits(out)) {
+      return ctx.Fail("input 0 has dtype {} ({} bits) but attribute to is {} ({} bits); BitCast needs equal widths",
+                      ir::DataTypeName(x->elem_type), ir::DataTypeBits(x->elem_type), ir::DataTypeName(out),
+                      ir::DataTypeBits(out));
+    }
+  }
+  SetShapeOfInput0(ctx, out);
+  return Status::Ok();
+}
+
 Status InferCastLike(InferenceContext& ctx) {
   DataType to = FirstDtype(ctx, {1});
   if (to == DataType::kUndefined) return Status::Ok();  // dtype known only at run time
@@ -321,6 +343,7 @@ const OpSchema kElementwiseSchemas[] = {
     VIGIL_UNARY_("Sigmoid", 6, InferUnary),
     VIGIL_UNARY_("HardSigmoid", 6, InferUnary),
     VIGIL_UNARY_("HardSwish", 14, InferUnary),
+    VIGIL_UNARY_("Swish", 24, InferUnary),
     VIGIL_UNARY_("Softplus", 1, InferUnary),
     VIGIL_UNARY_("Softsign", 1, InferUnary),
     VIGIL_UNARY_("Tanh", 6, InferUnary),
@@ -359,6 +382,7 @@ const OpSchema kElementwiseSchemas[] = {
     // Cast.
     VIGIL_UNARY_("Cast", 6, InferCast),
     VIGIL_BINARY_("CastLike", 15, InferCastLike),
+    VIGIL_UNARY_("BitCast", 26, InferBitCast),
 };
 
 #undef VIGIL_UNARY_

@@ -1,8 +1,8 @@
 // Schemas and shape inference of the normalisation ops (BatchNormalization,
 // InstanceNormalization, LayerNormalization, GroupNormalization, LRN,
-// MeanVarianceNormalization) and of Softmax, LogSoftmax and Hardmax. All of
-// them keep X's type and shape in Y; inference checks attributes and the
-// parameter tensors' sizes where those are known.
+// MeanVarianceNormalization, LpNormalization) and of Softmax, LogSoftmax and
+// Hardmax. All of them keep X's type and shape in Y; inference checks
+// attributes and the parameter tensors' sizes where those are known.
 #include <vector>
 
 #include "ops/attributes.h"
@@ -139,6 +139,16 @@ Status InferSoftmax(InferenceContext& ctx) {
   return NormalizeAxis(ctx.node(), axis, static_cast<int64_t>(dims->size())).status();
 }
 
+// LpNormalization: p is 1 or 2, axis (default -1) one of X's dims.
+Status InferLpNorm(InferenceContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(int64_t p, IntAttr(ctx.node(), "p", 2));
+  if (p != 1 && p != 2) return ctx.Fail("attribute p is {}, expected 1 or 2", p);
+  VIGIL_ASSIGN_OR_RETURN(auto dims, PropagateData(ctx, 1));
+  if (!dims) return Status::Ok();
+  VIGIL_ASSIGN_OR_RETURN(int64_t axis, IntAttr(ctx.node(), "axis", -1));
+  return NormalizeAxis(ctx.node(), axis, static_cast<int64_t>(dims->size())).status();
+}
+
 const OpSchema kNormalizationSchemas[] = {
     // Up to opset 13, training adds four statistics outputs; from 14, two.
     {"", "BatchNormalization", 1, 13, 5, 5, 1, 5, InferBatchNorm},
@@ -149,6 +159,7 @@ const OpSchema kNormalizationSchemas[] = {
     {"", "GroupNormalization", 21, kLatest, 3, 3, 1, 1, InferGroupNorm},
     {"", "LRN", 1, kLatest, 1, 1, 1, 1, InferLrn},
     {"", "MeanVarianceNormalization", 9, kLatest, 1, 1, 1, 1, InferMeanVarianceNorm},
+    {"", "LpNormalization", 1, kLatest, 1, 1, 1, 1, InferLpNorm},
     // Before opset 13 these coerce X to 2-D at axis; from 13 they work along one axis.
     {"", "Softmax", 1, 12, 1, 1, 1, 1, InferSoftmax},
     {"", "Softmax", 13, kLatest, 1, 1, 1, 1, InferSoftmax},

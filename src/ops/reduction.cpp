@@ -1,6 +1,6 @@
 // Schemas and shape inference of the reductions: ReduceSum ... ReduceSumSquare
 // (axes as an attribute before opset 13 for ReduceSum and 18 for the others,
-// as an input after), ArgMax/ArgMin, CumSum and TopK.
+// as an input after), ArgMax/ArgMin, CumSum, CumProd and TopK.
 #include <algorithm>
 #include <optional>
 #include <vector>
@@ -104,7 +104,8 @@ Status InferArgReduce(InferenceContext& ctx) {
   return Status::Ok();
 }
 
-Status InferCumSum(InferenceContext& ctx) {
+// CumSum, CumProd.
+Status InferCumulative(InferenceContext& ctx) {
   const ir::TypeInfo* axis = ctx.input_type(1);
   if (HasRank(axis) && axis->shape.dims.size() > 1) {
     return ctx.Fail("input axis has rank {}; it must be a scalar", axis->shape.dims.size());
@@ -171,7 +172,8 @@ const OpSchema kReductionSchemas[] = {
     // select_last_index (12) changes no shapes.
     {"", "ArgMax", 1, kLatest, 1, 1, 1, 1, InferArgReduce},
     {"", "ArgMin", 1, kLatest, 1, 1, 1, 1, InferArgReduce},
-    {"", "CumSum", 11, kLatest, 2, 2, 1, 1, InferCumSum},
+    {"", "CumSum", 11, kLatest, 2, 2, 1, 1, InferCumulative},
+    {"", "CumProd", 26, kLatest, 2, 2, 1, 1, InferCumulative},
     // k is an attribute before opset 10, an input from 10; 11 added largest,
     // sorted and negative axes.
     {"", "TopK", 1, 9, 1, 1, 2, 2, InferTopK},

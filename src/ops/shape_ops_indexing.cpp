@@ -1,6 +1,6 @@
 // Shape inference of the indexing ops: Slice, Gather, GatherElements,
-// GatherND, ScatterND, ScatterElements (and the older Scatter), NonZero,
-// OneHot, Trilu.
+// GatherND, ScatterND, ScatterElements (and the older Scatter), TensorScatter,
+// NonZero, OneHot, Trilu.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -217,6 +217,56 @@ Status InferScatterElements(InferenceContext& ctx) {
   return PropagateFirstInput(ctx);
 }
 
+// TensorScatter: update is past_cache with a sequence axis (not 0, the
+// batch) no longer than past_cache's; write_indices holds one int64 per batch.
+Status InferTensorScatter(InferenceContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(std::string mode, StringAttr(ctx.node(), "mode", "linear"));
+  if (mode != "linear" && mode != "circular") {
+    return ctx.Fail("attribute mode is '{}', expected 'linear' or 'circular'", mode);
+  }
+  const ir::DataType past_type = ElemType(ctx, 0), update_type = ElemType(ctx, 1);
+  if (past_type != ir::DataType::kUndefined && update_type != ir::DataType::kUndefined && past_type != update_type) {
+    return ctx.Fail("update has dtype {} but past_cache has dtype {}; they must be equal",
+                    ir::DataTypeName(update_type), ir::DataTypeName(past_type));
+  }
+  const ir::DataType index_type = ElemType(ctx, 2);
+  if (ctx.has_input(2) && index_type != ir::DataType::kUndefined && index_type != ir::DataType::kInt64) {
+    return ctx.Fail("write_indices has dtype {}; it must be int64", ir::DataTypeName(index_type));
+  }
+  const Dims* past = InputDims(ctx, 0);
+  const Dims* update = InputDims(ctx, 1);
+  if (past) {
+    if (past->size() < 2) return ctx.Fail("past_cache has rank {}; TensorScatter needs rank >= 2", past->size());
+    VIGIL_ASSIGN_OR_RETURN(int64_t axis_attr, IntAttr(ctx.node(), "axis", -2));
+    VIGIL_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(ctx.node(), axis_attr, static_cast<int64_t>(past->size())));
+    if (axis == 0) return ctx.Fail("attribute axis is {}, the batch axis; the sequence axis cannot be 0", axis_attr);
+    if (update) {
+      if (update->size() != past->size()) {
+        return ctx.Fail("update has rank {} but past_cache has rank {}; they must be equal", update->size(),
+                        past->size());
+      }
+      for (size_t i = 0; i < past->size(); ++i) {
+        const ir::Dim &p = (*past)[i], &u = (*update)[i];
+        if (!p.value || !u.value) continue;
+        if (static_cast<int64_t>(i) == axis ? *u.value > *p.value : *u.value != *p.value) {
+          return ctx.Fail("update of shape {} does not fit past_cache of shape {} along axis {}",
+                          ir::ShapeToString(ctx.input_type(1)->shape), ir::ShapeToString(ctx.input_type(0)->shape),
+                          i);
+        }
+      }
+    }
+    const Dims* indices = InputDims(ctx, 2);
+    if (ctx.has_input(2) && indices) {
+      const ir::Dim& batch = (*past)[0];
+      if (indices->size() != 1 || (batch.value && (*indices)[0].value && *(*indices)[0].value != *batch.value)) {
+        return ctx.Fail("write_indices has shape {}; it must be [batch_size] of past_cache {}",
+                        ir::ShapeToString(ctx.input_type(2)->shape), ir::ShapeToString(ctx.input_type(0)->shape));
+      }
+    }
+  }
+  return PropagateFirstInput(ctx);
+}
+
 Status InferNonZero(InferenceContext& ctx) {
   const Dims* in = InputDims(ctx, 0);
   ir::Dim rows = in ? ir::Dim::Known(static_cast<int64_t>(in->size())) : ctx.NewSymbol();
@@ -273,6 +323,7 @@ const OpSchema kIndexingSchemas[] = {
     {"", "ScatterND", 11, kLatest, 3, 3, 1, 1, InferScatterND},
     {"", "ScatterElements", 11, kLatest, 3, 3, 1, 1, InferScatterElements},
     {"", "Scatter", 9, 10, 3, 3, 1, 1, InferScatterElements},
+    {"", "TensorScatter", 24, kLatest, 2, 3, 1, 1, InferTensorScatter},
     {"", "NonZero", 9, kLatest, 1, 1, 1, 1, InferNonZero},
     {"", "OneHot", 9, kLatest, 3, 3, 1, 1, InferOneHot},
     {"", "Trilu", 14, kLatest, 1, 2, 1, 1, InferTrilu},

@@ -163,7 +163,8 @@ Status CheckOutputs(const ir::Node& node, size_t index, const ExecutionPlan& pla
 }  // namespace
 
 bool MayAliasInput(const ir::Node& node) {
-  static const std::unordered_set<std::string> kViews = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
+  static const std::unordered_set<std::string> kViews = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity",
+                                                         "BitCast"};
   return (node.domain.empty() || node.domain == "ai.onnx") && kViews.count(node.op_type);
 }
 

@@ -153,6 +153,34 @@ TEST(Session, OutputThatIsAViewOfTheInputOwnsItsMemory) {
   EXPECT_EQ((*out)[0].tensor.data<float>()[2], 3.0f);
 }
 
+TEST(Session, BitCastViewOfAnIntermediateOutlivesItsSlot) {
+  // r = Relu(x) lives in the arena; b = BitCast(r) reads r's bytes as int32
+  // and is read only after s and t, which would reuse r's slot if the plan
+  // took r to be dead after the BitCast.
+  ir::Model m;
+  m.ir_version = 10;
+  m.opset_imports = {{"", 26}};
+  m.graph.name = "bitcast";
+  m.graph.inputs = {TensorValue("x", DataType::kFloat32, {13})};
+  m.graph.outputs = {TensorValue("y", DataType::kInt32, {13}), TensorValue("t", DataType::kFloat32, {13})};
+  m.graph.nodes = {MakeNode("Relu", {"x"}, {"r"}), MakeNode("BitCast", {"r"}, {"b"}), MakeNode("Neg", {"x"}, {"s"}),
+                   MakeNode("Neg", {"s"}, {"t"}), MakeNode("Add", {"b", "b"}, {"y"})};
+  m.graph.nodes[1].attributes.push_back(IntAttr("to", static_cast<int64_t>(DataType::kInt32)));
+  auto session = Session::Create(m, CpuOnly());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  std::vector<float> x(13);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) * 0.75f - 4.0f;
+  auto out = (*session)->Run({Bind("x", x, {13})});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  for (size_t i = 0; i < x.size(); ++i) {
+    float r = std::max(0.0f, x[i]);
+    uint32_t bits;
+    std::memcpy(&bits, &r, 4);
+    EXPECT_EQ((*out)[0].tensor.data<int32_t>()[i], static_cast<int32_t>(bits * 2u)) << i;
+    EXPECT_EQ((*out)[1].tensor.data<float>()[i], x[i]) << i;
+  }
+}
+
 // What an op without a schema is, said on the first line: not an ONNX
 // operator, an ONNX operator vigil lacks, one vigil has at other opsets, or
 // an op of another domain.

@@ -1,5 +1,5 @@
 // The CPU kernel list of the convolution and pooling family; the kernels are
-// in conv.cpp (Conv, ConvTranspose) and pool.cpp (the pools).
+// in conv.cpp (Conv, ConvTranspose), deform_conv.cpp and pool.cpp (the pools).
 #include "backends/cpu/conv_pool_kernels.h"
 
 namespace vigil::cpu {
@@ -8,6 +8,7 @@ std::span<const KernelDef> ConvPoolKernels() {
   static const KernelDef kKernels[] = {
       {"", "Conv", 1, kLatest, ConvKernel},
       {"", "ConvTranspose", 1, kLatest, ConvTransposeKernel},
+      {"", "DeformConv", 19, kLatest, DeformConvKernel},
       {"", "MaxPool", 1, kLatest, MaxPoolKernel},
       {"", "AveragePool", 1, kLatest, AveragePoolKernel},
       {"", "LpPool", 1, kLatest, LpPoolKernel},

@@ -1,5 +1,5 @@
 // Activation kernels (Relu, LeakyRelu, Elu, Selu, Celu, Sigmoid, HardSigmoid,
-// HardSwish, Softplus, Softsign, Tanh, Gelu, Mish, ThresholdedRelu, Shrink),
+// HardSwish, Swish, Softplus, Softsign, Tanh, Gelu, Mish, ThresholdedRelu, Shrink),
 // Clip and Identity. Where the spec's formula overflows or loses precision in
 // a naive form (Sigmoid, Softplus, Elu near 0), a stable equivalent is used.
 // NaN inputs give NaN outputs, as numpy's reference does.
@@ -87,6 +87,15 @@ Status HardSwish(KernelContext& ctx) {
   return MapUnary<kFloatTypes>(ctx, [](auto x) {
     using C = decltype(x);
     return x * ClampUnit(x / C(6) + C(0.5));
+  });
+}
+
+// x * sigmoid(alpha * x).
+Status Swish(KernelContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(float alpha, ops::FloatAttr(ctx.node(), "alpha", 1.0f));
+  return MapUnary<kFloatTypes>(ctx, [alpha](auto x) {
+    using C = decltype(x);
+    return x * StableSigmoid(C(alpha) * x);
   });
 }
 
@@ -228,6 +237,7 @@ constexpr KernelDef kActivationKernels[] = {
     {"", "Sigmoid", 6, kLatest, Sigmoid},
     {"", "HardSigmoid", 6, kLatest, HardSigmoid},
     {"", "HardSwish", 14, kLatest, HardSwish},
+    {"", "Swish", 24, kLatest, Swish},
     {"", "Softplus", 1, kLatest, Softplus},
     {"", "Softsign", 1, kLatest, Softsign},
     {"", "Tanh", 6, kLatest, Tanh},

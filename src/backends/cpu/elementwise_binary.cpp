@@ -204,13 +204,31 @@ Status BitShift(KernelContext& ctx) {
     return ctx.Fail("attribute direction is '{}', expected 'LEFT' or 'RIGHT'", direction);
   }
   const bool left = direction == "LEFT";
-  // Shifting by the bit width or more is undefined in C++; ONNX's reference
-  // gives 0 for unsigned types, so that is what we do.
-  return BinaryKernel<kUnsignedIntTypes>(ctx, [left](auto a, auto b) {
+  // The opset-28 rule, for every integer type: a shift by a negative amount
+  // or by the bit width or more (undefined in C++) leaves only what the sign
+  // fill produces, -1 for a right shift of a negative value and 0 otherwise.
+  // A signed right shift is arithmetic; a signed left shift works on the bits
+  // (in the unsigned type of the same width), so it may flip the sign.
+  return BinaryKernel<kIntTypes>(ctx, [left](auto a, auto b) {
     using T = decltype(a);
-    using U = WrapUnsigned<T>;
-    if (b >= T(sizeof(T) * 8)) return T(0);
-    return static_cast<T>(left ? static_cast<U>(a) << b : static_cast<U>(a) >> b);
+    using Bits = std::make_unsigned_t<T>;
+    using Wide = WrapUnsigned<T>;  // no promotion to int while shifting
+    constexpr int kWidth = static_cast<int>(sizeof(T) * 8);
+    bool in_range = b < T(kWidth);
+    if constexpr (std::is_signed_v<T>) in_range = in_range && b >= T(0);
+    if (!in_range) {
+      if constexpr (std::is_signed_v<T>) {
+        if (!left && a < T(0)) return T(-1);
+      }
+      return T(0);
+    }
+    const int n = static_cast<int>(b);
+    if (left) return static_cast<T>(static_cast<Bits>(static_cast<Wide>(static_cast<Bits>(a)) << n));
+    if constexpr (std::is_signed_v<T>) {
+      return static_cast<T>(a >> n);  // arithmetic from C++20
+    } else {
+      return static_cast<T>(static_cast<Wide>(a) >> n);
+    }
   });
 }
 

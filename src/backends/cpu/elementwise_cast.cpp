@@ -3,6 +3,7 @@
 // truncates toward zero; NaN becomes 0 and out-of-range values saturate (C++
 // leaves both undefined; numpy's result there is platform-dependent). To
 // bool is "!= 0". Narrowing to float16/bfloat16 rounds once, to nearest even.
+// BitCast keeps the bits and changes only the dtype.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -99,9 +100,31 @@ Status CastLike(KernelContext& ctx) {
   return CastTo(ctx, target->dtype());
 }
 
+// The input's bytes read as dtype `to` of the same bit width: a view that
+// shares the input's storage (little-endian, as the host is).
+Status BitCast(KernelContext& ctx) {
+  const runtime::Tensor* x = ctx.input(0);
+  if (!x) return ctx.Fail("input 0 is missing");
+  VIGIL_ASSIGN_OR_RETURN(int64_t to_attr, ops::RequiredIntAttr(ctx.node(), "to"));
+  if (to_attr < 0 || to_attr > std::numeric_limits<int32_t>::max() ||
+      !ir::IsKnownDataType(static_cast<int32_t>(to_attr))) {
+    return ctx.Fail("attribute to is {}, which is not an ONNX dtype that vigil knows", to_attr);
+  }
+  const auto to = static_cast<DataType>(to_attr);
+  if (to == DataType::kString) return ctx.Fail("attribute to is string; BitCast takes no strings");
+  if (x->dtype() == DataType::kString) return ctx.Fail("input 0 has dtype string; BitCast takes no strings");
+  const int in_bits = ir::DataTypeBits(x->dtype()), out_bits = ir::DataTypeBits(to);
+  if (in_bits != out_bits) {
+    return ctx.Fail("input 0 ({}) has {}-bit elements but attribute to is {} ({} bits); BitCast needs equal widths",
+                    x->Describe(), in_bits, ir::DataTypeName(to), out_bits);
+  }
+  return ctx.SetOutput(0, runtime::Tensor::Shared(to, x->shape(), const_cast<void*>(x->raw_data()), x->storage()));
+}
+
 constexpr KernelDef kCastKernels[] = {
     {"", "Cast", 6, kLatest, Cast},
     {"", "CastLike", 15, kLatest, CastLike},
+    {"", "BitCast", 26, kLatest, BitCast},
 };
 
 }  // namespace

@@ -93,6 +93,7 @@ std::span<const KernelDef> RecurrentKernels();
 std::span<const KernelDef> QuantizationKernels();
 std::span<const KernelDef> DropoutKernels();
 std::span<const KernelDef> LossKernels();
+std::span<const KernelDef> VisionKernels();          // CenterCropPad, Col2Im, AffineGrid (vision.cpp)
 std::span<const KernelDef> FusedKernels();           // ai.vigil: MatMulBias, Gelu (fused_ops.cpp)
 std::span<const KernelDef> FaultInjectionKernels();  // empty unless VIGIL_ENABLE_TEST_OPS=1
 

@@ -1,7 +1,8 @@
 // CPU kernels of the normalisation family: the kernel list, and
 // BatchNormalization (inference), InstanceNormalization, LRN and
 // MeanVarianceNormalization. LayerNormalization and GroupNormalization are in
-// layer_group_norm.cpp, Softmax/LogSoftmax/Hardmax in softmax.cpp.
+// layer_group_norm.cpp, Softmax/LogSoftmax/Hardmax/LpNormalization in
+// softmax.cpp.
 // Statistics are computed in double.
 #include <cmath>
 
@@ -237,6 +238,7 @@ std::span<const KernelDef> NormalizationKernels() {
       {"", "LogSoftmax", 13, kLatest, LogSoftmaxKernel},
       {"", "Hardmax", 1, 12, HardmaxKernel},
       {"", "Hardmax", 13, kLatest, HardmaxKernel},
+      {"", "LpNormalization", 1, kLatest, LpNormKernel},
   };
   return kKernels;
 }

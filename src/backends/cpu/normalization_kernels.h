@@ -75,5 +75,6 @@ Status MeanVarianceNormKernel(KernelContext& ctx);
 Status SoftmaxKernel(KernelContext& ctx);
 Status LogSoftmaxKernel(KernelContext& ctx);
 Status HardmaxKernel(KernelContext& ctx);
+Status LpNormKernel(KernelContext& ctx);
 
 }  // namespace vigil::cpu

@@ -1,4 +1,4 @@
-// CPU kernels of the Reduce* ops; ArgMax/ArgMin, CumSum and TopK are in
+// CPU kernels of the Reduce* ops; ArgMax/ArgMin, CumSum, CumProd and TopK are in
 // reduction_axis.cpp. Every Reduce* op is one walk over the input in memory
 // order that folds each element into its output element's accumulator:
 //   ReduceX = finish(fold(combine, pre(x) for x in the reduced set))

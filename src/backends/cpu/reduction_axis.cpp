@@ -1,5 +1,5 @@
 // CPU kernels of the ops that work along one axis: ArgMax, ArgMin, CumSum,
-// TopK. Each views its input as [outer, n, inner] around the axis and walks
+// CumProd, TopK. Each views its input as [outer, n, inner] around the axis and walks
 // the `n` elements of every (outer, inner) line.
 #include <algorithm>
 #include <cmath>
@@ -101,20 +101,25 @@ Status ArgReduceKernel(KernelContext& ctx) {
       [&] { return ctx.UnsupportedDtype(0); });
 }
 
-// --- CumSum ------------------------------------------------------------------
+// --- CumSum, CumProd -----------------------------------------------------------
 
-template <typename A>
-A WrappingAdd(A a, A b) {
+// a + b or a * b; integers wrap (computed in uint64, whose result reduced to
+// A's width is the wrapped one).
+template <bool kProduct, typename A>
+A Accumulate(A a, A b) {
   if constexpr (std::is_integral_v<A>) {
-    return static_cast<A>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+    const uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+    return static_cast<A>(kProduct ? ua * ub : ua + ub);
   } else {
-    return a + b;
+    return kProduct ? a * b : a + b;
   }
 }
 
-// Floats accumulate in double, integers in their own type (wrapping).
-template <DataType D>
-Status RunCumSum(KernelContext& ctx, int64_t axis, bool exclusive, bool reverse) {
+// Floats accumulate in double, integers in their own type (wrapping). An
+// exclusive scan writes the running value before taking the element in, so
+// its first output is the identity (0 or 1).
+template <DataType D, bool kProduct>
+Status RunCumulative(KernelContext& ctx, int64_t axis, bool exclusive, bool reverse) {
   using E = Elem<D>;
   using T = typename E::Compute;
   using A = std::conditional_t<std::is_floating_point_v<T>, double, T>;
@@ -125,7 +130,7 @@ Status RunCumSum(KernelContext& ctx, int64_t axis, bool exclusive, bool reverse)
   auto* ys = y->data<typename E::Storage>();
   std::vector<A> acc(v.inner);
   for (int64_t o = 0; o < v.outer; ++o) {
-    std::fill(acc.begin(), acc.end(), A(0));
+    std::fill(acc.begin(), acc.end(), A(kProduct ? 1 : 0));
     for (int64_t step = 0; step < v.n; ++step) {
       const int64_t i = reverse ? v.n - 1 - step : step;
       const int64_t base = (o * v.n + i) * v.inner;
@@ -133,9 +138,9 @@ Status RunCumSum(KernelContext& ctx, int64_t axis, bool exclusive, bool reverse)
         const A value = static_cast<A>(E::Load(xs[base + j]));
         if (exclusive) {
           ys[base + j] = E::Store(static_cast<T>(acc[j]));
-          acc[j] = WrappingAdd(acc[j], value);
+          acc[j] = Accumulate<kProduct>(acc[j], value);
         } else {
-          acc[j] = WrappingAdd(acc[j], value);
+          acc[j] = Accumulate<kProduct>(acc[j], value);
           ys[base + j] = E::Store(static_cast<T>(acc[j]));
         }
       }
@@ -156,16 +161,21 @@ Result<int64_t> ScalarInput(const KernelContext& ctx, size_t i, const char* what
   return ctx.Fail("input {} has dtype {}; it must be int32 or int64", what, ir::DataTypeName(t->dtype()));
 }
 
-Status CumSumKernel(KernelContext& ctx) {
+template <bool kProduct>
+Status CumulativeKernel(KernelContext& ctx) {
+  const char* op = kProduct ? "CumProd" : "CumSum";
   const runtime::Tensor* x = ctx.input(0);
   if (!x) return ctx.Fail("input x is missing");
   VIGIL_ASSIGN_OR_RETURN(int64_t axis_value, ScalarInput(ctx, 1, "axis"));
   VIGIL_ASSIGN_OR_RETURN(int64_t exclusive, ops::IntAttr(ctx.node(), "exclusive", 0));
   VIGIL_ASSIGN_OR_RETURN(int64_t reverse, ops::IntAttr(ctx.node(), "reverse", 0));
-  if (x->rank() == 0) return ctx.Fail("input x is a scalar; CumSum needs rank 1 or more");
+  if (x->rank() == 0) return ctx.Fail("input x is a scalar; {} needs rank 1 or more", op);
   VIGIL_ASSIGN_OR_RETURN(int64_t axis, AxisFrom(ctx, axis_value, x->rank()));
   return DispatchDtype<kNumericTypes>(
-      x->dtype(), [&](auto tag) { return RunCumSum<decltype(tag)::value>(ctx, axis, exclusive != 0, reverse != 0); },
+      x->dtype(),
+      [&](auto tag) {
+        return RunCumulative<decltype(tag)::value, kProduct>(ctx, axis, exclusive != 0, reverse != 0);
+      },
       [&] { return ctx.UnsupportedDtype(0); });
 }
 
@@ -251,7 +261,8 @@ Status TopKKernel(KernelContext& ctx) {
 const KernelDef kAxisReductionKernels[] = {
     {"", "ArgMax", 1, kLatest, ArgReduceKernel<true>},
     {"", "ArgMin", 1, kLatest, ArgReduceKernel<false>},
-    {"", "CumSum", 11, kLatest, CumSumKernel},
+    {"", "CumSum", 11, kLatest, CumulativeKernel<false>},
+    {"", "CumProd", 26, kLatest, CumulativeKernel<true>},
     {"", "TopK", 1, kLatest, TopKKernel},
 };
 

@@ -1,5 +1,5 @@
 // Internal to the CPU reduction family: reduction.cpp (Reduce*) joins the
-// kernels of reduction_axis.cpp (ArgMax, ArgMin, CumSum, TopK) into
+// kernels of reduction_axis.cpp (ArgMax, ArgMin, CumSum, CumProd, TopK) into
 // ReductionKernels().
 #pragma once
 

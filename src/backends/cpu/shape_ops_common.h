@@ -159,7 +159,7 @@ Status WithInputs(KernelContext& ctx) {
 
 // Per-file kernel lists, assembled by ShapeOpKernels().
 std::span<const KernelDef> LayoutKernels();    // Reshape, ..., Concat, Split, Expand, Tile
-std::span<const KernelDef> IndexingKernels();  // Slice, Gather*, Scatter*, NonZero, OneHot, Trilu
+std::span<const KernelDef> IndexingKernels();  // Slice, Gather*, Scatter*, TensorScatter, NonZero, OneHot, Trilu
 std::span<const KernelDef> SpatialKernels();   // Pad, DepthToSpace, SpaceToDepth
 std::span<const KernelDef> ResizeKernels();    // Resize, Upsample
 

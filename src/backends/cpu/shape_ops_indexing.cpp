@@ -1,9 +1,10 @@
 // CPU kernels of the indexing ops: Slice, Gather, GatherElements, GatherND,
-// ScatterND, ScatterElements (and Scatter), NonZero, OneHot, Trilu. Every
-// index read from data is checked against the axis it indexes.
+// ScatterND, ScatterElements (and Scatter), TensorScatter, NonZero, OneHot,
+// Trilu. Every index read from data is checked against the axis it indexes.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -344,6 +345,78 @@ Status ScatterElements(KernelContext& ctx) {
   return ApplyUpdates(ctx, *out, updates, offsets, 1, reduction);
 }
 
+// present_cache = past_cache with update's rows written along the sequence
+// axis from write_indices[b] (0 without the input) in every batch b: in
+// "linear" mode they must fit ([w, w + seq) within max_sequence_length), in
+// "circular" mode positions wrap modulo max_sequence_length (negative
+// indices too, as Python's % does).
+Status TensorScatter(KernelContext& ctx) {
+  const runtime::Tensor& past = *ctx.input(0);
+  const runtime::Tensor& update = *ctx.input(1);
+  VIGIL_ASSIGN_OR_RETURN(std::string mode, ops::StringAttr(ctx.node(), "mode", "linear"));
+  if (mode != "linear" && mode != "circular") {
+    return ctx.Fail("attribute mode is '{}', expected 'linear' or 'circular'", mode);
+  }
+  const bool circular = mode == "circular";
+  VIGIL_ASSIGN_OR_RETURN(size_t elem, MovableElementBytes(ctx, 0));
+  if (update.dtype() != past.dtype()) {
+    return ctx.Fail("update {} must have the dtype of past_cache {}", update.Describe(), past.Describe());
+  }
+  const size_t rank = past.rank();
+  if (rank < 2) return ctx.Fail("past_cache is {}; TensorScatter needs rank >= 2", past.Describe());
+  VIGIL_ASSIGN_OR_RETURN(int64_t axis_attr, ops::IntAttr(ctx.node(), "axis", -2));
+  VIGIL_ASSIGN_OR_RETURN(int64_t axis, ops::NormalizeAxis(ctx.node(), axis_attr, static_cast<int64_t>(rank)));
+  if (axis == 0) return ctx.Fail("attribute axis is {}, the batch axis; the sequence axis cannot be 0", axis_attr);
+  bool fits = update.rank() == rank;
+  for (size_t i = 0; fits && i < rank; ++i) {
+    fits = static_cast<int64_t>(i) == axis ? update.dim(i) <= past.dim(i) : update.dim(i) == past.dim(i);
+  }
+  if (!fits) {
+    return ctx.Fail("update {} does not fit past_cache {}: all dims but axis {} must be equal, and that one no "
+                    "larger",
+                    update.Describe(), past.Describe(), axis);
+  }
+  const int64_t batch = past.dim(0), max_seq = past.dim(axis), seq = update.dim(axis);
+  std::vector<int64_t> starts(static_cast<size_t>(batch), 0);
+  if (ctx.has_input(2)) {
+    const runtime::Tensor& w = *ctx.input(2);
+    if (w.rank() != 1 || w.dim(0) != batch) {
+      return ctx.Fail("write_indices is {}; it must be [{}], one index per batch of past_cache {}", w.Describe(),
+                      batch, past.Describe());
+    }
+    VIGIL_ASSIGN_OR_RETURN(starts, ReadInts(ctx, 2, "write_indices"));
+  }
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t& start = starts[static_cast<size_t>(b)];
+    if (circular) {
+      if (max_seq > 0) start = ((start % max_seq) + max_seq) % max_seq;
+    } else if (start < 0 || start > max_seq - seq) {
+      return ctx.Fail("write_indices[{}] is {}; in linear mode it must be in [0, {}] (max_sequence_length {} minus "
+                      "sequence_length {})",
+                      b, start, max_seq - seq, max_seq, seq);
+    }
+  }
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * out, ctx.Output(0, past.dtype(), past.shape()));
+  if (past.byte_size()) std::memcpy(out->raw_data(), past.raw_data(), past.byte_size());
+  // [batch, mid, seq or max_seq, row] with rows of `row_bytes` contiguous bytes.
+  const int64_t mid = Product(past.shape(), 1, static_cast<size_t>(axis));
+  const size_t row_bytes = static_cast<size_t>(Product(past.shape(), static_cast<size_t>(axis) + 1, rank)) * elem;
+  const auto* src = static_cast<const uint8_t*>(update.raw_data());
+  auto* dst = static_cast<uint8_t*>(out->raw_data());
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t m = 0; m < mid; ++m) {
+      const int64_t block = b * mid + m;
+      for (int64_t s = 0; s < seq; ++s) {
+        int64_t at = starts[static_cast<size_t>(b)] + s;
+        if (circular) at %= max_seq;
+        std::memcpy(dst + static_cast<size_t>(block * max_seq + at) * row_bytes,
+                    src + static_cast<size_t>(block * seq + s) * row_bytes, row_bytes);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 Status NonZero(KernelContext& ctx) {
   const runtime::Tensor& in = *ctx.input(0);
   std::vector<uint64_t> hits;  // flat positions of the non-zero elements
@@ -455,6 +528,7 @@ const KernelDef kIndexingKernels[] = {
     {"", "ScatterND", 11, kLatest, WithInputs<ScatterND, 3>},
     {"", "ScatterElements", 11, kLatest, WithInputs<ScatterElements, 3>},
     {"", "Scatter", 9, 10, WithInputs<ScatterElements, 3>},
+    {"", "TensorScatter", 24, kLatest, WithInputs<TensorScatter, 2>},
     {"", "NonZero", 9, kLatest, WithInputs<NonZero, 1>},
     {"", "OneHot", 9, kLatest, WithInputs<OneHot, 3>},
     {"", "Trilu", 14, kLatest, WithInputs<Trilu, 1>},

@@ -1,6 +1,7 @@
-// Softmax, LogSoftmax and Hardmax. Before opset 13 they coerce X to 2-D at
-// `axis` (default 1) and work along each row of the flattened trailing dims;
-// from opset 13 they work along the single dim `axis` (default -1). Both are
+// Softmax, LogSoftmax, Hardmax and LpNormalization. Before opset 13 the first
+// three coerce X to 2-D at `axis` (default 1) and work along each row of the
+// flattened trailing dims; from opset 13 they work along the single dim
+// `axis` (default -1), as LpNormalization always does. Both are
 // "outer x n x inner" with a stride of `inner` between the n elements.
 #include <cmath>
 #include <limits>
@@ -18,11 +19,22 @@ struct AxisSplit {
   int64_t inner = 1;  // dims after it (1 for the 2-D coercion)
 };
 
-Result<AxisSplit> SplitAtAxis(KernelContext& ctx) {
+// How an op reads its `axis`: along that one dim, or (Softmax before opset
+// 13) over the trailing dims flattened from it.
+struct AxisRule {
+  bool single_axis;
+  int64_t default_axis;
+};
+
+AxisRule SoftmaxAxisRule(const KernelContext& ctx) {
+  return ctx.opset() >= 13 ? AxisRule{true, -1} : AxisRule{false, 1};
+}
+
+Result<AxisSplit> SplitAtAxis(KernelContext& ctx, AxisRule rule) {
   VIGIL_RETURN_IF_ERROR(RequireInputs(ctx, 1));
   const runtime::Tensor& x = *ctx.input(0);
-  const bool single_axis = ctx.opset() >= 13;
-  VIGIL_ASSIGN_OR_RETURN(int64_t attr, ops::IntAttr(ctx.node(), "axis", single_axis ? -1 : 1));
+  const bool single_axis = rule.single_axis;
+  VIGIL_ASSIGN_OR_RETURN(int64_t attr, ops::IntAttr(ctx.node(), "axis", rule.default_axis));
   VIGIL_ASSIGN_OR_RETURN(int64_t axis, ops::NormalizeAxis(ctx.node(), attr, static_cast<int64_t>(x.rank())));
   AxisSplit s;
   for (int64_t d = 0; d < static_cast<int64_t>(x.rank()); ++d) {
@@ -41,8 +53,8 @@ Result<AxisSplit> SplitAtAxis(KernelContext& ctx) {
 // load(k) reads element k of the line (in the compute type, as double) and
 // store(k, v) writes it to Y.
 template <typename RowFn>
-Status ForEachLine(KernelContext& ctx, RowFn&& row) {
-  VIGIL_ASSIGN_OR_RETURN(AxisSplit s, SplitAtAxis(ctx));
+Status ForEachLine(KernelContext& ctx, AxisRule rule, RowFn&& row) {
+  VIGIL_ASSIGN_OR_RETURN(AxisSplit s, SplitAtAxis(ctx, rule));
   const runtime::Tensor& x = *ctx.input(0);
   return DispatchFloat(ctx, 0, [&]<ir::DataType D>() -> Status {
     using C = ElementCodec<D>;
@@ -86,7 +98,7 @@ double SumExp(int64_t n, double max, Load&& load) {
 }  // namespace
 
 Status SoftmaxKernel(KernelContext& ctx) {
-  return ForEachLine(ctx, [](int64_t n, auto&& load, auto&& store) {
+  return ForEachLine(ctx, SoftmaxAxisRule(ctx), [](int64_t n, auto&& load, auto&& store) {
     // A line of only -inf has no softmax: exp(-inf - -inf) gives NaN, as in
     // the ONNX reference.
     const double max = LineMax(n, load);
@@ -96,7 +108,7 @@ Status SoftmaxKernel(KernelContext& ctx) {
 }
 
 Status LogSoftmaxKernel(KernelContext& ctx) {
-  return ForEachLine(ctx, [](int64_t n, auto&& load, auto&& store) {
+  return ForEachLine(ctx, SoftmaxAxisRule(ctx), [](int64_t n, auto&& load, auto&& store) {
     const double max = LineMax(n, load);
     const double log_sum = std::log(SumExp(n, max, load));
     for (int64_t k = 0; k < n; ++k) store(k, load(k) - max - log_sum);
@@ -105,7 +117,7 @@ Status LogSoftmaxKernel(KernelContext& ctx) {
 
 // 1 at the first maximum of the line (a NaN counts as the maximum), 0 elsewhere.
 Status HardmaxKernel(KernelContext& ctx) {
-  return ForEachLine(ctx, [](int64_t n, auto&& load, auto&& store) {
+  return ForEachLine(ctx, SoftmaxAxisRule(ctx), [](int64_t n, auto&& load, auto&& store) {
     int64_t best = 0;
     double best_value = n > 0 ? load(0) : 0.0;
     for (int64_t k = 1; k < n && !std::isnan(best_value); ++k) {
@@ -116,6 +128,19 @@ Status HardmaxKernel(KernelContext& ctx) {
       }
     }
     for (int64_t k = 0; k < n; ++k) store(k, k == best ? 1.0 : 0.0);
+  });
+}
+
+// y = x / ||line||_p for p = 1 (sum of |x|) or 2 (sqrt of the sum of
+// squares); a line whose norm is 0 gives zeros, not NaN.
+Status LpNormKernel(KernelContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(int64_t p, ops::IntAttr(ctx.node(), "p", 2));
+  if (p != 1 && p != 2) return AttributeError(ctx, "p is {}, expected 1 or 2", p);
+  return ForEachLine(ctx, AxisRule{true, -1}, [p](int64_t n, auto&& load, auto&& store) {
+    double norm = 0;
+    for (int64_t k = 0; k < n; ++k) norm += p == 1 ? std::fabs(load(k)) : load(k) * load(k);
+    if (p == 2) norm = std::sqrt(norm);
+    for (int64_t k = 0; k < n; ++k) store(k, norm == 0 ? 0.0 : load(k) / norm);
   });
 }
 

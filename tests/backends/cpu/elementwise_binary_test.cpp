@@ -1,6 +1,7 @@
 // Broadcasting binary kernels, comparisons, logic, bit ops, Pow, Mod and the
 // broadcast walk itself, against naive float64 references that index every
 // output element by division (the way the kernels deliberately do not).
+#include <climits>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -262,33 +263,71 @@ TEST(ElementwiseBinary, PowIntegerNegativeExponentsAndWrap) {
   EXPECT_EQ(Values<int32_t>(out[0]), (std::vector<int32_t>{0, 1, -1, 1, 1870418611}));
 }
 
+// The opset-28 rule: shifts below 0 or of the bit width or more give the
+// sign fill alone (-1 for a right shift of a negative value, else 0); a left
+// shift wraps modulo 2^bits, a right shift floors (arithmetic for signed).
+double BitShiftReference(DataType d, bool left, double a, double b) {
+  const double bits = ir::DataTypeBits(d);
+  const bool is_signed = !IsUnsigned(d);
+  if (b < 0 || b >= bits) return !left && a < 0 ? -1 : 0;
+  if (!left) return std::floor(a / std::pow(2.0, b));
+  // fmod keeps a's sign; both corrections are exact in double (r is a
+  // small integer times a power of two).
+  double r = std::fmod(a * std::pow(2.0, b), std::pow(2.0, bits));
+  if (is_signed && r >= std::pow(2.0, bits - 1)) r -= std::pow(2.0, bits);
+  if (is_signed && r < -std::pow(2.0, bits - 1)) r += std::pow(2.0, bits);
+  return r;
+}
+
 TEST(ElementwiseBinary, BitShift) {
-  for (DataType d : {DataType::kUint8, DataType::kUint16, DataType::kUint32, DataType::kUint64}) {
+  for (DataType d : IntDtypes()) {
     const double bits = ir::DataTypeBits(d);
-    auto a = RandomValues(13, 0, 200, 9, true);
-    std::vector<double> b(13);
-    for (size_t i = 0; i < b.size(); ++i) b[i] = std::fmod(static_cast<double>(i) * 5, bits + 3);
-    runtime::Tensor ta = TensorOf(d, {13}, a), tb = TensorOf(d, {13}, b);
+    const double lo = IsUnsigned(d) ? 0 : -100;
+    auto a = RandomValues(127, lo, 100, 9, true);
+    std::vector<double> b(127);
+    // Shifts from -2 (signed) or 0 up to past the width.
+    const double first = IsUnsigned(d) ? 0 : -2;
+    for (size_t i = 0; i < b.size(); ++i) b[i] = std::fmod(static_cast<double>(i) * 5, bits + 5) + first;
+    runtime::Tensor ta = TensorOf(d, {127}, a), tb = TensorOf(d, {127}, b);
     for (std::string dir : {"LEFT", "RIGHT"}) {
-      auto out = RunOk(MakeNode("BitShift", {"a", "b"}, {"y"}, {StringAttr("direction", dir)}), 11, {&ta, &tb});
+      auto out = RunOk(MakeNode("BitShift", {"a", "b"}, {"y"}, {StringAttr("direction", dir)}), 28, {&ta, &tb});
       ASSERT_EQ(out.size(), 1u);
-      std::vector<double> want(13);
-      for (size_t i = 0; i < 13; ++i) {
-        if (b[i] >= bits) {
-          want[i] = 0;
-        } else if (dir == "LEFT") {
-          want[i] = std::fmod(a[i] * std::pow(2.0, b[i]), std::pow(2.0, bits));
-        } else {
-          want[i] = std::floor(a[i] / std::pow(2.0, b[i]));
-        }
-      }
+      std::vector<double> want(127);
+      for (size_t i = 0; i < want.size(); ++i) want[i] = BitShiftReference(d, dir == "LEFT", a[i], b[i]);
       ExpectNear(DoublesOf(out[0]), want, {0, 0}, "BitShift " + dir + " " + DtypeName(d));
     }
   }
+}
+
+TEST(ElementwiseBinary, BitShiftSignedEdges) {
+  // int8: the sign bit is shifted into and past; -128 >> 7 is -1; shifts of
+  // -1, 8 and 127 are out of range.
+  runtime::Tensor a = MakeTensor<int8_t>(DataType::kInt8, {7}, {1, 3, -128, -128, -5, 5, -1});
+  runtime::Tensor b = MakeTensor<int8_t>(DataType::kInt8, {7}, {7, 7, 7, 1, -1, 8, 127});
+  auto left = RunOk(MakeNode("BitShift", {"a", "b"}, {"y"}, {StringAttr("direction", "LEFT")}), 28, {&a, &b});
+  EXPECT_EQ(Values<int8_t>(left[0]), (std::vector<int8_t>{-128, -128, 0, 0, 0, 0, 0}));
+  auto right = RunOk(MakeNode("BitShift", {"a", "b"}, {"y"}, {StringAttr("direction", "RIGHT")}), 28, {&a, &b});
+  EXPECT_EQ(Values<int8_t>(right[0]), (std::vector<int8_t>{0, 0, -1, -64, -1, 0, -1}));
+  // int64 at the full width.
+  runtime::Tensor c = MakeTensor<int64_t>(DataType::kInt64, {3}, {1, INT64_MIN, -7});
+  runtime::Tensor s = MakeTensor<int64_t>(DataType::kInt64, {3}, {63, 63, 64});
+  auto l64 = RunOk(MakeNode("BitShift", {"a", "b"}, {"y"}, {StringAttr("direction", "LEFT")}), 28, {&c, &s});
+  EXPECT_EQ(Values<int64_t>(l64[0]), (std::vector<int64_t>{INT64_MIN, 0, 0}));
+  auto r64 = RunOk(MakeNode("BitShift", {"a", "b"}, {"y"}, {StringAttr("direction", "RIGHT")}), 28, {&c, &s});
+  EXPECT_EQ(Values<int64_t>(r64[0]), (std::vector<int64_t>{0, -1, -1}));
+}
+
+TEST(ElementwiseBinary, BitShiftBadAttributesAndTypes) {
   runtime::Tensor x = MakeTensor<uint8_t>(DataType::kUint8, {1}, {1});
   ExpectRunFails(MakeNode("BitShift", {"a", "b"}, {"y"}, {StringAttr("direction", "UP")}), 11, {&x, &x},
                  "direction");
   ExpectRunFails(MakeNode("BitShift", {"a", "b"}, {"y"}), 11, {&x, &x}, "direction");
+  runtime::Tensor f = F32({1}, {1});
+  ExpectRunFails(MakeNode("BitShift", {"a", "b"}, {"y"}, {StringAttr("direction", "LEFT")}), 28, {&f, &f},
+                 "dtype float32 of input 0");
+  runtime::Tensor i = I64({1}, {1});
+  ExpectRunFails(MakeNode("BitShift", {"a", "b"}, {"y"}, {StringAttr("direction", "LEFT")}), 28, {&x, &i},
+                 "input 1 has dtype int64");
 }
 
 TEST(ElementwiseBinary, MismatchesFail) {

@@ -1,6 +1,7 @@
 // Cast and CastLike over every pair of supported dtypes, plus the edges:
 // float to integer truncation and saturation, NaN, bool, and single rounding
-// from float64 to float16/bfloat16.
+// from float64 to float16/bfloat16. BitCast between every pair of dtypes of
+// one width, against the input's bytes.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -130,6 +131,96 @@ TEST(ElementwiseCast, BadTargetsFail) {
   ASSERT_FALSE(str.ok());
   EXPECT_EQ(str.status().code(), ErrorCode::kUnsupported);
   EXPECT_NE(str.status().summary().find("str"), std::string::npos) << str.status().ToString();
+}
+
+// --- BitCast ----------------------------------------------------------------------
+
+// Every dtype vigil knows except string (pairs of equal width are picked
+// below).
+std::vector<DataType> BitCastDtypes() {
+  std::vector<DataType> all;
+  for (int32_t v = 1; v <= 23; ++v) {
+    const auto d = static_cast<DataType>(v);
+    if (ir::IsKnownDataType(v) && d != DataType::kString) all.push_back(d);
+  }
+  return all;
+}
+
+// A tensor of `count` elements of dtype d holding pseudo-random bytes.
+runtime::Tensor RandomBytes(DataType d, int64_t count, uint32_t seed) {
+  runtime::Tensor t = runtime::Tensor::Allocate(d, {count}).value();
+  auto* p = static_cast<uint8_t*>(t.raw_data());
+  uint32_t s = seed * 2654435761u + 1;
+  for (size_t i = 0; i < t.byte_size(); ++i) {
+    s = s * 1664525u + 1013904223u;
+    p[i] = static_cast<uint8_t>(s >> 24);
+  }
+  return t;
+}
+
+TEST(BitCast, EverySameWidthPairKeepsTheBytes) {
+  int pairs = 0;
+  for (DataType from : BitCastDtypes()) {
+    for (DataType to : BitCastDtypes()) {
+      if (ir::DataTypeBits(from) != ir::DataTypeBits(to)) continue;
+      for (int64_t n : {13, 127}) {
+        std::string what = "BitCast " + DtypeName(from) + " -> " + DtypeName(to) + " n=" + std::to_string(n);
+        runtime::Tensor in = RandomBytes(from, n, static_cast<uint32_t>(n) + static_cast<uint32_t>(from));
+        ir::Node node = MakeNode("BitCast", {"x"}, {"y"}, {IntAttr("to", static_cast<int64_t>(to))});
+        auto out = RunOk(node, 26, {&in});
+        ASSERT_EQ(out.size(), 1u) << what;
+        EXPECT_EQ(out[0].dtype(), to) << what;
+        EXPECT_EQ(out[0].shape(), in.shape()) << what;
+        ASSERT_EQ(out[0].byte_size(), in.byte_size()) << what;
+        EXPECT_EQ(std::memcmp(out[0].raw_data(), in.raw_data(), in.byte_size()), 0) << what;
+        ir::TypeInfo t = ops::TensorType(from, std::vector<int64_t>{n});
+        auto inferred = InferNode(node, 26, {&t});
+        ASSERT_TRUE(inferred.ok()) << what << ": " << inferred.status().ToString();
+        EXPECT_EQ(ir::TypeToString((*inferred)[0]), std::string(ir::DataTypeName(to)) + "[" + std::to_string(n) + "]")
+            << what;
+      }
+      ++pairs;
+    }
+  }
+  EXPECT_GE(pairs, 40);
+}
+
+TEST(BitCast, KnownValuesAndShapes) {
+  runtime::Tensor f = F32({2, 2}, {1.0f, -2.0f, 0.0f, -0.0f});
+  auto out = RunOk(MakeNode("BitCast", {"x"}, {"y"}, {IntAttr("to", 6)}), 26, {&f});  // int32
+  EXPECT_EQ(out[0].shape(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(Values<int32_t>(out[0]), (std::vector<int32_t>{0x3F800000, static_cast<int32_t>(0xC0000000u), 0,
+                                                          static_cast<int32_t>(0x80000000u)}));
+  runtime::Tensor s = MakeTensor<uint16_t>(DataType::kUint16, {}, {0xFFFF});
+  out = RunOk(MakeNode("BitCast", {"x"}, {"y"}, {IntAttr("to", 5)}), 26, {&s});  // int16
+  EXPECT_EQ(out[0].shape(), (std::vector<int64_t>{}));
+  EXPECT_EQ(Values<int16_t>(out[0]), (std::vector<int16_t>{-1}));
+  runtime::Tensor empty = F32({0, 3}, {});
+  out = RunOk(MakeNode("BitCast", {"x"}, {"y"}, {IntAttr("to", 12)}), 26, {&empty});  // uint32
+  EXPECT_EQ(out[0].shape(), (std::vector<int64_t>{0, 3}));
+}
+
+TEST(BitCast, BadTargetsFail) {
+  runtime::Tensor in = F32({2}, {1, 2});
+  ExpectRunFails(MakeNode("BitCast", {"x"}, {"y"}), 26, {&in}, "to");
+  ExpectRunFails(MakeNode("BitCast", {"x"}, {"y"}, {IntAttr("to", 7)}), 26, {&in},
+                 "has 32-bit elements but attribute to is int64 (64 bits)");
+  ExpectRunFails(MakeNode("BitCast", {"x"}, {"y"}, {IntAttr("to", 2)}), 26, {&in}, "equal widths");
+  ExpectRunFails(MakeNode("BitCast", {"x"}, {"y"}, {IntAttr("to", 8)}), 26, {&in}, "string");
+  ExpectRunFails(MakeNode("BitCast", {"x"}, {"y"}, {IntAttr("to", 99)}), 26, {&in}, "not an ONNX dtype");
+  ExpectRunFails(MakeNode("BitCast", {"x"}, {"y"}, {IntAttr("to", -1)}), 26, {&in}, "not an ONNX dtype");
+  EXPECT_FALSE(RunKernel(MakeNode("BitCast", {"x"}, {"y"}, {IntAttr("to", 1)}), 25, {&in}).ok());  // not before 26
+
+  ir::TypeInfo t = ops::TensorType(DataType::kFloat64, std::vector<int64_t>{3});
+  auto r = InferNode(MakeNode("BitCast", {"x"}, {"y"}, {IntAttr("to", 1)}), 26, {&t});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().summary().find("float64 (64 bits)"), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().summary().find("node BitCast"), std::string::npos) << r.status().ToString();
+  EXPECT_FALSE(InferNode(MakeNode("BitCast", {"x"}, {"y"}, {IntAttr("to", 8)}), 26, {&t}).ok());
+  EXPECT_FALSE(InferNode(MakeNode("BitCast", {"x"}, {"y"}), 26, {&t}).ok());
+  auto ok = InferNode(MakeNode("BitCast", {"x"}, {"y"}, {IntAttr("to", 13)}), 26, {&t});  // uint64
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ir::TypeToString((*ok)[0]), "uint64[3]");
 }
 
 }  // namespace

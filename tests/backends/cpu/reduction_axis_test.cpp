@@ -1,4 +1,4 @@
-// CPU kernels and shape inference of ArgMax, ArgMin, CumSum and TopK, against
+// CPU kernels and shape inference of ArgMax, ArgMin, CumSum, CumProd and TopK, against
 // float64 loops over [outer, n, inner] views of the input.
 #include <algorithm>
 #include <cmath>
@@ -108,15 +108,30 @@ TEST(ArgReduceKernels, NaNWinsAndEmptyAxisFails) {
   EXPECT_EQ(r.status().code(), ErrorCode::kUnsupported);
 }
 
-// --- CumSum ------------------------------------------------------------------
+// --- CumSum, CumProd -------------------------------------------------------------
 
-void CheckCumSum(DataType d, const std::vector<int64_t>& shape, int64_t axis, int64_t exclusive, int64_t reverse,
-                 DataType axis_dtype) {
+// An integer result reduced to dtype d's width, as wrapping arithmetic gives it.
+double WrapToWidth(DataType d, uint64_t u) {
+  switch (d) {
+    case DataType::kInt32: return static_cast<int32_t>(u);
+    case DataType::kUint32: return static_cast<uint32_t>(u);
+    case DataType::kUint64: return static_cast<double>(u);
+    default: return static_cast<double>(static_cast<int64_t>(u));
+  }
+}
+
+void CheckCumulative(const std::string& op, DataType d, const std::vector<int64_t>& shape, int64_t axis,
+                     int64_t exclusive, int64_t reverse, DataType axis_dtype) {
+  const bool product = op == "CumProd";
   const int64_t rank = static_cast<int64_t>(shape.size());
   const int64_t ax = axis < 0 ? axis + rank : axis;
-  const std::string what = "CumSum " + DtypeName(d) + " " + ShapeString(shape) + " axis=" + std::to_string(axis) +
+  const std::string what = op + " " + DtypeName(d) + " " + ShapeString(shape) + " axis=" + std::to_string(axis) +
                            " exclusive=" + std::to_string(exclusive) + " reverse=" + std::to_string(reverse);
   std::vector<double> xv = IsFloat(d) ? RandomValues(Product(shape), -1, 1, 5) : TiedValues(d, Product(shape), 5);
+  if (product && IsFloat(d)) {
+    // Magnitudes near 1, so that long products neither vanish nor overflow.
+    for (double& x : xv) x = (x < 0 ? -1 : 1) * (0.75 + 0.5 * std::fabs(x));
+  }
   for (double& x : xv) x = Quantize(d, x);
   runtime::Tensor x = TensorOf(d, shape, xv);
   runtime::Tensor a = TensorOf(axis_dtype, {}, {static_cast<double>(axis)});
@@ -124,37 +139,35 @@ void CheckCumSum(DataType d, const std::vector<int64_t>& shape, int64_t axis, in
   std::vector<double> want(xv.size());
   for (int64_t o = 0; o < v.outer; ++o) {
     for (int64_t j = 0; j < v.inner; ++j) {
-      double acc = 0;
+      // Floats in double; integers in uint64, which wraps like the kernel.
+      double acc = product ? 1 : 0;
+      uint64_t iacc = product ? 1 : 0;
       for (int64_t s = 0; s < v.n; ++s) {
         const int64_t i = reverse ? v.n - 1 - s : s;
         const int64_t at = (o * v.n + i) * v.inner + j;
-        if (exclusive) {
-          want[at] = acc;
-          acc += xv[at];
-        } else {
-          acc += xv[at];
-          want[at] = acc;
-        }
+        const double before = IsFloat(d) ? acc : WrapToWidth(d, iacc);
+        const uint64_t xi = IsFloat(d) ? 0 : static_cast<uint64_t>(static_cast<int64_t>(xv[at]));
+        acc = product ? acc * xv[at] : acc + xv[at];
+        iacc = product ? iacc * xi : iacc + xi;
+        want[at] = exclusive ? before : (IsFloat(d) ? acc : WrapToWidth(d, iacc));
       }
     }
   }
   for (double& w : want) w = Quantize(d, w);
-  ir::Node node = MakeNode("CumSum", {"x", "axis"}, {"y"},
-                           {IntAttr("exclusive", exclusive), IntAttr("reverse", reverse)});
-  auto out = RunOk(node, 14, {&x, &a});
+  ir::Node node = MakeNode(op, {"x", "axis"}, {"y"}, {IntAttr("exclusive", exclusive), IntAttr("reverse", reverse)});
+  auto out = RunOk(node, product ? 26 : 14, {&x, &a});
   ASSERT_EQ(out.size(), 1u) << what;
   EXPECT_EQ(out[0].shape(), shape) << what;
   ExpectNear(DoublesOf(out[0]), want, ToleranceFor(d), what);
 }
 
-TEST(CumSumKernel, AgainstReference) {
-  for (DataType d : {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBfloat16,
-                     DataType::kInt32, DataType::kInt64}) {
+void CheckCumulativeAll(const std::string& op, const std::vector<DataType>& dtypes) {
+  for (DataType d : dtypes) {
     for (const auto& shape : kShapes) {
       for (int64_t axis = -static_cast<int64_t>(shape.size()); axis < static_cast<int64_t>(shape.size()); ++axis) {
         for (int64_t exclusive : {0, 1}) {
           for (int64_t reverse : {0, 1}) {
-            CheckCumSum(d, shape, axis, exclusive, reverse, axis == 0 ? DataType::kInt32 : DataType::kInt64);
+            CheckCumulative(op, d, shape, axis, exclusive, reverse, axis == 0 ? DataType::kInt32 : DataType::kInt64);
           }
         }
       }
@@ -162,17 +175,48 @@ TEST(CumSumKernel, AgainstReference) {
   }
 }
 
+TEST(CumSumKernel, AgainstReference) {
+  CheckCumulativeAll("CumSum", {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBfloat16,
+                                DataType::kInt32, DataType::kInt64});
+}
+
+TEST(CumProdKernel, AgainstReference) {
+  // Integer products of up to 127 values in [-3, 3) wrap; the reference wraps too.
+  CheckCumulativeAll("CumProd", {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBfloat16,
+                                 DataType::kInt32, DataType::kInt64, DataType::kUint32, DataType::kUint64});
+}
+
+TEST(CumProdKernel, Example) {
+  runtime::Tensor x = F32({3}, {1, 2, 3});
+  runtime::Tensor axis = I64({}, {0});
+  auto run = [&](int64_t exclusive, int64_t reverse) {
+    auto out = RunOk(MakeNode("CumProd", {"x", "axis"}, {"y"},
+                              {IntAttr("exclusive", exclusive), IntAttr("reverse", reverse)}),
+                     26, {&x, &axis});
+    return Values<float>(out[0]);
+  };
+  EXPECT_EQ(run(0, 0), (std::vector<float>{1, 2, 6}));
+  EXPECT_EQ(run(1, 0), (std::vector<float>{1, 1, 2}));
+  EXPECT_EQ(run(0, 1), (std::vector<float>{6, 6, 3}));
+  EXPECT_EQ(run(1, 1), (std::vector<float>{6, 3, 1}));
+}
+
 TEST(CumSumKernel, Errors) {
-  runtime::Tensor x = F32({2, 3}, std::vector<float>(6, 1));
-  runtime::Tensor bad = I64({}, {2});
-  ExpectRunFails(MakeNode("CumSum", {"x", "axis"}, {"y"}), 14, {&x, &bad}, "out of range");
-  runtime::Tensor two = I64({2}, {0, 1});
-  ExpectRunFails(MakeNode("CumSum", {"x", "axis"}, {"y"}), 14, {&x, &two}, "single value");
-  runtime::Tensor f = F32({}, {0});
-  ExpectRunFails(MakeNode("CumSum", {"x", "axis"}, {"y"}), 14, {&x, &f}, "int32 or int64");
-  runtime::Tensor s = F32({}, {1});
-  runtime::Tensor zero = I64({}, {0});
-  ExpectRunFails(MakeNode("CumSum", {"x", "axis"}, {"y"}), 14, {&s, &zero}, "scalar");
+  for (const char* op : {"CumSum", "CumProd"}) {
+    const int64_t opset = std::string(op) == "CumProd" ? 26 : 14;
+    runtime::Tensor x = F32({2, 3}, std::vector<float>(6, 1));
+    runtime::Tensor bad = I64({}, {2});
+    ExpectRunFails(MakeNode(op, {"x", "axis"}, {"y"}), opset, {&x, &bad}, "out of range");
+    runtime::Tensor neg = I64({}, {-3});
+    ExpectRunFails(MakeNode(op, {"x", "axis"}, {"y"}), opset, {&x, &neg}, "out of range");
+    runtime::Tensor two = I64({2}, {0, 1});
+    ExpectRunFails(MakeNode(op, {"x", "axis"}, {"y"}), opset, {&x, &two}, "single value");
+    runtime::Tensor f = F32({}, {0});
+    ExpectRunFails(MakeNode(op, {"x", "axis"}, {"y"}), opset, {&x, &f}, "int32 or int64");
+    runtime::Tensor s = F32({}, {1});
+    runtime::Tensor zero = I64({}, {0});
+    ExpectRunFails(MakeNode(op, {"x", "axis"}, {"y"}), opset, {&s, &zero}, std::string(op) + " needs rank 1");
+  }
 }
 
 // --- TopK --------------------------------------------------------------------
@@ -280,6 +324,11 @@ TEST(AxisReductionInference, Shapes) {
   EXPECT_EQ(ir::TypeToString((*r)[0]), "float32[N,5,L]");
   ir::TypeInfo bad_axis = ops::TensorType(DataType::kFloat32, std::vector<int64_t>{});
   EXPECT_FALSE(InferNode(MakeNode("CumSum", {"x", "axis"}, {"y"}), 14, {&x, &bad_axis}).ok());
+  r = InferNode(MakeNode("CumProd", {"x", "axis"}, {"y"}), 26, {&x, &axis_type});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(ir::TypeToString((*r)[0]), "float32[N,5,L]");
+  EXPECT_FALSE(InferNode(MakeNode("CumProd", {"x", "axis"}, {"y"}), 26, {&x, &bad_axis}).ok());
+  EXPECT_FALSE(InferNode(MakeNode("CumProd", {"x", "axis"}, {"y"}), 25, {&x, &axis_type}).ok());
 
   runtime::Tensor k = I64({1}, {3});
   ir::Tensor kc = k.AsConstant("k");

@@ -1,5 +1,5 @@
 // Indexing ops: Slice, Gather, GatherElements, GatherND, ScatterND,
-// ScatterElements, Scatter, NonZero, OneHot, Trilu.
+// ScatterElements, Scatter, TensorScatter, NonZero, OneHot, Trilu.
 #include <algorithm>
 #include <climits>
 #include <limits>
@@ -300,6 +300,130 @@ TEST(ScatterElementsKernel, AxesReductionsAndScatterAlias) {
   auto u1 = F32({1, 1}, {0});
   RunError(MakeNode("ScatterElements", {"x", "i", "u"}, {"y"}), 13, {&x, &oob, &u1});
   RunError(MakeNode("ScatterElements", {"x", "i", "u"}, {"y"}, {StringAttr("reduction", "avg")}), 18, {&x, &idx, &upd});
+}
+
+// ---------------------------------------------------------------- TensorScatter
+
+// The spec's loop: every element of update, at its multi-index with the
+// sequence coordinate moved to write_indices[batch] + s (modulo the cache
+// length in circular mode, Python-style for negatives).
+std::vector<float> TensorScatterReference(const std::vector<float>& past, const std::vector<int64_t>& past_shape,
+                                          const std::vector<float>& update, const std::vector<int64_t>& update_shape,
+                                          const std::vector<int64_t>& writes, int64_t axis, bool circular) {
+  std::vector<float> out = past;
+  const auto strides = Strides(past_shape);
+  const int64_t max_seq = past_shape[axis];
+  for (int64_t u = 0; u < Count(update_shape); ++u) {
+    auto idx = Unflatten(u, update_shape);
+    int64_t at = writes[idx[0]] + idx[axis];
+    if (circular) at = ((at % max_seq) + max_seq) % max_seq;
+    idx[axis] = at;
+    int64_t flat = 0;
+    for (size_t a = 0; a < idx.size(); ++a) flat += idx[a] * strides[a];
+    out[flat] = update[u];
+  }
+  return out;
+}
+
+TEST(TensorScatterKernel, LinearAndCircularAgainstTheSpecLoop) {
+  struct Case {
+    std::vector<int64_t> past_shape, update_shape;
+    int64_t axis;  // as given (may be negative or absent: -2)
+    bool circular;
+    std::vector<int64_t> writes;  // empty: input omitted (zeros)
+  } cases[] = {
+      {{2, 3, 13, 5}, {2, 3, 4, 5}, -2, false, {}},
+      {{2, 3, 13, 5}, {2, 3, 4, 5}, -2, false, {9, 0}},
+      {{2, 3, 13, 5}, {2, 3, 4, 5}, 2, true, {11, -3}},
+      {{3, 127, 2}, {3, 13, 2}, 1, true, {120, 0, -130}},
+      {{3, 127, 2}, {3, 13, 2}, 1, false, {114, 0, 57}},
+      {{2, 4, 13}, {2, 4, 13}, -1, true, {5, 12}},   // the whole cache, rotated
+      {{2, 4, 13}, {2, 4, 0}, -1, false, {13, 0}},   // an empty update
+      {{1, 2, 3, 7, 2}, {1, 2, 3, 7, 2}, 3, false, {0}},
+  };
+  for (const Case& c : cases) {
+    const int64_t rank = static_cast<int64_t>(c.past_shape.size());
+    const int64_t axis = c.axis < 0 ? c.axis + rank : c.axis;
+    auto past_values = Iota(Count(c.past_shape));
+    auto update_values = Iota(Count(c.update_shape), 1000.0f);
+    auto past = F32(c.past_shape, past_values);
+    auto update = F32(c.update_shape, update_values);
+    const bool given = !c.writes.empty();
+    auto writes = given ? I64({c.past_shape[0]}, c.writes) : I64({0}, {});
+    std::vector<ir::Attribute> attrs = {StringAttr("mode", c.circular ? "circular" : "linear")};
+    if (c.axis != -2) attrs.push_back(IntAttr("axis", c.axis));
+    ir::Node node = MakeNode("TensorScatter", given ? std::vector<std::string>{"p", "u", "w"}
+                                                    : std::vector<std::string>{"p", "u"},
+                             {"y"}, attrs);
+    auto out = given ? RunOk(node, 24, {&past, &update, &writes}) : RunOk(node, 24, {&past, &update});
+    std::vector<int64_t> w = given ? c.writes : std::vector<int64_t>(c.past_shape[0], 0);
+    ASSERT_EQ(out[0].shape(), c.past_shape);
+    ExpectFloatsEq(Values<float>(out[0]), TensorScatterReference(past_values, c.past_shape, update_values,
+                                                                 c.update_shape, w, axis, c.circular));
+  }
+}
+
+TEST(TensorScatterKernel, ByteAndWideElements) {
+  auto past = MakeTensor(DataType::kInt8, {2, 3, 1}, std::vector<int8_t>{1, 2, 3, 4, 5, 6});
+  auto update = MakeTensor(DataType::kInt8, {2, 2, 1}, std::vector<int8_t>{-1, -2, -3, -4});
+  auto w = I64({2}, {2, 0});
+  auto out = RunOk(MakeNode("TensorScatter", {"p", "u", "w"}, {"y"}, {StringAttr("mode", "circular")}), 24,
+                   {&past, &update, &w});
+  EXPECT_EQ(Values<int8_t>(out[0]), (std::vector<int8_t>{-2, 2, -1, -3, -4, 6}));
+  auto dpast = MakeTensor(DataType::kFloat64, {1, 2, 2}, std::vector<double>{1, 2, 3, 4});
+  auto dupdate = MakeTensor(DataType::kFloat64, {1, 1, 2}, std::vector<double>{9, 8});
+  auto w1 = I64({1}, {1});
+  out = RunOk(MakeNode("TensorScatter", {"p", "u", "w"}, {"y"}), 24, {&dpast, &dupdate, &w1});
+  EXPECT_EQ(Values<double>(out[0]), (std::vector<double>{1, 2, 9, 8}));
+}
+
+TEST(TensorScatterKernel, Errors) {
+  auto past = F32({2, 5, 3}, Iota(30));
+  auto update = F32({2, 2, 3}, Iota(12));
+  auto node = [](std::vector<ir::Attribute> attrs = {}) {
+    return MakeNode("TensorScatter", {"p", "u", "w"}, {"y"}, std::move(attrs));
+  };
+  auto late = I64({2}, {0, 4});
+  EXPECT_NE(RunError(node(), 24, {&past, &update, &late}).find("write_indices[1] is 4"), std::string::npos);
+  auto negative = I64({2}, {-1, 0});
+  EXPECT_NE(RunError(node(), 24, {&past, &update, &negative}).find("linear mode"), std::string::npos);
+  auto short_writes = I64({1}, {0});
+  EXPECT_NE(RunError(node(), 24, {&past, &update, &short_writes}).find("one index per batch"), std::string::npos);
+  auto ok = I64({2}, {0, 0});
+  EXPECT_NE(RunError(node({StringAttr("mode", "ring")}), 24, {&past, &update, &ok}).find("'linear' or 'circular'"),
+            std::string::npos);
+  EXPECT_NE(RunError(node({IntAttr("axis", 0)}), 24, {&past, &update, &ok}).find("batch axis"), std::string::npos);
+  EXPECT_NE(RunError(node({IntAttr("axis", -4)}), 24, {&past, &update, &ok}).find("axis"), std::string::npos);
+  auto too_long = F32({2, 6, 3}, Iota(36));
+  EXPECT_NE(RunError(node(), 24, {&past, &too_long, &ok}).find("does not fit"), std::string::npos);
+  auto other_dim = F32({2, 2, 4}, Iota(16));
+  EXPECT_NE(RunError(node(), 24, {&past, &other_dim, &ok}).find("does not fit"), std::string::npos);
+  auto ints = I64({2, 2, 3}, std::vector<int64_t>(12, 0));
+  EXPECT_NE(RunError(node(), 24, {&past, &ints, &ok}).find("dtype"), std::string::npos);
+  auto flat = F32({5}, Iota(5));
+  auto flat_update = F32({2}, Iota(2));
+  EXPECT_NE(RunError(MakeNode("TensorScatter", {"p", "u"}, {"y"}), 24, {&flat, &flat_update}).find("rank >= 2"),
+            std::string::npos);
+}
+
+TEST(TensorScatterInfer, ShapesAndErrors) {
+  auto pt = F32T({S("B"), D(4), D(13), D(8)});
+  auto ut = F32T({S("B"), D(4), D(1), D(8)});
+  auto wt = I64T({S("B")});
+  EXPECT_EQ(ShapeOf(InferOk(MakeNode("TensorScatter", {"p", "u", "w"}, {"y"}), 24, {&pt, &ut, &wt})[0]),
+            "float32[B,4,13,8]");
+  EXPECT_EQ(ShapeOf(InferOk(MakeNode("TensorScatter", {"p", "u"}, {"y"}), 24, {&pt, &ut})[0]), "float32[B,4,13,8]");
+  auto long_update = F32T({S("B"), D(4), D(14), D(8)});
+  InferError(MakeNode("TensorScatter", {"p", "u"}, {"y"}), 24, {&pt, &long_update});
+  InferError(MakeNode("TensorScatter", {"p", "u"}, {"y"}, {IntAttr("axis", 0)}), 24, {&pt, &ut});
+  InferError(MakeNode("TensorScatter", {"p", "u"}, {"y"}, {IntAttr("axis", 4)}), 24, {&pt, &ut});
+  InferError(MakeNode("TensorScatter", {"p", "u"}, {"y"}, {StringAttr("mode", "wrap")}), 24, {&pt, &ut});
+  auto i32 = T(DataType::kInt32, {S("B")});
+  InferError(MakeNode("TensorScatter", {"p", "u", "w"}, {"y"}), 24, {&pt, &ut, &i32});
+  auto w2 = I64T({D(2), D(1)});
+  InferError(MakeNode("TensorScatter", {"p", "u", "w"}, {"y"}), 24, {&pt, &ut, &w2});
+  auto ht = T(DataType::kFloat16, {S("B"), D(4), D(1), D(8)});
+  InferError(MakeNode("TensorScatter", {"p", "u"}, {"y"}), 24, {&pt, &ht});
 }
 
 // ---------------------------------------------------------------- NonZero

@@ -1,5 +1,6 @@
 // Softmax, LogSoftmax and Hardmax against a float64 reference, in both
-// definitions: 2-D coercion at `axis` before opset 13, one axis from 13.
+// definitions: 2-D coercion at `axis` before opset 13, one axis from 13; and
+// LpNormalization (p = 1, 2) along one axis.
 #include <cmath>
 #include <limits>
 
@@ -124,6 +125,92 @@ TEST(Softmax, Errors) {
   ir::TypeInfo t = Type(DataType::kFloat32, {S("B"), K(3)});
   EXPECT_FALSE(kt::InferNode(kt::MakeNode("Softmax", {"x"}, {"y"}, {kt::IntAttr("axis", -3)}), 13, {&t}).ok());
   auto ok = kt::InferNode(kt::MakeNode("LogSoftmax", {"x"}, {"y"}), 11, {&t});
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(DimsOf(ok->at(0)), "[B,3]");
+}
+
+// --- LpNormalization -------------------------------------------------------------
+
+// Reference: every element divided by the p-norm of its line along `axis`
+// (found by unravelling the flat index), 0 where that norm is 0.
+std::vector<double> RefLpNorm(const std::vector<double>& x, const Shape& shape, int64_t axis, int64_t p) {
+  const int64_t a = axis < 0 ? axis + static_cast<int64_t>(shape.size()) : axis;
+  std::vector<double> y(x.size());
+  for (int64_t i = 0; i < static_cast<int64_t>(x.size()); ++i) {
+    Shape at = Unravel(i, shape);
+    double norm = 0;
+    for (int64_t k = 0; k < shape[a]; ++k) {
+      at[a] = k;
+      int64_t flat = 0;
+      for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + at[d];
+      norm += p == 1 ? std::fabs(x[flat]) : x[flat] * x[flat];
+    }
+    if (p == 2) norm = std::sqrt(norm);
+    y[i] = norm == 0 ? 0 : x[i] / norm;
+  }
+  return y;
+}
+
+void CheckLpNorm(const Shape& shape, std::optional<int64_t> axis, std::optional<int64_t> p, int64_t opset,
+                 DataType dtype = DataType::kFloat32) {
+  std::vector<double> x = RoundTo(dtype, Random(Product(shape), 33, -3, 3));
+  // One line of zeros where the axis allows: its output is 0, not NaN.
+  const int64_t a = axis.value_or(-1) < 0 ? axis.value_or(-1) + static_cast<int64_t>(shape.size()) : *axis;
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(a) + 1; d < shape.size(); ++d) inner *= shape[d];
+  for (int64_t k = 0; k < shape[a]; ++k) x[k * inner] = 0;
+  runtime::Tensor xt = MakeFloat(dtype, shape, x);
+  std::vector<ir::Attribute> attrs;
+  if (axis) attrs.push_back(kt::IntAttr("axis", *axis));
+  if (p) attrs.push_back(kt::IntAttr("p", *p));
+  ir::Node node = kt::MakeNode("LpNormalization", {"x"}, {"y"}, attrs);
+  auto r = kt::RunKernel(node, opset, {&xt});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->at(0).shape(), shape);
+  std::vector<double> want = RefLpNorm(x, shape, axis.value_or(-1), p.value_or(2));
+  ExpectClose(ReadFloat(r->at(0)), want, Tolerance(dtype) * 2, Tolerance(dtype));
+  ir::TypeInfo xtype = ops::TensorType(dtype, shape);
+  auto inferred = kt::InferNode(node, opset, {&xtype});
+  ASSERT_TRUE(inferred.ok()) << inferred.status().ToString();
+  EXPECT_EQ(DimsOf(inferred->at(0)), ir::ShapeToString(xtype.shape));
+}
+
+TEST(LpNormalization, AgainstReference) {
+  for (int64_t opset : {1, 22}) {
+    for (int64_t p : {1, 2}) {
+      CheckLpNorm({2, 3, 4}, 1, p, opset);
+      CheckLpNorm({3, 13, 5}, -3, p, opset);
+      CheckLpNorm({127}, 0, p, opset);
+      CheckLpNorm({13, 127}, std::nullopt, p, opset);
+      CheckLpNorm({4, 13}, -1, p, opset, DataType::kFloat16);
+      CheckLpNorm({4, 13}, 0, p, opset, DataType::kBfloat16);
+      CheckLpNorm({4, 13}, -2, p, opset, DataType::kFloat64);
+    }
+  }
+  CheckLpNorm({3, 4}, std::nullopt, std::nullopt, 22);  // p = 2, axis = -1
+}
+
+TEST(LpNormalization, Errors) {
+  runtime::Tensor x = kt::F32({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto r = kt::RunKernel(kt::MakeNode("LpNormalization", {"x"}, {"y"}, {kt::IntAttr("p", 3)}), 22, {&x});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().summary().find("p is 3, expected 1 or 2"), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().summary().find("node LpNormalization"), std::string::npos) << r.status().ToString();
+  r = kt::RunKernel(kt::MakeNode("LpNormalization", {"x"}, {"y"}, {kt::IntAttr("axis", 2)}), 22, {&x});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().summary().find("axis"), std::string::npos) << r.status().ToString();
+  r = kt::RunKernel(kt::MakeNode("LpNormalization", {"x"}, {"y"}, {kt::IntAttr("axis", -3)}), 22, {&x});
+  ASSERT_FALSE(r.ok());
+  runtime::Tensor scalar = kt::F32({}, {1});
+  EXPECT_FALSE(kt::RunKernel(kt::MakeNode("LpNormalization", {"x"}, {"y"}), 22, {&scalar}).ok());
+  runtime::Tensor xi = kt::MakeTensor(DataType::kInt32, {2}, std::vector<int32_t>{1, 2});
+  auto u = kt::RunKernel(kt::MakeNode("LpNormalization", {"x"}, {"y"}), 22, {&xi});
+  ASSERT_FALSE(u.ok());
+  EXPECT_EQ(u.status().code(), ErrorCode::kUnsupported);
+  ir::TypeInfo t = Type(DataType::kFloat32, {S("B"), K(3)});
+  EXPECT_FALSE(kt::InferNode(kt::MakeNode("LpNormalization", {"x"}, {"y"}, {kt::IntAttr("p", 0)}), 22, {&t}).ok());
+  EXPECT_FALSE(kt::InferNode(kt::MakeNode("LpNormalization", {"x"}, {"y"}, {kt::IntAttr("axis", 2)}), 22, {&t}).ok());
+  auto ok = kt::InferNode(kt::MakeNode("LpNormalization", {"x"}, {"y"}, {kt::IntAttr("axis", -2)}), 22, {&t});
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(DimsOf(ok->at(0)), "[B,3]");
 }
