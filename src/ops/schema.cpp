@@ -28,10 +28,10 @@ Status InferenceContext::Failure(std::string message) const {
 std::span<const OpSchema> AllSchemas() {
   static const std::vector<OpSchema> kAll = [] {
     std::vector<OpSchema> all;
-    for (auto family : {ElementwiseSchemas(), ConvPoolSchemas(), NormalizationSchemas(), LinalgSchemas(),
-                        ReductionSchemas(), ShapeOpSchemas(), TensorGenSchemas(), RecurrentSchemas(),
-                        QuantizationSchemas(), DropoutSchemas(), LayoutSchemas(), FusedSchemas(),
-                        FaultInjectionSchemas()}) {
+    for (auto family : {ElementwiseSchemas(), ConvPoolSchemas(), NormalizationSchemas(), AttentionSchemas(),
+                        LinalgSchemas(), ReductionSchemas(), ShapeOpSchemas(), TensorGenSchemas(),
+                        RecurrentSchemas(), QuantizationSchemas(), DropoutSchemas(), LayoutSchemas(),
+                        FusedSchemas(), FaultInjectionSchemas()}) {
       all.insert(all.end(), family.begin(), family.end());
     }
     return all;
