@@ -1,8 +1,9 @@
 // Schemas and shape inference of the normalisation ops (BatchNormalization,
-// InstanceNormalization, LayerNormalization, GroupNormalization, LRN,
-// MeanVarianceNormalization, LpNormalization) and of Softmax, LogSoftmax and
-// Hardmax. All of them keep X's type and shape in Y; inference checks
-// attributes and the parameter tensors' sizes where those are known.
+// InstanceNormalization, LayerNormalization, RMSNormalization,
+// GroupNormalization, LRN, MeanVarianceNormalization, LpNormalization) and of
+// Softmax, LogSoftmax and Hardmax. All of them keep X's type and shape in Y;
+// inference checks attributes and the parameter tensors' sizes where those
+// are known.
 #include <vector>
 
 #include "ops/attributes.h"
@@ -98,6 +99,30 @@ Status InferLayerNorm(InferenceContext& ctx) {
   return Status::Ok();
 }
 
+// Y keeps X's type and shape; Scale must broadcast to X's normalised dims
+// (unidirectionally: it never grows Y).
+Status InferRmsNorm(InferenceContext& ctx) {
+  VIGIL_RETURN_IF_ERROR(StashType(ctx).status());
+  VIGIL_ASSIGN_OR_RETURN(auto dims, PropagateData(ctx, 1));
+  if (!dims) return Status::Ok();
+  VIGIL_ASSIGN_OR_RETURN(int64_t axis_attr, IntAttr(ctx.node(), "axis", -1));
+  VIGIL_RETURN_IF_ERROR(NormalizeAxis(ctx.node(), axis_attr, static_cast<int64_t>(dims->size())).status());
+  const ir::TypeInfo* scale = ctx.input_type(1);
+  if (!HasRank(scale)) return Status::Ok();
+  const auto& sd = scale->shape.dims;
+  bool fits = sd.size() <= dims->size();
+  for (size_t i = 0; fits && i < sd.size(); ++i) {
+    const ir::Dim& s = sd[sd.size() - 1 - i];
+    const ir::Dim& x = (*dims)[dims->size() - 1 - i];
+    fits = !s.is_known() || !x.is_known() || *s.value == 1 || *s.value == *x.value;
+  }
+  if (!fits) {
+    return ctx.Fail("input 1 (scale) has shape {}, which does not broadcast to input 0 (X) {}",
+                    ir::ShapeToString(scale->shape), ir::ShapeToString(ctx.input_type(0)->shape));
+  }
+  return Status::Ok();
+}
+
 Status InferGroupNorm(InferenceContext& ctx) {
   VIGIL_ASSIGN_OR_RETURN(int64_t groups, RequiredIntAttr(ctx.node(), "num_groups"));
   if (groups < 1) return ctx.Fail("num_groups is {}, must be at least 1", groups);
@@ -155,6 +180,7 @@ const OpSchema kNormalizationSchemas[] = {
     {"", "BatchNormalization", 14, kLatest, 5, 5, 1, 3, InferBatchNorm},
     {"", "InstanceNormalization", 1, kLatest, 3, 3, 1, 1, InferInstanceNorm},
     {"", "LayerNormalization", 17, kLatest, 2, 3, 1, 3, InferLayerNorm},
+    {"", "RMSNormalization", 23, kLatest, 2, 2, 1, 1, InferRmsNorm},
     {"", "GroupNormalization", 18, 20, 3, 3, 1, 1, InferGroupNorm},
     {"", "GroupNormalization", 21, kLatest, 3, 3, 1, 1, InferGroupNorm},
     {"", "LRN", 1, kLatest, 1, 1, 1, 1, InferLrn},

@@ -28,9 +28,10 @@ Status InferenceContext::Failure(std::string message) const {
 std::span<const OpSchema> AllSchemas() {
   static const std::vector<OpSchema> kAll = [] {
     std::vector<OpSchema> all;
-    for (auto family : {ElementwiseSchemas(), ConvPoolSchemas(), NormalizationSchemas(), LinalgSchemas(),
-                        ReductionSchemas(), ShapeOpSchemas(), TensorGenSchemas(), RecurrentSchemas(),
-                        QuantizationSchemas(), DropoutSchemas(), LossSchemas(), VisionSchemas(), LayoutSchemas(),
+    for (auto family : {ElementwiseSchemas(), ConvPoolSchemas(), NormalizationSchemas(), AttentionSchemas(),
+                        LinalgSchemas(), ReductionSchemas(), ShapeOpSchemas(), TensorGenSchemas(),
+                        RecurrentSchemas(), QuantizationSchemas(), DropoutSchemas(), LossSchemas(), VisionSchemas(),
+                        LayoutSchemas(),
                         FusedSchemas(), FaultInjectionSchemas()}) {
       all.insert(all.end(), family.begin(), family.end());
     }

@@ -92,6 +92,7 @@ Status CheckArity(const OpSchema& schema, const ir::Node& node);
 std::span<const OpSchema> ElementwiseSchemas();
 std::span<const OpSchema> ConvPoolSchemas();
 std::span<const OpSchema> NormalizationSchemas();
+std::span<const OpSchema> AttentionSchemas();      // Attention, RotaryEmbedding (attention.cpp)
 std::span<const OpSchema> LinalgSchemas();
 std::span<const OpSchema> ReductionSchemas();
 std::span<const OpSchema> ShapeOpSchemas();      // Reshape, Transpose, Concat, Slice, Gather, ...

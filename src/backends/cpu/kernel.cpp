@@ -33,9 +33,10 @@ static bool SameDomain(std::string_view a, std::string_view b) {
 std::span<const KernelDef> AllKernels() {
   static const std::vector<KernelDef> kAll = [] {
     std::vector<KernelDef> all;
-    for (auto family : {ElementwiseKernels(), ConvPoolKernels(), NormalizationKernels(), LinalgKernels(),
-                        ReductionKernels(), ShapeOpKernels(), TensorGenKernels(), RecurrentKernels(),
-                        QuantizationKernels(), DropoutKernels(), LossKernels(), VisionKernels(), FusedKernels(),
+    for (auto family : {ElementwiseKernels(), ConvPoolKernels(), NormalizationKernels(), AttentionKernels(),
+                        LinalgKernels(), ReductionKernels(), ShapeOpKernels(), TensorGenKernels(),
+                        RecurrentKernels(), QuantizationKernels(), DropoutKernels(), LossKernels(), VisionKernels(),
+                        FusedKernels(),
                         FaultInjectionKernels()}) {
       all.insert(all.end(), family.begin(), family.end());
     }

@@ -85,6 +85,7 @@ const KernelDef* FindKernel(std::string_view domain, std::string_view op, int64_
 std::span<const KernelDef> ElementwiseKernels();
 std::span<const KernelDef> ConvPoolKernels();
 std::span<const KernelDef> NormalizationKernels();
+std::span<const KernelDef> AttentionKernels();  // Attention, RotaryEmbedding (attention.cpp)
 std::span<const KernelDef> LinalgKernels();
 std::span<const KernelDef> ReductionKernels();
 std::span<const KernelDef> ShapeOpKernels();

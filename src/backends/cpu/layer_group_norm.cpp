@@ -1,7 +1,7 @@
-// LayerNormalization and GroupNormalization: normalise contiguous segments of
-// X (the trailing dims from `axis`, or one group of channels of one image),
-// then scale and shift. Statistics are computed in double, which is at least
-// as precise as any stash_type.
+// LayerNormalization, RMSNormalization and GroupNormalization: normalise
+// contiguous segments of X (the trailing dims from `axis`, or one group of
+// channels of one image), then scale (and shift). Statistics are computed in
+// double, which is at least as precise as any stash_type.
 #include <cmath>
 
 #include "backends/cpu/element_codec.h"
@@ -85,6 +85,41 @@ Status LayerNormKernel(KernelContext& ctx) {
       for (int64_t j = 0; j < inner; ++j, scale_at.Next(), bias_at.Next()) {
         double v = (C::Load(row[j]) - m.mean) * inv * scale.values[scale_at.offset()];
         if (!bias.values.empty()) v += bias.values[bias_at.offset()];
+        ys[r * inner + j] = C::Store(static_cast<typename C::Compute>(v));
+      }
+    }
+    return Status::Ok();
+  });
+}
+
+// Y = X / sqrt(mean(X^2 over the dims from axis) + epsilon) * scale, with
+// scale broadcast to X; Y has X's dtype.
+Status RmsNormKernel(KernelContext& ctx) {
+  VIGIL_RETURN_IF_ERROR(RequireInputs(ctx, 2));
+  const runtime::Tensor& x = *ctx.input(0);
+  VIGIL_ASSIGN_OR_RETURN(int64_t axis_attr, ops::IntAttr(ctx.node(), "axis", -1));
+  VIGIL_ASSIGN_OR_RETURN(int64_t axis, ops::NormalizeAxis(ctx.node(), axis_attr, static_cast<int64_t>(x.rank())));
+  VIGIL_ASSIGN_OR_RETURN(float epsilon, ops::FloatAttr(ctx.node(), "epsilon", 1e-5f));
+  VIGIL_RETURN_IF_ERROR(ReadStashType(ctx).status());
+  VIGIL_ASSIGN_OR_RETURN(BroadcastParam scale, ReadBroadcastParam(ctx, 1, "scale"));
+  int64_t rows = 1, inner = 1;
+  for (size_t d = 0; d < x.rank(); ++d) (static_cast<int64_t>(d) < axis ? rows : inner) *= x.dim(d);
+  return DispatchFloat(ctx, 0, [&]<ir::DataType D>() -> Status {
+    using C = ElementCodec<D>;
+    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, x.dtype(), x.shape()));
+    const auto* xs = x.data<typename C::Storage>();
+    auto* ys = y->data<typename C::Storage>();
+    OffsetWalker scale_at(x.shape(), scale.strides);
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto* row = xs + r * inner;
+      double squares = 0;
+      for (int64_t j = 0; j < inner; ++j) {
+        const double v = C::Load(row[j]);
+        squares += v * v;
+      }
+      const double inv = 1.0 / std::sqrt(squares / static_cast<double>(inner) + epsilon);
+      for (int64_t j = 0; j < inner; ++j, scale_at.Next()) {
+        const double v = C::Load(row[j]) * inv * scale.values[scale_at.offset()];
         ys[r * inner + j] = C::Store(static_cast<typename C::Compute>(v));
       }
     }

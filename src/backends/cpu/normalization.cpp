@@ -1,8 +1,8 @@
 // CPU kernels of the normalisation family: the kernel list, and
 // BatchNormalization (inference), InstanceNormalization, LRN and
-// MeanVarianceNormalization. LayerNormalization and GroupNormalization are in
-// layer_group_norm.cpp, Softmax/LogSoftmax/Hardmax/LpNormalization in
-// softmax.cpp.
+// MeanVarianceNormalization. LayerNormalization, RMSNormalization and
+// GroupNormalization are in layer_group_norm.cpp, Softmax/LogSoftmax/Hardmax/
+// LpNormalization in softmax.cpp.
 // Statistics are computed in double.
 #include <cmath>
 
@@ -227,6 +227,7 @@ std::span<const KernelDef> NormalizationKernels() {
       {"", "BatchNormalization", 1, kLatest, BatchNormKernel},
       {"", "InstanceNormalization", 1, kLatest, InstanceNormKernel},
       {"", "LayerNormalization", 17, kLatest, LayerNormKernel},
+      {"", "RMSNormalization", 23, kLatest, RmsNormKernel},
       // The kernel reads the opset: scale/bias per group in 18, per channel in 21.
       {"", "GroupNormalization", 18, kLatest, GroupNormKernel},
       {"", "LRN", 1, kLatest, LrnKernel},

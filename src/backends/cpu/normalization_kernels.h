@@ -69,6 +69,7 @@ void StoreAsFloat(runtime::Tensor& t, size_t i, double value);
 Status BatchNormKernel(KernelContext& ctx);
 Status InstanceNormKernel(KernelContext& ctx);
 Status LayerNormKernel(KernelContext& ctx);
+Status RmsNormKernel(KernelContext& ctx);
 Status GroupNormKernel(KernelContext& ctx);
 Status LrnKernel(KernelContext& ctx);
 Status MeanVarianceNormKernel(KernelContext& ctx);
