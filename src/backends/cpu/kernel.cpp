@@ -35,7 +35,8 @@ std::span<const KernelDef> AllKernels() {
     std::vector<KernelDef> all;
     for (auto family : {ElementwiseKernels(), ConvPoolKernels(), NormalizationKernels(), LinalgKernels(),
                         ReductionKernels(), ShapeOpKernels(), TensorGenKernels(), RecurrentKernels(),
-                        QuantizationKernels(), DropoutKernels(), FusedKernels(), FaultInjectionKernels()}) {
+                        QuantizationKernels(), DropoutKernels(), DetectionKernels(), FusedKernels(),
+                        FaultInjectionKernels()}) {
       all.insert(all.end(), family.begin(), family.end());
     }
     return all;
