@@ -92,7 +92,7 @@ std::span<const KernelDef> TensorGenKernels();
 std::span<const KernelDef> RecurrentKernels();
 std::span<const KernelDef> QuantizationKernels();
 std::span<const KernelDef> DropoutKernels();
-std::span<const KernelDef> DetectionKernels();       // NonMaxSuppression (detection.cpp)
+std::span<const KernelDef> DetectionKernels();       // NonMaxSuppression, RoiAlign (detection.cpp)
 std::span<const KernelDef> FusedKernels();           // ai.vigil: MatMulBias, Gelu (fused_ops.cpp)
 std::span<const KernelDef> FaultInjectionKernels();  // empty unless VIGIL_ENABLE_TEST_OPS=1
 

@@ -1,5 +1,5 @@
-// NonMaxSuppression against a plain reference written here, on odd sizes,
-// plus its shape inference and the errors on bad input.
+// NonMaxSuppression and RoiAlign against plain references written here, on
+// odd sizes, plus their shape inference and the errors on bad input.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -223,6 +223,181 @@ TEST(NonMaxSuppression, ShapeInference) {
   EXPECT_FALSE(kt::InferNode(node, 11, {&boxes, &other, nullptr}).ok());
   ir::Node bad_attr = kt::MakeNode("NonMaxSuppression", {"b", "s"}, {"y"}, {kt::IntAttr("center_point_box", -1)});
   EXPECT_FALSE(kt::InferNode(bad_attr, 11, {&boxes, &scores}).ok());
+}
+
+// ---- RoiAlign ------------------------------------------------------------------
+
+struct RoiCase {
+  Shape x;  // N, C, H, W
+  int64_t rois = 1;
+  int64_t out_h = 1, out_w = 1;
+  int64_t sampling_ratio = 0;
+  float spatial_scale = 1;
+  std::string mode = "avg";
+  std::string coords = "half_pixel";  // opset >= 16
+  int64_t opset = 16;
+  DataType dtype = DataType::kFloat32;
+};
+
+// The value of the plane at (y, x) by bilinear interpolation, as RoiAlign
+// samples it, with its four weighted corners in `corners` (max mode).
+double Bilinear(const double* plane, int64_t h, int64_t w, double y, double x, double corners[4]) {
+  for (int i = 0; i < 4; ++i) corners[i] = 0;
+  if (y < -1 || y > h || x < -1 || x > w) return 0;
+  y = std::min(std::max(y, 0.0), static_cast<double>(h - 1));
+  x = std::min(std::max(x, 0.0), static_cast<double>(w - 1));
+  int64_t y0 = static_cast<int64_t>(std::floor(y)), x0 = static_cast<int64_t>(std::floor(x));
+  int64_t y1 = std::min(y0 + 1, h - 1), x1 = std::min(x0 + 1, w - 1);
+  double fy = y - y0, fx = x - x0;
+  corners[0] = (1 - fy) * (1 - fx) * plane[y0 * w + x0];
+  corners[1] = (1 - fy) * fx * plane[y0 * w + x1];
+  corners[2] = fy * (1 - fx) * plane[y1 * w + x0];
+  corners[3] = fy * fx * plane[y1 * w + x1];
+  return corners[0] + corners[1] + corners[2] + corners[3];
+}
+
+std::vector<double> RefRoiAlign(const RoiCase& c, const std::vector<double>& x, const std::vector<double>& rois,
+                                const std::vector<int64_t>& batch) {
+  const int64_t C = c.x[1], H = c.x[2], W = c.x[3];
+  const bool half = c.opset >= 16 && c.coords == "half_pixel";
+  std::vector<double> out;
+  for (int64_t n = 0; n < c.rois; ++n) {
+    double off = half ? 0.5 : 0;
+    double x1 = rois[n * 4] * c.spatial_scale - off, y1 = rois[n * 4 + 1] * c.spatial_scale - off;
+    double rw = rois[n * 4 + 2] * c.spatial_scale - off - x1, rh = rois[n * 4 + 3] * c.spatial_scale - off - y1;
+    if (!half) {
+      rw = std::max(rw, 1.0);
+      rh = std::max(rh, 1.0);
+    }
+    double bh = rh / c.out_h, bw = rw / c.out_w;
+    int64_t gh = c.sampling_ratio ? c.sampling_ratio : static_cast<int64_t>(std::ceil(rh / c.out_h));
+    int64_t gw = c.sampling_ratio ? c.sampling_ratio : static_cast<int64_t>(std::ceil(rw / c.out_w));
+    for (int64_t ch = 0; ch < C; ++ch) {
+      const double* plane = &x[(batch[n] * C + ch) * H * W];
+      for (int64_t i = 0; i < c.out_h; ++i) {
+        for (int64_t j = 0; j < c.out_w; ++j) {
+          double sum = 0, best = -std::numeric_limits<double>::infinity();
+          for (int64_t a = 0; a < gh; ++a) {
+            for (int64_t b = 0; b < gw; ++b) {
+              double corners[4];
+              sum += Bilinear(plane, H, W, y1 + i * bh + (a + 0.5) * bh / gh, x1 + j * bw + (b + 0.5) * bw / gw,
+                              corners);
+              best = std::max({best, corners[0], corners[1], corners[2], corners[3]});
+            }
+          }
+          if (gh <= 0 || gw <= 0) best = 0;
+          out.push_back(c.mode == "max" ? best : sum / std::max<int64_t>(gh * gw, 1));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+ir::Node RoiNode(const RoiCase& c) {
+  std::vector<ir::Attribute> attrs{kt::IntAttr("output_height", c.out_h), kt::IntAttr("output_width", c.out_w),
+                                   kt::IntAttr("sampling_ratio", c.sampling_ratio),
+                                   kt::FloatAttr("spatial_scale", c.spatial_scale), kt::StringAttr("mode", c.mode)};
+  if (c.opset >= 16) attrs.push_back(kt::StringAttr("coordinate_transformation_mode", c.coords));
+  return kt::MakeNode("RoiAlign", {"x", "rois", "batch"}, {"y"}, attrs);
+}
+
+void CheckRoiAlign(const RoiCase& c, uint32_t seed = 5) {
+  std::vector<double> x = RoundTo(c.dtype, Random(Product(c.x), seed));
+  // Rois in input-image coordinates (1 / spatial_scale times the map), some
+  // reaching past the map's edges, some inverted or empty.
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> pos(-3, static_cast<double>(std::max(c.x[2], c.x[3])) + 2);
+  std::vector<double> rois;
+  std::vector<int64_t> batch;
+  for (int64_t n = 0; n < c.rois; ++n) {
+    double a = pos(gen), b = pos(gen), d = pos(gen), e = pos(gen);
+    if (n % 5 != 4) {  // every fifth roi stays as drawn, possibly inverted
+      if (a > d) std::swap(a, d);
+      if (b > e) std::swap(b, e);
+    }
+    for (double v : {a, b, d, e}) rois.push_back(v / c.spatial_scale);
+    batch.push_back(static_cast<int64_t>(gen() % c.x[0]));
+  }
+  rois = RoundTo(c.dtype, rois);
+  runtime::Tensor xt = MakeFloat(c.dtype, c.x, x);
+  runtime::Tensor rt = MakeFloat(c.dtype, {c.rois, 4}, rois);
+  runtime::Tensor bt = kt::I64({c.rois}, batch);
+  ir::Node node = RoiNode(c);
+  auto r = kt::RunKernel(node, c.opset, {&xt, &rt, &bt});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Shape y_shape{c.rois, c.x[1], c.out_h, c.out_w};
+  ASSERT_EQ(r->at(0).shape(), y_shape);
+  ExpectClose(ReadFloat(r->at(0)), RefRoiAlign(c, x, rois, batch), Tolerance(c.dtype), Tolerance(c.dtype));
+
+  ir::TypeInfo xtype = ops::TensorType(c.dtype, c.x);
+  ir::TypeInfo rtype = ops::TensorType(c.dtype, Shape{c.rois, 4});
+  ir::TypeInfo btype = ops::TensorType(DataType::kInt64, Shape{c.rois});
+  auto inferred = kt::InferNode(node, c.opset, {&xtype, &rtype, &btype});
+  ASSERT_TRUE(inferred.ok()) << inferred.status().ToString();
+  EXPECT_EQ(DimsOf(inferred->at(0)), ir::ShapeToString(ops::TensorType(c.dtype, y_shape).shape));
+}
+
+TEST(RoiAlign, AverageHalfPixel) {
+  CheckRoiAlign({.x = {2, 13, 11, 9}, .rois = 23, .out_h = 5, .out_w = 3});
+  CheckRoiAlign({.x = {2, 13, 11, 9}, .rois = 23, .out_h = 4, .out_w = 7, .sampling_ratio = 2,
+                 .spatial_scale = 0.25f});
+}
+TEST(RoiAlign, AverageOutputHalfPixelAndOpset10) {
+  CheckRoiAlign({.x = {3, 5, 10, 12}, .rois = 17, .out_h = 3, .out_w = 3, .coords = "output_half_pixel"});
+  CheckRoiAlign({.x = {3, 5, 10, 12}, .rois = 17, .out_h = 2, .out_w = 5, .sampling_ratio = 3, .opset = 10});
+}
+TEST(RoiAlign, MaxMode) {
+  CheckRoiAlign({.x = {1, 7, 8, 13}, .rois = 19, .out_h = 3, .out_w = 4, .mode = "max"});
+  CheckRoiAlign({.x = {2, 3, 6, 6}, .rois = 11, .out_h = 2, .out_w = 2, .sampling_ratio = 1, .mode = "max",
+                 .coords = "output_half_pixel"});
+}
+TEST(RoiAlign, OtherFloatTypes) {
+  CheckRoiAlign({.x = {2, 3, 7, 9}, .rois = 9, .out_h = 3, .out_w = 2, .dtype = DataType::kFloat64});
+  CheckRoiAlign({.x = {2, 3, 7, 9}, .rois = 9, .out_h = 3, .out_w = 2, .dtype = DataType::kFloat16});
+  CheckRoiAlign({.x = {2, 3, 7, 9}, .rois = 9, .out_h = 3, .out_w = 2, .opset = 22, .dtype = DataType::kBfloat16});
+}
+
+TEST(RoiAlign, BadInputsAreErrors) {
+  RoiCase c{.x = {2, 3, 4, 4}, .rois = 2};
+  ir::Node node = RoiNode(c);
+  runtime::Tensor x = kt::F32(c.x, std::vector<float>(Product(c.x), 1));
+  runtime::Tensor rois = kt::F32({2, 4}, {0, 0, 2, 2, 1, 1, 3, 3});
+  auto fails = [&](const ir::Node& n, const runtime::Tensor& xt, const runtime::Tensor& rt, const runtime::Tensor& bt,
+                   const std::string& text) {
+    auto r = kt::RunKernel(n, 16, {&xt, &rt, &bt});
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.status().ToString().find(text), std::string::npos) << r.status().ToString();
+    EXPECT_NE(r.status().ToString().find("RoiAlign"), std::string::npos) << r.status().ToString();
+  };
+  fails(node, x, rois, kt::I64({2}, {0, 2}), "batch_indices) has 2 at position 1");
+  fails(node, x, rois, kt::I64({2}, {-1, 0}), "batch_indices) has -1 at position 0");
+  fails(node, x, rois, kt::I64({3}, {0, 0, 0}), "expected [2] (one per roi)");
+  fails(node, x, kt::F32({2, 5}, std::vector<float>(10, 0)), kt::I64({2}, {0, 0}), "(rois)");
+  fails(node, kt::F32({2, 3, 16}, std::vector<float>(96, 0)), rois, kt::I64({2}, {0, 0}), "(X)");
+  const float inf = std::numeric_limits<float>::infinity();
+  fails(node, x, kt::F32({2, 4}, {0, 0, inf, 2, 0, 0, 1, 1}), kt::I64({2}, {0, 0}), "row 0");
+  fails(node, x, kt::F32({2, 4}, {0, 0, 1, 1, 0, 0, 1, std::nanf("")}), kt::I64({2}, {0, 0}), "row 1");
+  RoiCase bad_mode = c;
+  bad_mode.mode = "median";
+  fails(RoiNode(bad_mode), x, rois, kt::I64({2}, {0, 0}), "mode is 'median'");
+  RoiCase bad_coords = c;
+  bad_coords.coords = "align_corners";
+  fails(RoiNode(bad_coords), x, rois, kt::I64({2}, {0, 0}), "coordinate_transformation_mode");
+  RoiCase bad_size = c;
+  bad_size.out_h = 0;
+  fails(RoiNode(bad_size), x, rois, kt::I64({2}, {0, 0}), "output_height 0");
+
+  ir::TypeInfo xtype = ops::TensorType(DataType::kFloat32, Shape{2, 3, 4, 4});
+  ir::TypeInfo rtype = ops::TensorType(DataType::kFloat32, Shape{2, 4});
+  ir::TypeInfo btype = ops::TensorType(DataType::kInt64, Shape{3});
+  EXPECT_FALSE(kt::InferNode(node, 16, {&xtype, &rtype, &btype}).ok());
+  ir::TypeInfo x3 = ops::TensorType(DataType::kFloat32, Shape{2, 3, 4});
+  ir::TypeInfo b2 = ops::TensorType(DataType::kInt64, Shape{2});
+  EXPECT_FALSE(kt::InferNode(node, 16, {&x3, &rtype, &b2}).ok());
+  ir::TypeInfo r5 = ops::TensorType(DataType::kFloat32, Shape{2, 5});
+  EXPECT_FALSE(kt::InferNode(node, 16, {&xtype, &r5, &b2}).ok());
+  EXPECT_FALSE(kt::InferNode(RoiNode(bad_mode), 16, {&xtype, &rtype, &b2}).ok());
 }
 
 }  // namespace
