@@ -30,8 +30,8 @@ std::span<const OpSchema> AllSchemas() {
     std::vector<OpSchema> all;
     for (auto family : {ElementwiseSchemas(), ConvPoolSchemas(), NormalizationSchemas(), LinalgSchemas(),
                         ReductionSchemas(), ShapeOpSchemas(), TensorGenSchemas(), RecurrentSchemas(),
-                        QuantizationSchemas(), DropoutSchemas(), DetectionSchemas(), LayoutSchemas(),
-                        FusedSchemas(), FaultInjectionSchemas()}) {
+                        QuantizationSchemas(), DropoutSchemas(), DetectionSchemas(), GridSampleSchemas(),
+                        LayoutSchemas(), FusedSchemas(), FaultInjectionSchemas()}) {
       all.insert(all.end(), family.begin(), family.end());
     }
     return all;

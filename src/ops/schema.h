@@ -100,6 +100,7 @@ std::span<const OpSchema> RecurrentSchemas();
 std::span<const OpSchema> QuantizationSchemas();
 std::span<const OpSchema> DropoutSchemas();
 std::span<const OpSchema> DetectionSchemas();       // NonMaxSuppression, RoiAlign (detection.cpp)
+std::span<const OpSchema> GridSampleSchemas();      // grid_sample.cpp
 std::span<const OpSchema> LayoutSchemas();          // ai.vigil: ConvNhwc (layout_ops.cpp)
 std::span<const OpSchema> FusedSchemas();           // ai.vigil: MatMulBias, Gelu, Attention (fused_ops.cpp)
 std::span<const OpSchema> FaultInjectionSchemas();  // empty unless VIGIL_ENABLE_TEST_OPS=1

@@ -35,8 +35,8 @@ std::span<const KernelDef> AllKernels() {
     std::vector<KernelDef> all;
     for (auto family : {ElementwiseKernels(), ConvPoolKernels(), NormalizationKernels(), LinalgKernels(),
                         ReductionKernels(), ShapeOpKernels(), TensorGenKernels(), RecurrentKernels(),
-                        QuantizationKernels(), DropoutKernels(), DetectionKernels(), FusedKernels(),
-                        FaultInjectionKernels()}) {
+                        QuantizationKernels(), DropoutKernels(), DetectionKernels(), GridSampleKernels(),
+                        FusedKernels(), FaultInjectionKernels()}) {
       all.insert(all.end(), family.begin(), family.end());
     }
     return all;

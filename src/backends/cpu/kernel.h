@@ -93,6 +93,7 @@ std::span<const KernelDef> RecurrentKernels();
 std::span<const KernelDef> QuantizationKernels();
 std::span<const KernelDef> DropoutKernels();
 std::span<const KernelDef> DetectionKernels();       // NonMaxSuppression, RoiAlign (detection.cpp)
+std::span<const KernelDef> GridSampleKernels();      // grid_sample.cpp
 std::span<const KernelDef> FusedKernels();           // ai.vigil: MatMulBias, Gelu (fused_ops.cpp)
 std::span<const KernelDef> FaultInjectionKernels();  // empty unless VIGIL_ENABLE_TEST_OPS=1
 
