@@ -14,6 +14,7 @@ std::span<const KernelDef> ConvPoolKernels() {
       {"", "GlobalAveragePool", 1, kLatest, GlobalAveragePoolKernel},
       {"", "GlobalMaxPool", 1, kLatest, GlobalMaxPoolKernel},
       {"", "GlobalLpPool", 1, kLatest, GlobalLpPoolKernel},
+      {"", "MaxUnpool", 9, kLatest, MaxUnpoolKernel},
       {"ai.vigil", "ConvNhwc", 1, kLatest, ConvNhwcKernel},  // conv_nhwc.cpp
       {"ai.vigil", "MaxPoolNhwc", 1, kLatest, MaxPoolNhwcKernel},  // pool_nhwc.cpp
       {"ai.vigil", "AveragePoolNhwc", 1, kLatest, AveragePoolNhwcKernel},
