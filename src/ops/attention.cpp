@@ -8,6 +8,7 @@
 #include "ops/attention_params.h"
 #include "ops/schema.h"
 #include "ops/shape_helpers.h"
+#include "ops/families.h"
 
 namespace vigil::ops {
 namespace {

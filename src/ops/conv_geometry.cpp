@@ -186,4 +186,22 @@ Result<WindowExtent> TransposeExtent(const ir::Node& node, const WindowAttrs& w,
   return e;
 }
 
+Result<int64_t> UnpoolSize(const ir::Node& node, const WindowAttrs& w, size_t i, int64_t input_size) {
+  const size_t rank = w.strides.size();
+  VIGIL_RETURN_IF_ERROR(CheckInputSize(node, i, input_size));
+  int64_t scaled = 0;  // (input_size - 1) * stride, up to 2^70
+  if (__builtin_mul_overflow(input_size - 1, w.strides[i], &scaled) || scaled > kMaxInputSize) {
+    return InvalidModelError("{}: spatial dim {} of size {} with stride {} gives an output beyond 2^40",
+                             NodeLabel(node), i, input_size, w.strides[i]);
+  }
+  const int64_t size = scaled + w.kernel[i] - w.pads[i] - w.pads[i + rank];
+  if (size < 0) {
+    return InvalidModelError("{}: spatial dim {} of size {} gives a negative output size {} (kernel {}, stride {}, "
+                             "pads {} and {})",
+                             NodeLabel(node), i, input_size, size, w.kernel[i], w.strides[i], w.pads[i],
+                             w.pads[i + rank]);
+  }
+  return size;
+}
+
 }  // namespace vigil::ops

@@ -60,6 +60,11 @@ Result<WindowExtent> ForwardExtent(const ir::Node& node, const WindowAttrs& w, s
 // full transposed result (negative when output_shape asks for more).
 Result<WindowExtent> TransposeExtent(const ir::Node& node, const WindowAttrs& w, size_t i, int64_t input_size);
 
+// MaxUnpool: the output size of dim `i`, (input - 1) * stride + kernel minus
+// both pads (the input size MaxPool maps to `input_size`); an error naming
+// the node when it is negative or beyond 2^40.
+Result<int64_t> UnpoolSize(const ir::Node& node, const WindowAttrs& w, size_t i, int64_t input_size);
+
 // (kernel - 1) * dilation + 1: the span of input one window covers.
 inline int64_t EffectiveKernel(int64_t kernel, int64_t dilation) { return (kernel - 1) * dilation + 1; }
 

@@ -1,6 +1,6 @@
 // Schemas and shape inference of the convolution and pooling ops: Conv,
-// ConvTranspose, DeformConv, MaxPool, AveragePool, LpPool and their Global
-// variants. The window arithmetic lives in conv_geometry.cpp, shared with the
+// ConvTranspose, DeformConv, MaxPool, AveragePool, LpPool, their Global
+// variants and MaxUnpool. The window arithmetic lives in conv_geometry.cpp, shared with the
 // kernels.
 #include <optional>
 #include <vector>
@@ -9,6 +9,7 @@
 #include "ops/conv_geometry.h"
 #include "ops/schema.h"
 #include "ops/shape_helpers.h"
+#include "ops/families.h"
 
 namespace vigil::ops {
 namespace {
@@ -307,6 +308,53 @@ Status InferGlobalPool(InferenceContext& ctx) {
   return Status::Ok();
 }
 
+// MaxUnpool: X and indices of one shape; the output is output_shape when
+// given, else what MaxPool with the same window would have read.
+Status InferMaxUnpool(InferenceContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(bool known, CheckDataInput(ctx, 3, "N x C x D1 x ..."));
+  const ir::TypeInfo* x = ctx.input_type(0);
+  const ir::TypeInfo* indices = ctx.input_type(1);
+  if (known && HasRank(indices) && indices->shape.dims.size() != x->shape.dims.size()) {
+    return ctx.Fail("input 1 (I) is {}; it must have the shape of input 0 (X) {}", ir::ShapeToString(indices->shape),
+                    ir::ShapeToString(x->shape));
+  }
+  if (!IsTensor(x)) return Status::Ok();
+  const ir::Tensor* shape_value = ctx.has_input(2) ? ctx.input_value(2) : nullptr;
+  if (shape_value) {
+    VIGIL_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ReadInt64s(ctx, *shape_value));
+    if (known && shape.size() != x->shape.dims.size()) {
+      return ctx.Fail("input 2 (output_shape) has {} values; X {} needs {}", shape.size(),
+                      ir::ShapeToString(x->shape), x->shape.dims.size());
+    }
+    for (int64_t d : shape) {
+      if (d < 0) return ctx.Fail("input 2 (output_shape) has a negative size {}", d);
+    }
+    ctx.set_output(0, TensorType(x->elem_type, shape));
+    return Status::Ok();
+  }
+  if (!known) return Status::Ok();
+  const auto& xd = x->shape.dims;
+  const size_t spatial = xd.size() - 2;
+  WindowOptions options;
+  options.pooling = true;
+  VIGIL_ASSIGN_OR_RETURN(WindowAttrs wa, ReadWindowAttrs(ctx.node(), spatial, std::nullopt, options));
+  std::vector<ir::Dim> out{Carry(ctx, xd[0]), Carry(ctx, xd[1])};
+  for (size_t i = 0; i < spatial; ++i) {
+    if (ctx.has_input(2) || !xd[i + 2].is_known()) {  // output_shape known only at run time
+      out.push_back(ctx.NewSymbol());
+      continue;
+    }
+    VIGIL_ASSIGN_OR_RETURN(int64_t size, UnpoolSize(ctx.node(), wa, i, *xd[i + 2].value));
+    out.push_back(ir::Dim::Known(size));
+  }
+  if (ctx.has_input(2)) {  // N and C too may be padded by output_shape
+    out[0] = ctx.NewSymbol();
+    out[1] = ctx.NewSymbol();
+  }
+  ctx.set_output(0, TensorType(x->elem_type, std::move(out)));
+  return Status::Ok();
+}
+
 const OpSchema kConvPoolSchemas[] = {
     {"", "Conv", 1, kLatest, 2, 3, 1, 1, InferConv},
     {"", "ConvTranspose", 1, kLatest, 2, 3, 1, 1, InferConvTranspose},
@@ -319,6 +367,8 @@ const OpSchema kConvPoolSchemas[] = {
     {"", "GlobalAveragePool", 1, kLatest, 1, 1, 1, 1, InferGlobalPool},
     {"", "GlobalMaxPool", 1, kLatest, 1, 1, 1, 1, InferGlobalPool},
     {"", "GlobalLpPool", 1, kLatest, 1, 1, 1, 1, InferGlobalPool},
+    // Opset 11 only clarified the output_shape input.
+    {"", "MaxUnpool", 9, kLatest, 2, 3, 1, 1, InferMaxUnpool},
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <span>
 
 #include "ops/schema.h"
+#include "ops/families.h"
 
 namespace vigil::ops {
 namespace {

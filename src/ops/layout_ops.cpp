@@ -12,6 +12,7 @@
 #include "ops/conv_geometry.h"
 #include "ops/schema.h"
 #include "ops/shape_helpers.h"
+#include "ops/families.h"
 
 namespace vigil::ops {
 namespace {

@@ -7,6 +7,7 @@
 #include "ops/einsum_equation.h"
 #include "ops/schema.h"
 #include "ops/shape_helpers.h"
+#include "ops/families.h"
 
 namespace vigil::ops {
 namespace {

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "ops/attributes.h"
+#include "ops/families.h"
 
 namespace vigil::ops {
 
@@ -31,8 +32,8 @@ std::span<const OpSchema> AllSchemas() {
     for (auto family : {ElementwiseSchemas(), ConvPoolSchemas(), NormalizationSchemas(), AttentionSchemas(),
                         LinalgSchemas(), ReductionSchemas(), ShapeOpSchemas(), TensorGenSchemas(),
                         RecurrentSchemas(), QuantizationSchemas(), DropoutSchemas(), LossSchemas(), VisionSchemas(),
-                        LayoutSchemas(),
-                        FusedSchemas(), FaultInjectionSchemas()}) {
+                        DetectionSchemas(), GridSampleSchemas(), LayoutSchemas(), FusedSchemas(),
+                        FaultInjectionSchemas()}) {
       all.insert(all.end(), family.begin(), family.end());
     }
     return all;

@@ -88,22 +88,4 @@ const OpSchema* FindSchema(std::string_view domain, std::string_view op, int64_t
 // Checks the node's input/output counts against the schema.
 Status CheckArity(const OpSchema& schema, const ir::Node& node);
 
-// Per-family lists, assembled by AllSchemas() (catalogue.cpp).
-std::span<const OpSchema> ElementwiseSchemas();
-std::span<const OpSchema> ConvPoolSchemas();
-std::span<const OpSchema> NormalizationSchemas();
-std::span<const OpSchema> AttentionSchemas();      // Attention, RotaryEmbedding (attention.cpp)
-std::span<const OpSchema> LinalgSchemas();
-std::span<const OpSchema> ReductionSchemas();
-std::span<const OpSchema> ShapeOpSchemas();      // Reshape, Transpose, Concat, Slice, Gather, ...
-std::span<const OpSchema> TensorGenSchemas();    // Constant, ConstantOfShape, Range, Shape, Size, ...
-std::span<const OpSchema> RecurrentSchemas();
-std::span<const OpSchema> QuantizationSchemas();
-std::span<const OpSchema> DropoutSchemas();
-std::span<const OpSchema> LossSchemas();        // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
-std::span<const OpSchema> VisionSchemas();          // CenterCropPad, Col2Im, AffineGrid (vision.cpp)
-std::span<const OpSchema> LayoutSchemas();          // ai.vigil: ConvNhwc (layout_ops.cpp)
-std::span<const OpSchema> FusedSchemas();           // ai.vigil: MatMulBias, Gelu, Attention (fused_ops.cpp)
-std::span<const OpSchema> FaultInjectionSchemas();  // empty unless VIGIL_ENABLE_TEST_OPS=1
-
 }  // namespace vigil::ops

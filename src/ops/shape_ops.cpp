@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "ops/shape_ops_common.h"
+#include "ops/families.h"
 
 namespace vigil::ops {
 namespace shape_family {

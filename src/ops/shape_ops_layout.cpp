@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "ops/shape_ops_common.h"
+#include "ops/families.h"
 
 namespace vigil::ops::shape_family {
 namespace {

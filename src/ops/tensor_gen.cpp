@@ -10,6 +10,7 @@
 
 #include "ops/op_params.h"
 #include "ops/shape_ops_common.h"
+#include "ops/families.h"
 
 namespace vigil::ops {
 namespace {

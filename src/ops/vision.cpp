@@ -16,6 +16,7 @@
 #include "ops/attributes.h"
 #include "ops/schema.h"
 #include "ops/shape_helpers.h"
+#include "ops/families.h"
 
 namespace vigil::ops {
 namespace {

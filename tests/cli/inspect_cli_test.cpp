@@ -95,15 +95,16 @@ TEST(InspectCli, PartitionOnCudaWithoutAGpuIsDiagnosed) {
 
 // Ops vigil has no schema for are listed with the reason, before any session.
 TEST(InspectCli, OpsOutsideTheCatalogueAreListedWithWhy) {
-  NodeOptions typo, nms, contrib;
+  NodeOptions typo, tfidf, contrib;
   typo.name = "typo";
-  nms.name = "nms";
+  tfidf.name = "tfidf";
   contrib.name = "fused";
   contrib.domain = "com.microsoft";
   const std::string graph =
       MakeGraph("g",
                 {MakeNode("Relu", {"x"}, {"a"}), MakeNode("Rleu", {"a"}, {"b"}, {}, typo),
-                 MakeNode("NonMaxSuppression", {"b"}, {"c"}, {}, nms), MakeNode("FusedGemm", {"c"}, {"y"}, {}, contrib)},
+                 MakeNode("TfIdfVectorizer", {"b"}, {"c"}, {}, tfidf),
+                 MakeNode("FusedGemm", {"c"}, {"y"}, {}, contrib)},
                 {MakeValueInfo("x", 1, {1, 4})}, {MakeValueInfo("y", 1, {1, 4})});
   const fs::path p = Scratch("unknown_ops.onnx");
   WriteFile(p, MakeModel(graph, {{"", 17}, {"com.microsoft", 1}}));

@@ -24,6 +24,7 @@
 #include "backends/cpu/attention_kernels.h"
 #include "backends/cpu/element_codec.h"
 #include "ops/attention_params.h"
+#include "backends/cpu/kernel_families.h"
 
 namespace vigil::cpu {
 namespace {

@@ -1,6 +1,7 @@
 // The CPU kernel list of the convolution and pooling family; the kernels are
 // in conv.cpp (Conv, ConvTranspose), deform_conv.cpp and pool.cpp (the pools).
 #include "backends/cpu/conv_pool_kernels.h"
+#include "backends/cpu/kernel_families.h"
 
 namespace vigil::cpu {
 
@@ -15,6 +16,7 @@ std::span<const KernelDef> ConvPoolKernels() {
       {"", "GlobalAveragePool", 1, kLatest, GlobalAveragePoolKernel},
       {"", "GlobalMaxPool", 1, kLatest, GlobalMaxPoolKernel},
       {"", "GlobalLpPool", 1, kLatest, GlobalLpPoolKernel},
+      {"", "MaxUnpool", 9, kLatest, MaxUnpoolKernel},
       {"ai.vigil", "ConvNhwc", 1, kLatest, ConvNhwcKernel},  // conv_nhwc.cpp
       {"ai.vigil", "MaxPoolNhwc", 1, kLatest, MaxPoolNhwcKernel},  // pool_nhwc.cpp
       {"ai.vigil", "AveragePoolNhwc", 1, kLatest, AveragePoolNhwcKernel},

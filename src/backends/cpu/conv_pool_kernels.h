@@ -59,6 +59,7 @@ Status LpPoolKernel(KernelContext& ctx);
 Status GlobalAveragePoolKernel(KernelContext& ctx);
 Status GlobalMaxPoolKernel(KernelContext& ctx);
 Status GlobalLpPoolKernel(KernelContext& ctx);
+Status MaxUnpoolKernel(KernelContext& ctx);
 // ai.vigil.MaxPoolNhwc, AveragePoolNhwc, GlobalAveragePoolNhwc (pool_nhwc.cpp).
 Status MaxPoolNhwcKernel(KernelContext& ctx);
 Status AveragePoolNhwcKernel(KernelContext& ctx);

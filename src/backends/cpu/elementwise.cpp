@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "backends/cpu/elementwise_kernels.h"
+#include "backends/cpu/kernel_families.h"
 
 namespace vigil::cpu {
 

@@ -8,6 +8,7 @@
 
 #include "backends/cpu/kernel.h"
 #include "ops/fault_injection.h"
+#include "backends/cpu/kernel_families.h"
 
 namespace vigil::cpu {
 namespace {

@@ -15,6 +15,7 @@
 #include "ir/fuse_gelu.h"
 #include "backends/cpu/kernel.h"
 #include "ir/fuse_matmul_bias.h"
+#include "backends/cpu/kernel_families.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain
 
 namespace vigil::cpu {

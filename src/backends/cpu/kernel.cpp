@@ -1,4 +1,5 @@
 #include "backends/cpu/kernel.h"
+#include "backends/cpu/kernel_families.h"
 
 #include <vector>
 
@@ -36,8 +37,7 @@ std::span<const KernelDef> AllKernels() {
     for (auto family : {ElementwiseKernels(), ConvPoolKernels(), NormalizationKernels(), AttentionKernels(),
                         LinalgKernels(), ReductionKernels(), ShapeOpKernels(), TensorGenKernels(),
                         RecurrentKernels(), QuantizationKernels(), DropoutKernels(), LossKernels(), VisionKernels(),
-                        FusedKernels(),
-                        FaultInjectionKernels()}) {
+                        DetectionKernels(), GridSampleKernels(), FusedKernels(), FaultInjectionKernels()}) {
       all.insert(all.end(), family.begin(), family.end());
     }
     return all;

@@ -81,21 +81,4 @@ std::span<const KernelDef> AllKernels();
 // The kernel for op/domain at opset, or null.
 const KernelDef* FindKernel(std::string_view domain, std::string_view op, int64_t opset);
 
-// Per-family lists, assembled by AllKernels().
-std::span<const KernelDef> ElementwiseKernels();
-std::span<const KernelDef> ConvPoolKernels();
-std::span<const KernelDef> NormalizationKernels();
-std::span<const KernelDef> AttentionKernels();  // Attention, RotaryEmbedding (attention.cpp)
-std::span<const KernelDef> LinalgKernels();
-std::span<const KernelDef> ReductionKernels();
-std::span<const KernelDef> ShapeOpKernels();
-std::span<const KernelDef> TensorGenKernels();
-std::span<const KernelDef> RecurrentKernels();
-std::span<const KernelDef> QuantizationKernels();
-std::span<const KernelDef> DropoutKernels();
-std::span<const KernelDef> LossKernels();
-std::span<const KernelDef> VisionKernels();          // CenterCropPad, Col2Im, AffineGrid (vision.cpp)
-std::span<const KernelDef> FusedKernels();           // ai.vigil: MatMulBias, Gelu (fused_ops.cpp)
-std::span<const KernelDef> FaultInjectionKernels();  // empty unless VIGIL_ENABLE_TEST_OPS=1
-
 }  // namespace vigil::cpu

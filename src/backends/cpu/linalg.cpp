@@ -6,6 +6,7 @@
 #include "backends/cpu/broadcast.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/linalg_compute.h"
+#include "backends/cpu/kernel_families.h"
 
 namespace vigil::cpu {
 namespace {

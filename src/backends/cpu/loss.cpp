@@ -14,6 +14,7 @@
 #include "backends/cpu/broadcast.h"
 #include "backends/cpu/element_codec.h"
 #include "ops/attributes.h"
+#include "backends/cpu/kernel_families.h"
 
 namespace vigil::cpu {
 namespace {

@@ -9,6 +9,7 @@
 #include "backends/cpu/element_codec.h"
 #include "backends/cpu/normalization_kernels.h"
 #include "ops/attributes.h"
+#include "backends/cpu/kernel_families.h"
 
 namespace vigil::cpu {
 

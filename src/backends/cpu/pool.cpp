@@ -1,9 +1,12 @@
-// MaxPool, AveragePool, LpPool and the Global pools. Windows are cartesian
-// products of per-dim tap lists, so each dim's valid input positions are
-// worked out once per output index and the pools only combine them.
-// Averages and Lp norms accumulate in double.
+// MaxPool, AveragePool, LpPool, the Global pools and MaxUnpool. Windows are
+// cartesian products of per-dim tap lists, so each dim's valid input
+// positions are worked out once per output index and the pools only combine
+// them. Averages and Lp norms accumulate in double.
 #include <cmath>
+#include <cstring>
 #include <limits>
+
+#include <fmt/ranges.h>
 
 #include "backends/cpu/conv_pool_kernels.h"
 #include "backends/cpu/element_codec.h"
@@ -287,6 +290,93 @@ Status GlobalLpPoolKernel(KernelContext& ctx) {
     double sum = 0;
     for (double e : v) sum += std::pow(std::abs(e), p);
     return std::pow(sum, 1.0 / p);
+  });
+}
+
+namespace {
+
+// MaxUnpool's output_shape input: one int64 size per dim of X.
+Result<std::vector<int64_t>> ReadOutputShape(KernelContext& ctx, size_t rank) {
+  const runtime::Tensor& t = *ctx.input(2);
+  if (t.dtype() != ir::DataType::kInt64) return ctx.UnsupportedDtype(2);
+  if (t.rank() != 1 || t.dim(0) != static_cast<int64_t>(rank)) {
+    return ctx.Fail("input 2 (output_shape) is {}, expected [{}] (one size per dim of X)", t.Describe(), rank);
+  }
+  std::vector<int64_t> shape(rank);
+  if (rank) std::memcpy(shape.data(), t.raw_data(), rank * sizeof(int64_t));
+  return shape;
+}
+
+}  // namespace
+
+// MaxUnpool scatters X into zeros at the flat positions I gives (MaxPool's
+// Indices output, row-major over the whole unpooled tensor). With
+// output_shape larger than the unpooled shape, the unpooled tensor sits at
+// its start (as in the ONNX reference) and the rest is zero.
+Status MaxUnpoolKernel(KernelContext& ctx) {
+  VIGIL_RETURN_IF_ERROR(RequireInputs(ctx, 2));
+  const runtime::Tensor& x = *ctx.input(0);
+  const runtime::Tensor& indices = *ctx.input(1);
+  if (x.rank() < 3) return ctx.Fail("input 0 (X) is {}, MaxUnpool needs rank >= 3 (N x C x D1 x ...)", x.Describe());
+  if (indices.shape() != x.shape()) {
+    return ctx.Fail("input 1 (I) is {}; it must have the shape of input 0 (X) {}", indices.Describe(), x.Describe());
+  }
+  if (indices.dtype() != ir::DataType::kInt64) return ctx.UnsupportedDtype(1);
+  const size_t spatial = x.rank() - 2;
+  ops::WindowOptions options;
+  options.pooling = true;
+  VIGIL_ASSIGN_OR_RETURN(ops::WindowAttrs wa, ops::ReadWindowAttrs(ctx.node(), spatial, std::nullopt, options));
+  std::vector<int64_t> unpooled{x.dim(0), x.dim(1)};
+  for (size_t i = 0; i < spatial; ++i) {
+    VIGIL_ASSIGN_OR_RETURN(int64_t size, ops::UnpoolSize(ctx.node(), wa, i, x.dim(i + 2)));
+    unpooled.push_back(size);
+  }
+  std::vector<int64_t> shape = unpooled;
+  if (ctx.has_input(2)) {
+    VIGIL_ASSIGN_OR_RETURN(shape, ReadOutputShape(ctx, x.rank()));
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] < unpooled[d]) {
+        return ctx.Fail("input 2 (output_shape) [{}] is smaller than the unpooled shape [{}] along dim {}",
+                        fmt::join(shape, ","), fmt::join(unpooled, ","), d);
+      }
+    }
+  }
+  // Both shapes are at most 2^40 per spatial dim (UnpoolSize); their element
+  // counts must fit too.
+  uint64_t total = 1, out_total = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (__builtin_mul_overflow(total, static_cast<uint64_t>(unpooled[d]), &total) ||
+        __builtin_mul_overflow(out_total, static_cast<uint64_t>(shape[d]), &out_total) ||
+        out_total > (uint64_t{1} << 62)) {
+      return ctx.Fail("the output shape [{}] has too many elements", fmt::join(shape, ","));
+    }
+  }
+  std::vector<int64_t> flat(indices.element_count());
+  if (!flat.empty()) std::memcpy(flat.data(), indices.raw_data(), flat.size() * sizeof(int64_t));
+  for (size_t i = 0; i < flat.size(); ++i) {
+    if (flat[i] < 0 || static_cast<uint64_t>(flat[i]) >= total) {
+      return ctx.Fail("input 1 (I) has {} at position {}; indices into the unpooled shape [{}] are 0 to {}", flat[i],
+                      i, fmt::join(unpooled, ","), static_cast<int64_t>(total) - 1);
+    }
+    if (shape != unpooled) {  // the same coordinates in the larger output
+      int64_t rest = flat[i], offset = 0, scale = 1;
+      for (size_t d = shape.size(); d-- > 0;) {
+        offset += rest % unpooled[d] * scale;
+        rest /= unpooled[d];
+        scale *= shape[d];
+      }
+      flat[i] = offset;
+    }
+  }
+  return DispatchFloat(ctx, 0, [&]<ir::DataType D>() -> Status {
+    using S = typename ElementCodec<D>::Storage;
+    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, x.dtype(), shape));
+    std::memset(y->raw_data(), 0, y->byte_size());  // +0.0 in every float type
+    const auto* src = static_cast<const uint8_t*>(x.raw_data());
+    auto* dst = static_cast<uint8_t*>(y->raw_data());
+    // Later elements win where indices repeat.
+    for (size_t i = 0; i < flat.size(); ++i) std::memcpy(dst + flat[i] * sizeof(S), src + i * sizeof(S), sizeof(S));
+    return Status::Ok();
   });
 }
 

@@ -14,6 +14,7 @@
 
 #include "backends/cpu/kernel.h"
 #include "vigil/float16.h"
+#include "backends/cpu/kernel_families.h"
 
 namespace vigil::cpu {
 namespace {

@@ -16,6 +16,7 @@
 #include "backends/cpu/kernel.h"
 #include "ops/recurrent_params.h"
 #include "vigil/float16.h"
+#include "backends/cpu/kernel_families.h"
 
 namespace vigil::cpu {
 namespace {

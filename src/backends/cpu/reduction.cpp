@@ -17,6 +17,7 @@
 #include "backends/cpu/kernel.h"
 #include "backends/cpu/reduction_internal.h"
 #include "ops/op_params.h"
+#include "backends/cpu/kernel_families.h"
 
 namespace vigil::cpu {
 namespace {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backends/cpu/shape_ops_common.h"
+#include "backends/cpu/kernel_families.h"
 
 namespace vigil::cpu {
 namespace shape_family {

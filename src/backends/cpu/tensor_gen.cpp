@@ -10,6 +10,7 @@
 
 #include "backends/cpu/shape_ops_common.h"
 #include "ops/op_params.h"
+#include "backends/cpu/kernel_families.h"
 
 namespace vigil::cpu {
 namespace {

@@ -10,6 +10,7 @@
 #include "backends/cpu/element_types.h"
 #include "backends/cpu/shape_ops_common.h"
 #include "ops/vision.h"
+#include "backends/cpu/kernel_families.h"
 
 namespace vigil::cpu {
 namespace {
