@@ -23,7 +23,8 @@ std::span<const OpSchema> DropoutSchemas();
 std::span<const OpSchema> LossSchemas();        // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 std::span<const OpSchema> VisionSchemas();          // CenterCropPad, Col2Im, AffineGrid (vision.cpp)
 std::span<const OpSchema> DetectionSchemas();       // NonMaxSuppression, RoiAlign (detection.cpp)
-std::span<const OpSchema> GridSampleSchemas();
+std::span<const OpSchema> GridSampleSchemas();      // grid_sample.cpp
+std::span<const OpSchema> ControlFlowSchemas();     // If, Loop, Scan (control_flow.cpp)
 std::span<const OpSchema> LayoutSchemas();          // ai.vigil: ConvNhwc (layout_ops.cpp)
 std::span<const OpSchema> FusedSchemas();           // ai.vigil: MatMulBias, Gelu, Attention (fused_ops.cpp)
 std::span<const OpSchema> FaultInjectionSchemas();  // empty unless VIGIL_ENABLE_TEST_OPS=1

@@ -190,11 +190,6 @@ Result<std::shared_ptr<const ExecutionPlan>> BuildExecutionPlan(const ir::Model&
     for (const std::string& in : node.inputs) {
       if (!in.empty()) plan->last_use[in] = pos;
     }
-    for (const ir::Attribute& a : node.attributes) {
-      if (a.g || !a.graphs.empty()) {
-        return UnsupportedError("{}: ops with subgraphs (If, Loop, Scan) are not supported yet", ops::NodeLabel(node));
-      }
-    }
   }
   plan->types = std::move(inferred.types);
   PlanArena(model, *plan);

@@ -22,6 +22,7 @@
 #include "ops/attributes.h"
 #include "ops/shape_helpers.h"
 #include "runtime/captured_run.h"
+#include "runtime/control_flow.h"
 #include "runtime/execution.h"
 #include "runtime/type_inference.h"
 
@@ -102,6 +103,7 @@ struct Session::State {
   std::unordered_map<size_t, std::string> fallback_reasons;  // node -> why the first backend refused it
   std::unordered_map<std::string, Tensor> constants;
   std::unordered_map<std::string, Tensor> device_constants;  // copies on the device for device steps
+  std::unique_ptr<ControlFlowBackend> control_flow;           // runs If, Loop and Scan nodes
 
   mutable std::mutex plan_mutex;
   mutable std::map<std::string, std::shared_ptr<const ExecutionPlan>> plans;
@@ -180,6 +182,9 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
   state->cpu = FindCpu(state->options);
   if (state->options.backends.empty()) return InternalError("a session needs at least one backend");
   VIGIL_RETURN_IF_ERROR(ir::ValidateModel(model));
+  // If, Loop and Scan read values of this graph inside their bodies: as
+  // inputs of the node, the planner and the folding see them.
+  AppendImplicitInputs(model.graph);
   VIGIL_ASSIGN_OR_RETURN(std::vector<size_t> order, ir::TopologicalOrder(model.graph));
   AlignInitializers(model.graph);
 
@@ -277,9 +282,16 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
     auto it = inferred.types.find(name);
     return name.empty() || it == inferred.types.end() ? nullptr : &it->second;
   };
+  state->control_flow = std::make_unique<ControlFlowBackend>(state->model, state->options);
   for (size_t i : state->order) {
     const ir::Node& node = g.nodes[i];
     int64_t opset = state->model.OpsetVersion(node.domain);
+    if (state->control_flow->Supports(node, opset)) {
+      // The node runs on the host; its bodies' nodes go to the backends.
+      state->node_backend[i] = state->control_flow.get();
+      state->placement.push_back({i, node.Describe(i), std::string(state->control_flow->name()), {}});
+      continue;
+    }
     NodeTypes types;
     for (const std::string& in : node.inputs) types.inputs.push_back(type_of(in));
     for (const std::string& out : node.outputs) types.outputs.push_back(type_of(out));

@@ -8,6 +8,9 @@
 #   conformance  ONNX node tests with --backend cuda (no fallback)
 #   onnxnode     the node tests of ONNX 1.23.2, generated on the machine
 #                (tests/conformance/onnx_node), with --backend cuda
+#   flow         PyTorch models with data-dependent If/Loop and a detector
+#                ending in NonMaxSuppression, on the CPU and CUDA backends,
+#                vs onnxruntime (tools/models/control_flow_models.py)
 #   models       the real-model set exported from torchvision/PyTorch,
 #                --backend cuda --no-fallback vs onnxruntime (float32)
 #   lowp         the real-model set computing in float16 and in bfloat16,
@@ -56,6 +59,23 @@ has() { [[ " $steps " == *" $1 "* ]]; }
     echo "-- the same tests on the CPU backend (the CPU list)"
     "$b/vigil_conformance" --root /tmp/onnxnode --suite node --known tests/conformance/onnx_node/known_failures.txt \
       | tail -2
+  fi
+  if has flow; then
+    echo "== control flow and NMS models (export)"
+    python3 tools/models/export_models.py /tmp/models_flow --only branch_gate,loop_rnn,nms_detector \
+      > "$out/export_flow.txt" 2>&1
+    grep -vE "Warning|warn|^ *$" "$out/export_flow.txt" | tail -8
+    python3 -c "import json,sys; [print(m, json.load(open(f'/tmp/models_flow/{m}/model.json'))['ops']) for m in sys.argv[1:]]" \
+      branch_gate loop_rnn nms_detector
+    for be in cpu cuda; do
+      echo "== control flow and NMS models --backend $be vs onnxruntime (float32)"
+      python3 tools/models/check_models.py "$b/vigil" /tmp/models_flow --max-rel-l2 1e-5 \
+        --run-arg=--backend --run-arg=$be --markdown "$out/flow_$be.md"
+    done
+    for m in branch_gate loop_rnn nms_detector; do
+      echo "-- vigil inspect --backend cuda: $m"
+      "$b/vigil" inspect /tmp/models_flow/$m/model.onnx --backend cuda 2>&1 | grep -iE "control-flow|fallback|If|Loop|NonMax" | head -8
+    done
   fi
   if has models || has jit || has sanitizer; then
     echo "== real models (export)"

@@ -4,7 +4,8 @@ onnxruntime reference outputs, for vigil's real-model checks.
 
     python3 tools/models/export_models.py OUT_DIR [--size full|tiny] [--only NAME,...] [--dtype fp32|fp16|bf16]
 
-For each model NAME it writes OUT_DIR/NAME/model.onnx, input_<i>.npy (named in
+--only branch_gate,loop_rnn,nms_detector exports the control-flow models of
+control_flow_models.py. For each model NAME it writes OUT_DIR/NAME/model.onnx, input_<i>.npy (named in
 inputs.json) and ref_<i>.npy (onnxruntime CPU outputs), plus OUT_DIR/models.json
 (name, opset, exporter, inputs, outputs, onnxruntime CPU latency).
 
@@ -117,7 +118,11 @@ class TextEncoder(nn.Module):
 
 def build(name, size):
     import torchvision.models as tvm
+    from control_flow_models import build_control_flow
     tiny = size == "tiny"
+    flow = build_control_flow(name, tiny)
+    if flow is not None:
+        return flow
     image = torch.randn(1, 3, 224, 224) if not tiny else torch.randn(1, 3, 96, 96)
     if name == "resnet50":
         return (tvm.resnet18() if tiny else tvm.resnet50()), (image,), 17
@@ -153,6 +158,8 @@ def build(name, size):
 
 ALL = ["resnet50", "mobilenet_v2", "efficientnet_b0", "vit_b_16", "lstm_tagger", "gru_regressor", "unet",
        "detection_head", "text_encoder"]
+# Data-dependent If/Loop and a detector ending in NonMaxSuppression
+# (control_flow_models.py); exported only when named with --only.
 
 
 def ort_latency(sess, feeds, iters=20):

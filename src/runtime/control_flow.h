@@ -1,0 +1,80 @@
+// If, Loop and Scan: each body runs as a session of its own, made on first
+// use with the enclosing session's backends (so a body's nodes run on the
+// device where the device has kernels for them) and kept for later runs.
+//
+// Before planning, a session appends to every control-flow node the values
+// its bodies read from enclosing graphs (AppendImplicitInputs): the planner
+// then keeps them alive until the node has run and orders the node after
+// their producers, and constant folding keeps them. The node's own inputs
+// come first (ops::ExplicitInputCount).
+//
+// The condition, the trip count and the scan slicing are read on the host;
+// a body's values move to the device and back at each iteration, as the
+// body's session places them.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/backend.h"
+#include "runtime/session.h"
+
+namespace vigil::runtime {
+
+// Appends each control-flow node's implicit inputs to its inputs; returns
+// how many nodes changed.
+size_t AppendImplicitInputs(ir::Graph& graph);
+
+// The backend that runs the control-flow nodes of one session.
+class ControlFlowBackend final : public Backend {
+ public:
+  // `model` gives the opset imports and functions the bodies see; `options`
+  // the backends their sessions use.
+  ControlFlowBackend(const ir::Model& model, SessionOptions options);
+  ~ControlFlowBackend() override;
+
+  std::string_view name() const override { return "control-flow"; }
+  bool Supports(const ir::Node& node, int64_t opset) const override;
+  Status Run(const ir::Node& node, int64_t opset, std::span<const Tensor* const> inputs,
+             std::vector<Tensor>& outputs, OutputAllocator& allocator) const override;
+
+  // The body sessions made so far (for tests).
+  size_t BodySessionCount() const;
+
+ private:
+  struct Bound {
+    std::string name;
+    const Tensor* tensor;
+  };
+  // Runs `body` with the values bound to its inputs (by name, in the body's
+  // input order, then the names it reads from enclosing graphs).
+  Result<std::vector<Tensor>> RunBody(const std::shared_ptr<ir::Graph>& body, const std::vector<Bound>& bound,
+                                      const ir::Node& node) const;
+  Result<const Session*> BodySession(const std::shared_ptr<ir::Graph>& body, const std::vector<Bound>& bound,
+                                     const ir::Node& node) const;
+  Status RunIf(const ir::Node& node, std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) const;
+  Status RunLoop(const ir::Node& node, std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) const;
+  Status RunScan(const ir::Node& node, int64_t opset, std::span<const Tensor* const> inputs,
+                 std::vector<Tensor>& outputs) const;
+  struct ScanSpec {
+    std::vector<size_t> in_axes;
+    std::vector<int64_t> in_dirs, out_axes, out_dirs;
+    size_t scan_outputs = 0;
+  };
+  Result<std::vector<Tensor>> ScanOnce(const ir::Node& node, const std::shared_ptr<ir::Graph>& body,
+                                       const ScanSpec& spec, std::vector<Tensor> state,
+                                       const std::vector<const Tensor*>& scan_in,
+                                       const std::vector<std::pair<std::string, const Tensor*>>& free) const;
+
+  ir::Model shell_;  // the enclosing model without its graph
+  SessionOptions options_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::pair<const ir::Graph*, std::string>, std::unique_ptr<Session>> sessions_;
+};
+
+}  // namespace vigil::runtime
