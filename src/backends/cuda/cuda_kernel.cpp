@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
+#include "ops/schema.h"
 #include "ops/shape_helpers.h"
 
 namespace vigil::cuda {
@@ -37,13 +39,48 @@ Status StreamContext::RefuseWhileRecording(const ir::Node& node, const char* wha
   return UnsupportedError("{}: {}, which a recorded CUDA graph cannot hold", ops::NodeLabel(node), what);
 }
 
+namespace {
+
+// Where the plan does not know an output's shape (its inputs' shapes are
+// known only at run time: the outputs of a Loop, axes given as a computed
+// input), the op's shape inference runs again on the actual inputs: their
+// shapes, and the values of those the kernel reads on the host.
+Result<ir::TypeInfo> InferAtRunTime(const ir::Node& node, int64_t opset,
+                                    std::span<const runtime::Tensor* const> inputs, size_t i) {
+  const ops::OpSchema* schema = ops::FindSchema(node.domain, node.op_type, opset);
+  if (!schema) return InternalError("{}: no schema at opset {} to infer its output shapes", ops::NodeLabel(node), opset);
+  std::vector<ir::TypeInfo> types(inputs.size());
+  std::vector<ir::Tensor> values(inputs.size());
+  std::vector<const ir::TypeInfo*> type_of(inputs.size(), nullptr);
+  std::vector<const ir::Tensor*> value_of(inputs.size(), nullptr);
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (!inputs[k]) continue;
+    types[k] = ops::TensorType(inputs[k]->dtype(), inputs[k]->shape());
+    type_of[k] = &types[k];
+    if (inputs[k]->on_host() && k < node.inputs.size()) {
+      values[k] = inputs[k]->AsConstant(node.inputs[k]);
+      value_of[k] = &values[k];
+    }
+  }
+  int symbols = 0;
+  ops::InferenceContext ctx(node, opset, type_of, value_of, &symbols);
+  VIGIL_RETURN_IF_ERROR(schema->infer(ctx));
+  if (i >= ctx.outputs().size() || !ops::KnownDims(&ctx.outputs()[i]) ||
+      ctx.outputs()[i].elem_type == ir::DataType::kUndefined) {
+    return InternalError("{}: the shape of output {} is known neither at plan time nor from the inputs at run time, "
+                         "and the CUDA kernel needs it",
+                         ops::NodeLabel(node), i);
+  }
+  return ctx.outputs()[i];
+}
+
+}  // namespace
+
 Result<runtime::Tensor*> CudaKernelContext::Output(size_t i) {
   const ir::TypeInfo* planned = allocator_.PlannedType(i);
-  if (!planned) {
-    return InternalError("{}: the shape of output {} is not known at plan time, which the CUDA kernel needs",
-                         ops::NodeLabel(node_), i);
-  }
-  return Output(i, planned->elem_type, *ops::KnownDims(planned));
+  if (planned) return Output(i, planned->elem_type, *ops::KnownDims(planned));
+  VIGIL_ASSIGN_OR_RETURN(ir::TypeInfo inferred, InferAtRunTime(node_, opset_, inputs_, i));
+  return Output(i, inferred.elem_type, *ops::KnownDims(&inferred));
 }
 
 Result<runtime::Tensor*> CudaKernelContext::Output(size_t i, ir::DataType dtype, std::vector<int64_t> shape) {
@@ -55,10 +92,14 @@ Result<runtime::Tensor*> CudaKernelContext::Output(size_t i, ir::DataType dtype,
 
 const std::vector<int64_t>* CudaKernelContext::PlannedDims(size_t i) const {
   const ir::TypeInfo* planned = allocator_.PlannedType(i);
-  if (!planned) return nullptr;
-  planned_dims_.resize(std::max(planned_dims_.size(), i + 1));
-  auto dims = ops::KnownDims(planned);
+  std::optional<std::vector<int64_t>> dims;
+  if (planned) {
+    dims = ops::KnownDims(planned);
+  } else if (auto inferred = InferAtRunTime(node_, opset_, inputs_, i); inferred.ok()) {
+    dims = ops::KnownDims(&inferred.value());
+  }
   if (!dims) return nullptr;
+  planned_dims_.resize(std::max(planned_dims_.size(), i + 1));
   planned_dims_[i] = *dims;
   return &planned_dims_[i];
 }
