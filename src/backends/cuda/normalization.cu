@@ -8,6 +8,7 @@
 //     `axis`) of up to 1024 elements (held in registers), else one block per
 //     segment; two-pass mean and variance in float, then scale and shift;
 //     LayerNormalization's optional Mean and InvStdDev outputs are written.
+//     RMSNormalization is LayerNormalization without centring or B.
 //     LayerNormalization rows of a multiple of 16 bytes with Scale/B of X's
 //     dtype along the row take a vectorised kernel first (16-byte loads,
 //     the row in registers, a warp or a block per row).
@@ -134,6 +135,7 @@ struct SegmentArgs {
   void* mean_out = nullptr;  // LayerNormalization's optional outputs
   void* inv_out = nullptr;
   int stat_code = kF32;
+  bool rms = false;  // RMSNormalization: no centring (the mean is taken as 0)
 };
 
 __device__ __forceinline__ void ParamIndex(const SegmentArgs& a, int64_t s, int64_t j, int64_t* ks, int64_t* kb) {
@@ -159,7 +161,8 @@ __global__ void SegmentNormKernel(const T* __restrict__ x, T* __restrict__ y, Se
     T* ys = y + s * a.length;
     float sum = 0.0f;
     for (int64_t j = threadIdx.x; j < a.length; j += blockDim.x) sum += ToFloat(xs[j]);
-    const float mean = BlockAll(sum, SumOp{}, shared) / static_cast<float>(a.length);  // NaN when empty
+    const float block_mean = BlockAll(sum, SumOp{}, shared) / static_cast<float>(a.length);  // NaN when empty
+    const float mean = a.rms ? 0.0f : block_mean;
     float sq = 0.0f;
     for (int64_t j = threadIdx.x; j < a.length; j += blockDim.x) {
       const float d = ToFloat(xs[j]) - mean;
@@ -201,7 +204,7 @@ __global__ void SegmentNormWarpKernel(const T* __restrict__ x, T* __restrict__ y
       sum += v[j];
     }
     for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    const float mean = sum / static_cast<float>(a.length);
+    const float mean = a.rms ? 0.0f : sum / static_cast<float>(a.length);
     float sq = 0.0f;
 #pragma unroll
     for (int j = 0; j < kPerLane; ++j) {
@@ -509,7 +512,9 @@ bool RowContiguous(const IndexMap& m, int64_t axis, int64_t row_length, const st
   return count == row_length;
 }
 
-Status LayerNormalization(CudaKernelContext& ctx) {
+// LayerNormalization, and RMSNormalization (`rms`: no centring, no B, no
+// statistics outputs).
+Status LayerLikeNorm(CudaKernelContext& ctx, bool rms) {
   const runtime::Tensor* xp = ctx.input(0);
   if (!xp || !ctx.has_input(1)) return ctx.Fail("inputs X and Scale are required");
   const runtime::Tensor& x = *xp;
@@ -520,11 +525,12 @@ Status LayerNormalization(CudaKernelContext& ctx) {
   VIGIL_ASSIGN_OR_RETURN(int64_t stash, ops::IntAttr(ctx.node(), "stash_type", 1));
   const auto stash_type = static_cast<ir::DataType>(stash);
   SegmentArgs a;
+  a.rms = rms;
   a.epsilon = epsilon;
   a.segments = 1;
   a.length = 1;
   for (int64_t d = 0; d < static_cast<int64_t>(x.rank()); ++d) (d < axis ? a.segments : a.length) *= x.dim(d);
-  const runtime::Tensor* params[2] = {ctx.input(1), ctx.input(2)};
+  const runtime::Tensor* params[2] = {ctx.input(1), rms ? nullptr : ctx.input(2)};
   IndexMap* maps[2] = {&a.scale_map, &a.bias_map};
   bool contiguous = true;
   for (int i = 0; i < 2; ++i) {
@@ -547,7 +553,7 @@ Status LayerNormalization(CudaKernelContext& ctx) {
   std::vector<int64_t> stat_shape = x.shape();
   for (size_t d = static_cast<size_t>(axis); d < stat_shape.size(); ++d) stat_shape[d] = 1;
   void** stat_out[2] = {&a.mean_out, &a.inv_out};
-  for (size_t i = 1; i <= 2; ++i) {
+  for (size_t i = 1; i <= 2 && !rms; ++i) {
     if (i >= ctx.num_outputs() || !ctx.output_wanted(i)) continue;
     if (!IsCudaFloat(stash_type)) {
       return ctx.Unsupported("stash_type {} for the Mean/InvStdDev outputs", stash);
@@ -557,10 +563,15 @@ Status LayerNormalization(CudaKernelContext& ctx) {
   }
   a.stat_code = CodeOf(stash_type);
   bool done = false;
-  VIGIL_RETURN_IF_ERROR(TryLayerNormVec(ctx, x, *y, *params[0], params[1], a, &done));
+  if (!rms) {
+    VIGIL_RETURN_IF_ERROR(TryLayerNormVec(ctx, x, *y, *params[0], params[1], a, &done));
+  }
   if (done) return Status::Ok();
   return LaunchSegments(ctx, x, *y, a);
 }
+
+Status LayerNormalization(CudaKernelContext& ctx) { return LayerLikeNorm(ctx, false); }
+Status RMSNormalization(CudaKernelContext& ctx) { return LayerLikeNorm(ctx, true); }
 
 bool SupportsLayerNorm(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
   if (!FloatInputs(node, types, why_not, 1)) return false;
@@ -585,6 +596,7 @@ const CudaKernelDef kNormalizationKernels[] = {
     {"", "BatchNormalization", 1, kLatest, BatchNormalization, SupportsBatchNorm},
     {"", "InstanceNormalization", 1, kLatest, InstanceNormalization, SupportsChannelNorm},
     {"", "LayerNormalization", 17, kLatest, LayerNormalization, SupportsLayerNorm},
+    {"", "RMSNormalization", 23, kLatest, RMSNormalization, SupportsLayerNorm},
     // The kernel reads the opset: scale/bias per group in 18, per channel in 21.
     {"", "GroupNormalization", 18, kLatest, GroupNormalization, SupportsChannelNorm},
 };

@@ -1,5 +1,5 @@
 // CUDA kernels of the Reduce* ops (Sum, Mean, Max, Min, Prod, L1, L2,
-// SumSquare, LogSum, LogSumExp) and of ArgMax/ArgMin, with the semantics of
+// SumSquare, LogSum, LogSumExp), of ArgMax/ArgMin and of TopK, with the semantics of
 // the CPU kernels (backends/cpu/reduction.cpp, reduction_axis.cpp).
 //
 // A reduction is planned on the host as two index maps over the input: one
@@ -504,6 +504,119 @@ Status ArgKernel(CudaKernelContext& ctx) {
       });
 }
 
+// --- TopK ------------------------------------------------------------------------
+//
+// One thread per line, k passes: pass r finds the first element (in TopK's
+// order) that comes after the one pass r - 1 found. The order is the CPU
+// kernel's (backends/cpu/reduction_axis.cpp): by value, largest or smallest
+// first, NaN before every number when largest (after, when smallest), ties
+// by lower index. O(k n) per line: made for the small k of detection heads
+// and classifiers, not for sorting whole rows.
+
+template <typename C>
+__device__ __forceinline__ bool TopKBefore(C a, int64_t ai, C b, int64_t bi, bool largest) {
+  if constexpr (!std::is_integral_v<C>) {
+    const bool an = isnan(a), bn = isnan(b);
+    if (an || bn) {
+      if (an && bn) return ai < bi;
+      return largest ? an : bn;
+    }
+  }
+  if (a != b) return largest ? a > b : a < b;
+  return ai < bi;
+}
+
+struct TopKPlan {
+  int64_t outer = 1, n = 1, inner = 1, k = 0;
+  bool largest = true;
+};
+
+template <typename T, typename C>
+__global__ void TopKLineKernel(const T* __restrict__ x, T* __restrict__ values, int64_t* __restrict__ indices,
+                               TopKPlan p) {
+  const int64_t total = p.outer * p.inner;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t o = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; o < total; o += step) {
+    const int64_t a = o / p.inner, b = o - a * p.inner;
+    const T* line = x + a * p.n * p.inner + b;
+    T* vout = values + a * p.k * p.inner + b;
+    int64_t* iout = indices + a * p.k * p.inner + b;
+    C prev = C(0);
+    int64_t prev_i = -1;
+    for (int64_t r = 0; r < p.k; ++r) {
+      C best = C(0);
+      int64_t bi = -1;
+      for (int64_t i = 0; i < p.n; ++i) {
+        const C v = Load<C>(line[i * p.inner]);
+        if (prev_i >= 0 && !TopKBefore(prev, prev_i, v, i, p.largest)) continue;
+        if (bi < 0 || TopKBefore(v, i, best, bi, p.largest)) {
+          best = v;
+          bi = i;
+        }
+      }
+      vout[r * p.inner] = line[bi * p.inner];
+      iout[r * p.inner] = bi;
+      prev = best;
+      prev_i = bi;
+    }
+  }
+}
+
+template <typename T, typename C>
+Status LaunchTopK(const runtime::Tensor& x, runtime::Tensor& values, runtime::Tensor& indices, const TopKPlan& p,
+                  cudaStream_t stream) {
+  const int64_t total = p.outer * p.inner;
+  if (total == 0 || p.k == 0) return Status::Ok();
+  TopKLineKernel<T, C><<<BlocksFor(total, 128), 128, 0, stream>>>(static_cast<const T*>(x.raw_data()),
+                                                            static_cast<T*>(values.raw_data()),
+                                                            indices.data<int64_t>(), p);
+  VIGIL_CHECK_LAUNCH("TopKLineKernel");
+  return Status::Ok();
+}
+
+Status TopKKernel(CudaKernelContext& ctx) {
+  const runtime::Tensor* x = ctx.input(0);
+  if (!x) return ctx.Fail("input X is missing");
+  if (x->rank() == 0) return ctx.Fail("input X is a scalar; TopK needs rank 1 or more");
+  int64_t k = 0;
+  if (ctx.opset() < 10) {
+    VIGIL_ASSIGN_OR_RETURN(k, ops::RequiredIntAttr(ctx.node(), "k"));
+  } else {
+    const runtime::Tensor* kt = ctx.input(1);
+    if (!kt || !kt->on_host() || kt->element_count() != 1 || kt->dtype() != ir::DataType::kInt64) {
+      return ctx.Fail("input K must be one int64 value");
+    }
+    k = kt->data<int64_t>()[0];
+  }
+  VIGIL_ASSIGN_OR_RETURN(int64_t axis_attr, ops::IntAttr(ctx.node(), "axis", -1));
+  VIGIL_ASSIGN_OR_RETURN(int64_t largest, ops::IntAttr(ctx.node(), "largest", 1));
+  const int64_t rank = static_cast<int64_t>(x->rank());
+  VIGIL_ASSIGN_OR_RETURN(int64_t axis, ops::NormalizeAxis(ctx.node(), axis_attr, rank));
+  if (k < 0 || k > x->dim(static_cast<size_t>(axis))) {
+    return ctx.Fail("k = {} is out of range: axis {} of input {} has {} elements", k, axis, x->Describe(),
+                    x->dim(static_cast<size_t>(axis)));
+  }
+  TopKPlan p;
+  p.k = k;
+  p.largest = largest != 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d < axis) p.outer *= x->dim(d);
+    else if (d == axis) p.n = x->dim(d);
+    else p.inner *= x->dim(d);
+  }
+  std::vector<int64_t> out_shape = x->shape();
+  out_shape[static_cast<size_t>(axis)] = k;
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * values, ctx.Output(0, x->dtype(), out_shape));
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * indices, ctx.Output(1, ir::DataType::kInt64, out_shape));
+  return FloatDispatch(
+      x->dtype(), [&](auto tag) { return LaunchTopK<decltype(tag), float>(*x, *values, *indices, p, ctx.stream()); },
+      [&]() -> Status {
+        if (x->dtype() == ir::DataType::kInt32) return LaunchTopK<int32_t, int32_t>(*x, *values, *indices, p, ctx.stream());
+        if (x->dtype() == ir::DataType::kInt64) return LaunchTopK<int64_t, int64_t>(*x, *values, *indices, p, ctx.stream());
+        return ctx.Unsupported("dtype {} of input 0", ir::DataTypeName(x->dtype()));
+      });
+}
+
 #define VIGIL_CUDA_REDUCE(name, kind, since, ints)                                         \
   CudaKernelDef{"", name, 1, since - 1, ReduceKernel<kind, since>, SupportsReduce<ints>}, \
       CudaKernelDef{"", name, since, kLatest, ReduceKernel<kind, since>, SupportsReduce<ints>, HostInput(1)}
@@ -521,6 +634,8 @@ const CudaKernelDef kReductionKernels[] = {
     VIGIL_CUDA_REDUCE("ReduceLogSumExp", Kind::kLogSumExp, 18, false),
     {"", "ArgMax", 1, kLatest, ArgKernel<true>, SupportsReduce<true>},
     {"", "ArgMin", 1, kLatest, ArgKernel<false>, SupportsReduce<true>},
+    {"", "TopK", 1, 9, TopKKernel, SupportsReduce<true>},
+    {"", "TopK", 10, kLatest, TopKKernel, SupportsReduce<true>, HostInput(1)},
 };
 
 #undef VIGIL_CUDA_REDUCE
