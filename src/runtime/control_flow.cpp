@@ -158,6 +158,93 @@ ControlFlowBackend::ControlFlowBackend(const ir::Model& model, SessionOptions op
   shell_.path = model.path;
   shell_.file = model.file;
   options_.device_graphs = false;
+  for (const auto& b : options_.backends) {
+    if (b && b->device() != Device::kHost) {
+      device_ = b.get();
+      break;
+    }
+  }
+}
+
+Device ControlFlowBackend::device() const { return device_ ? device_->device() : Device::kHost; }
+
+bool ControlFlowBackend::InputOnHost(const ir::Node& node, int64_t opset, size_t input_index) const {
+  static_cast<void>(opset);
+  if (!device_ || node.op_type == "Scan") return true;
+  if (node.op_type == "If") return input_index == 0;       // cond
+  if (node.op_type == "Loop") return input_index < 2;      // M, cond
+  return true;
+}
+
+namespace {
+Status NoDevice(std::string_view what) {
+  return InternalError("the control-flow backend was asked to {} with no device backend in the session", what);
+}
+}  // namespace
+
+Result<Tensor> ControlFlowBackend::AllocateDevice(ir::DataType dtype, std::vector<int64_t> shape) const {
+  if (!device_) return NoDevice("allocate device memory");
+  return device_->AllocateDevice(dtype, std::move(shape));
+}
+Result<Tensor> ControlFlowBackend::ToDevice(const Tensor& host) const {
+  if (!device_) return NoDevice("copy to the device");
+  return device_->ToDevice(host);
+}
+Result<Tensor> ControlFlowBackend::ToHost(const Tensor& device) const {
+  if (!device_) return NoDevice("copy to the host");
+  return device_->ToHost(device);
+}
+Status ControlFlowBackend::Synchronize() const { return device_ ? device_->Synchronize() : Status::Ok(); }
+Result<Tensor> ControlFlowBackend::AllocateHost(ir::DataType dtype, std::vector<int64_t> shape) const {
+  return device_ ? device_->AllocateHost(dtype, std::move(shape)) : Tensor::Allocate(dtype, std::move(shape));
+}
+Status ControlFlowBackend::CheckDeviceMemory(uint64_t planned_bytes, const std::string& largest_tensors) const {
+  return device_ ? device_->CheckDeviceMemory(planned_bytes, largest_tensors) : Status::Ok();
+}
+Status ControlFlowBackend::CopyInto(const Tensor& src, const Tensor& dst) const {
+  if (!device_) return NoDevice("copy into device memory");
+  return device_->CopyInto(src, dst);
+}
+Status ControlFlowBackend::CheckPointer(const void* data, size_t bytes, Device claimed, int device_id,
+                                        const std::string& what) const {
+  return device_ ? device_->CheckPointer(data, bytes, claimed, device_id, what) : Status::Ok();
+}
+Status ControlFlowBackend::WaitForStream(void* stream) const {
+  if (!device_) return NoDevice("wait for a stream");
+  return device_->WaitForStream(stream);
+}
+
+Result<int64_t> ControlFlowBackend::HostScalar(const ir::Node& node, const Tensor& t, const char* what) const {
+  if (t.on_host()) return ScalarValue(node, t, what);
+  if (!device_) return NoDevice("read a device value");
+  VIGIL_ASSIGN_OR_RETURN(Tensor host, device_->ToHost(t));
+  return ScalarValue(node, host, what);
+}
+
+Result<Tensor> ControlFlowBackend::StackIterations(const ir::Node& node, const std::vector<Tensor>& parts,
+                                                   size_t output_index) const {
+  bool any_device = false;
+  for (const Tensor& p : parts) any_device = any_device || !p.on_host();
+  if (!any_device) return Stack(node, parts, 0, false, output_index);
+  // Along axis 0 each part is one contiguous block of the output.
+  const Tensor& first = parts.front();
+  for (const Tensor& p : parts) {
+    if (p.dtype() != first.dtype() || p.shape() != first.shape()) {
+      return InvalidInputError("{}: scan output {} is {} in one iteration and {} in another; every iteration must "
+                               "give the same shape",
+                               ops::NodeLabel(node), output_index, first.Describe(), p.Describe());
+    }
+  }
+  std::vector<int64_t> shape = first.shape();
+  shape.insert(shape.begin(), static_cast<int64_t>(parts.size()));
+  VIGIL_ASSIGN_OR_RETURN(Tensor out, device_->AllocateDevice(first.dtype(), shape));
+  auto* base = static_cast<uint8_t*>(out.raw_data());
+  for (size_t t = 0; t < parts.size(); ++t) {
+    Tensor slot = Tensor::OnDevice(out.device(), first.dtype(), first.shape(), base + t * first.byte_size(),
+                                   out.storage());
+    if (first.byte_size()) VIGIL_RETURN_IF_ERROR(device_->CopyInto(parts[t], slot));
+  }
+  return out;
 }
 
 ControlFlowBackend::~ControlFlowBackend() = default;
@@ -205,11 +292,22 @@ Result<const Session*> ControlFlowBackend::BodySession(const std::shared_ptr<ir:
 }
 
 Result<std::vector<Tensor>> ControlFlowBackend::RunBody(const std::shared_ptr<ir::Graph>& body,
-                                                        const std::vector<Bound>& bound, const ir::Node& node) const {
+                                                        const std::vector<Bound>& bound, const ir::Node& node,
+                                                        bool on_device) const {
   VIGIL_ASSIGN_OR_RETURN(const Session* session, BodySession(body, bound, node));
+  // A body none of whose nodes runs on the device takes host values.
+  const bool bind_device = on_device && session->HasDeviceBackend();
+  std::vector<Tensor> moved;  // host copies of device values, alive for the run
+  moved.reserve(bound.size());
   std::vector<InputBinding> bindings;
   bindings.reserve(bound.size());
-  for (const Bound& b : bound) {
+  for (Bound b : bound) {
+    if (!b.tensor->on_host() && !bind_device) {
+      if (!device_) return NoDevice("read a device value");
+      VIGIL_ASSIGN_OR_RETURN(Tensor host, device_->ToHost(*b.tensor));
+      moved.push_back(std::move(host));
+      b.tensor = &moved.back();
+    }
     InputBinding ib;
     ib.name = b.name;
     ib.dtype = b.tensor->dtype();
@@ -217,9 +315,12 @@ Result<std::vector<Tensor>> ControlFlowBackend::RunBody(const std::shared_ptr<ir
     ib.data = b.tensor->raw_data();
     ib.byte_size = b.tensor->byte_size();
     ib.source = "enclosing graph";
+    ib.device = b.tensor->device();
     bindings.push_back(std::move(ib));
   }
-  Result<std::vector<NamedTensor>> ran = session->Run(std::move(bindings));
+  RunOptions run_options;
+  run_options.outputs_on_device = bind_device;
+  Result<std::vector<NamedTensor>> ran = session->Run(std::move(bindings), run_options);
   if (!ran.ok()) {
     return std::move(ran).TakeStatus().WithContext(
         fmt::format("in the body '{}' of {}", body->name, ops::NodeLabel(node)));
@@ -271,7 +372,7 @@ Status ControlFlowBackend::RunIf(const ir::Node& node, std::span<const Tensor* c
   VIGIL_RETURN_IF_ERROR(BindFreeNames(node, inputs, branch, free));
   std::vector<Bound> bound;
   for (auto& [name, t] : free) bound.push_back({name, t});
-  VIGIL_ASSIGN_OR_RETURN(std::vector<Tensor> outs, RunBody(branch, bound, node));
+  VIGIL_ASSIGN_OR_RETURN(std::vector<Tensor> outs, RunBody(branch, bound, node, device_ != nullptr));
   if (outs.size() != outputs.size()) {
     return InvalidModelError("{}: the {} branch gives {} outputs, the node has {}", ops::NodeLabel(node),
                              cond ? "then" : "else", outs.size(), outputs.size());
@@ -329,8 +430,8 @@ Status ControlFlowBackend::RunLoop(const ir::Node& node, std::span<const Tensor*
     bound.push_back({body->inputs[1].name, &cond_t});
     for (size_t i = 0; i < carried_count; ++i) bound.push_back({body->inputs[2 + i].name, &carried[i]});
     for (auto& [name, t] : free) bound.push_back({name, t});
-    VIGIL_ASSIGN_OR_RETURN(std::vector<Tensor> outs, RunBody(body, bound, node));
-    VIGIL_ASSIGN_OR_RETURN(cond, ScalarValue(node, outs[0], "the condition the body returns"));
+    VIGIL_ASSIGN_OR_RETURN(std::vector<Tensor> outs, RunBody(body, bound, node, device_ != nullptr));
+    VIGIL_ASSIGN_OR_RETURN(cond, HostScalar(node, outs[0], "the condition the body returns"));
     for (size_t i = 0; i < carried_count; ++i) carried[i] = std::move(outs[1 + i]);
     for (size_t k = 0; k < scan_count; ++k) scans[k].push_back(std::move(outs[1 + carried_count + k]));
   }
@@ -340,7 +441,7 @@ Status ControlFlowBackend::RunLoop(const ir::Node& node, std::span<const Tensor*
     } else if (scans[i - carried_count].empty()) {
       VIGIL_ASSIGN_OR_RETURN(outputs[i], EmptyScanOutput(node, *body, 1 + i));
     } else {
-      VIGIL_ASSIGN_OR_RETURN(outputs[i], Stack(node, scans[i - carried_count], 0, false, i));
+      VIGIL_ASSIGN_OR_RETURN(outputs[i], StackIterations(node, scans[i - carried_count], i));
     }
   }
   return Status::Ok();

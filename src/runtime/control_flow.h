@@ -43,6 +43,24 @@ class ControlFlowBackend final : public Backend {
   Status Run(const ir::Node& node, int64_t opset, std::span<const Tensor* const> inputs,
              std::vector<Tensor>& outputs, OutputAllocator& allocator) const override;
 
+  // With a device backend among the session's, If and Loop take their
+  // values (all but the condition and the trip count) where they are, give
+  // them to the bodies in place, and keep the bodies' outputs on the device:
+  // loop-carried values stay there between iterations. Scan slices and
+  // stacks on the host. The device methods are the device backend's.
+  Device device() const override;
+  bool InputOnHost(const ir::Node& node, int64_t opset, size_t input_index) const override;
+  Result<Tensor> AllocateDevice(ir::DataType dtype, std::vector<int64_t> shape) const override;
+  Result<Tensor> ToDevice(const Tensor& host) const override;
+  Result<Tensor> ToHost(const Tensor& device) const override;
+  Status Synchronize() const override;
+  Result<Tensor> AllocateHost(ir::DataType dtype, std::vector<int64_t> shape) const override;
+  Status CheckDeviceMemory(uint64_t planned_bytes, const std::string& largest_tensors) const override;
+  Status CopyInto(const Tensor& src, const Tensor& dst) const override;
+  Status CheckPointer(const void* data, size_t bytes, Device claimed, int device_id,
+                      const std::string& what) const override;
+  Status WaitForStream(void* stream) const override;
+
   // The body sessions made so far (for tests).
   size_t BodySessionCount() const;
 
@@ -53,8 +71,16 @@ class ControlFlowBackend final : public Backend {
   };
   // Runs `body` with the values bound to its inputs (by name, in the body's
   // input order, then the names it reads from enclosing graphs).
+  // `on_device`: device values are bound in place and outputs the body
+  // computes on the device stay there.
   Result<std::vector<Tensor>> RunBody(const std::shared_ptr<ir::Graph>& body, const std::vector<Bound>& bound,
-                                      const ir::Node& node) const;
+                                      const ir::Node& node, bool on_device = false) const;
+  // A one-element value read on the host (a condition the body returned on
+  // the device).
+  Result<int64_t> HostScalar(const ir::Node& node, const Tensor& t, const char* what) const;
+  // Per-iteration outputs stacked along a new axis 0, on the device when the
+  // parts are there.
+  Result<Tensor> StackIterations(const ir::Node& node, const std::vector<Tensor>& parts, size_t output_index) const;
   Result<const Session*> BodySession(const std::shared_ptr<ir::Graph>& body, const std::vector<Bound>& bound,
                                      const ir::Node& node) const;
   Status RunIf(const ir::Node& node, std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) const;
@@ -73,6 +99,7 @@ class ControlFlowBackend final : public Backend {
 
   ir::Model shell_;  // the enclosing model without its graph
   SessionOptions options_;
+  const Backend* device_ = nullptr;  // the first device backend of options_, if any
   mutable std::mutex mutex_;
   mutable std::map<std::pair<const ir::Graph*, std::string>, std::unique_ptr<Session>> sessions_;
 };

@@ -8,8 +8,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <mutex>
+
 #include "backends/cpu/cpu_backend.h"
 #include "runtime/session.h"
+#include "fake_device_backend.h"
 #include "../ir/graph_builder.h"
 
 namespace vigil::runtime {
@@ -257,6 +261,42 @@ TEST(ControlFlow, ScanReversedAlongAnAxis) {
     }
     EXPECT_NEAR((*out)[0].tensor.data<float>()[r], s, 1e-5) << r;
   }
+}
+
+// A device backend in name only that counts the float32 values crossing
+// between host and device.
+class CountingDevice : public testing::FakeDeviceBackend {
+ public:
+  Result<Tensor> ToDevice(const Tensor& host) const override {
+    if (host.dtype() == DataType::kFloat32) ++floats_to_device;
+    return FakeDeviceBackend::ToDevice(host);
+  }
+  Result<Tensor> ToHost(const Tensor& device) const override {
+    if (device.dtype() == DataType::kFloat32) ++floats_to_host;
+    return FakeDeviceBackend::ToHost(device);
+  }
+  mutable std::atomic<int> floats_to_device{0}, floats_to_host{0};
+};
+
+// With a device backend, a Loop's carried value and its scan outputs stay on
+// the device across iterations: only x goes up once and the two outputs come
+// down once, whatever the trip count (the condition crosses each iteration,
+// as a bool).
+TEST(ControlFlow, LoopCarriedValuesStayOnTheDevice) {
+  auto device = std::make_shared<CountingDevice>();
+  SessionOptions o;
+  o.backends = {device, cpu::MakeCpuBackend()};
+  auto session = Session::Create(LoopModel(false, true), o);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  std::vector<float> x = {0.5f, -1.25f, 3};
+  std::vector<uint8_t> cond = {1};
+  std::vector<int64_t> trip = {13};
+  auto out = (*session)->Run({Bind("M", DataType::kInt64, trip, {}), Bind("cond", DataType::kBool, cond, {}),
+                              Bind("x", DataType::kFloat32, x, {3})});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ExpectLoop(*out, x, 13);
+  EXPECT_LE(device->floats_to_device.load(), 1) << "x uploaded once";
+  EXPECT_LE(device->floats_to_host.load(), 2) << "acc_final and squares downloaded once";
 }
 
 }  // namespace
