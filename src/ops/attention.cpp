@@ -1,8 +1,9 @@
-// Schemas and shape inference of ONNX Attention (opsets 23, 24, 25) and
-// RotaryEmbedding (opset 23). Attributes and, where every dim is a number,
+// Schemas and shape inference of ONNX Attention (opsets 23, 24, 25),
+// RotaryEmbedding (opset 23) and LinearAttention (opset 27). Attributes and, where every dim is a number,
 // the whole geometry are checked by the helpers the kernels use
 // (ops/attention_params.h); with symbolic dims, inference still gives every
 // output its dtype, rank and the dims that follow from the inputs.
+#include <optional>
 #include <vector>
 
 #include "ops/attention_params.h"
@@ -199,12 +200,64 @@ Status InferRotaryEmbedding(InferenceContext& ctx) {
   return CheckRotaryCache(ctx, 2, "sin_cache", cache_rank, half);
 }
 
+// LinearAttention: output [B, T, Hq * dv] in query's dtype, present_state
+// [B, Hkv, dk, dv] in past_state's dtype (query's without it).
+Status InferLinearAttention(InferenceContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(LinearAttentionAttrs attrs, ReadLinearAttentionAttrs(ctx.node()));
+  const char* names[] = {"query", "key", "value", "past_state", "decay", "beta"};
+  for (size_t i = 0; i < 6; ++i) VIGIL_RETURN_IF_ERROR(CheckFloatInput(ctx, i, names[i]));
+  const ir::TypeInfo *q = ctx.input_type(0), *k = ctx.input_type(1), *v = ctx.input_type(2);
+  const ir::TypeInfo* past = ctx.has_input(3) ? ctx.input_type(3) : nullptr;
+  if (attrs.gated != ctx.has_input(4)) {
+    return ctx.Fail("the update rule {} the input decay", attrs.gated ? "needs" : "does not take");
+  }
+  if (attrs.delta != ctx.has_input(5)) {
+    return ctx.Fail("the update rule {} the input beta", attrs.delta ? "needs" : "does not take");
+  }
+  if (!IsTensor(q)) return Status::Ok();
+  const ir::DataType state_type = IsTensor(past) ? past->elem_type : q->elem_type;
+  if (!HasRank(q) || !HasRank(v)) {
+    ctx.set_output(0, TensorTypeUnknownShape(q->elem_type));
+    if (ctx.num_outputs() > 1) ctx.set_output(1, TensorTypeUnknownShape(state_type));
+    return Status::Ok();
+  }
+  auto kq = KnownDims(q), kk = KnownDims(k), kv = KnownDims(v);
+  auto kp = ctx.has_input(3) ? KnownDims(past) : std::nullopt;
+  auto kg = ctx.has_input(4) ? KnownDims(ctx.input_type(4)) : std::nullopt;
+  auto kb = ctx.has_input(5) ? KnownDims(ctx.input_type(5)) : std::nullopt;
+  const bool all_known = kq && kk && kv && (!ctx.has_input(3) || kp) && (!ctx.has_input(4) || kg) &&
+                         (!ctx.has_input(5) || kb);
+  if (all_known) {
+    VIGIL_ASSIGN_OR_RETURN(LinearAttentionDims d,
+                           ResolveLinearAttentionDims(ctx.node(), attrs, *kq, *kk, *kv, kp ? &*kp : nullptr,
+                                                      kg ? &*kg : nullptr, kb ? &*kb : nullptr));
+    ctx.set_output(0, TensorType(q->elem_type, std::vector<int64_t>{d.batch, d.seq, d.q_heads * d.dv}));
+    if (ctx.num_outputs() > 1) {
+      ctx.set_output(1, TensorType(state_type, std::vector<int64_t>{d.batch, d.kv_heads, d.dk, d.dv}));
+    }
+    return Status::Ok();
+  }
+  const auto &qd = q->shape.dims, &vd = v->shape.dims;
+  if (qd.size() != 3 || vd.size() != 3) {
+    return ctx.Fail("query {} and value {} must be 3-D [batch, seq, heads * head_size]", ir::ShapeToString(q->shape),
+                    ir::ShapeToString(v->shape));
+  }
+  const ir::Dim dv = DivDim(ctx, vd[2], attrs.kv_num_heads);
+  ctx.set_output(0, TensorType(q->elem_type, {qd[0], qd[1], MulDim(ctx, ir::Dim::Known(attrs.q_num_heads), dv)}));
+  if (ctx.num_outputs() > 1) {
+    ctx.set_output(1, TensorType(state_type, {qd[0], ir::Dim::Known(attrs.kv_num_heads),
+                                              DivDim(ctx, qd[2], attrs.q_num_heads), dv}));
+  }
+  return Status::Ok();
+}
+
 const OpSchema kAttentionSchemas[] = {
     // Opset 24 adds the input nonpad_kv_seqlen, opset 25 the window attributes.
     {"", "Attention", 23, 23, 3, 6, 1, 4, InferAttention},
     {"", "Attention", 24, 24, 3, 7, 1, 4, InferAttention},
     {"", "Attention", 25, kLatest, 3, 7, 1, 4, InferAttention},
     {"", "RotaryEmbedding", 23, kLatest, 3, 4, 1, 1, InferRotaryEmbedding},
+    {"", "LinearAttention", 27, kLatest, 3, 6, 1, 2, InferLinearAttention},
 };
 
 }  // namespace

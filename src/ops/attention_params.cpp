@@ -1,4 +1,4 @@
-// Attention's and RotaryEmbedding's attributes and geometry, shared by the
+// Attention's, RotaryEmbedding's and LinearAttention's attributes and geometry, shared by the
 // backends (see attention_params.h).
 #include "ops/attention_params.h"
 
@@ -219,6 +219,93 @@ Result<RotaryDims> ResolveRotaryDims(const ir::Node& node, const RotaryAttrs& at
   if (d.rotary_dim % 2 != 0 || d.rotary_dim > d.head_size) {
     return Fail(node, "the rotary dim is {}{}; it must be even and at most the head size {}", d.rotary_dim,
                 attrs.rotary_dim == 0 ? " (the head size)" : " (rotary_embedding_dim)", d.head_size);
+  }
+  return d;
+}
+
+Result<LinearAttentionAttrs> ReadLinearAttentionAttrs(const ir::Node& node) {
+  LinearAttentionAttrs a;
+  if (!HasAttr(node, "q_num_heads") || !HasAttr(node, "kv_num_heads")) {
+    return Fail(node, "the attributes q_num_heads and kv_num_heads are required");
+  }
+  VIGIL_ASSIGN_OR_RETURN(a.q_num_heads, IntAttr(node, "q_num_heads", 0));
+  VIGIL_ASSIGN_OR_RETURN(a.kv_num_heads, IntAttr(node, "kv_num_heads", 0));
+  if (a.q_num_heads < 1 || a.kv_num_heads < 1 || a.q_num_heads % a.kv_num_heads != 0) {
+    return Fail(node, "q_num_heads {} must be a positive multiple of kv_num_heads {}", a.q_num_heads,
+                a.kv_num_heads);
+  }
+  VIGIL_ASSIGN_OR_RETURN(a.scale, FloatAttr(node, "scale", 0.0f));
+  if (!std::isfinite(a.scale)) return Fail(node, "scale is {}; it must be finite", a.scale);
+  VIGIL_ASSIGN_OR_RETURN(std::string rule, StringAttr(node, "update_rule", "gated_delta"));
+  if (rule != "linear" && rule != "gated" && rule != "delta" && rule != "gated_delta") {
+    return Fail(node, "update_rule is '{}'; it must be 'linear', 'gated', 'delta' or 'gated_delta'", rule);
+  }
+  a.gated = rule == "gated" || rule == "gated_delta";
+  a.delta = rule == "delta" || rule == "gated_delta";
+  VIGIL_ASSIGN_OR_RETURN(int64_t chunk, IntAttr(node, "chunk_size", 64));  // a tuning hint only
+  if (chunk < 1) return Fail(node, "chunk_size is {}; it must be at least 1", chunk);
+  return a;
+}
+
+Result<LinearAttentionDims> ResolveLinearAttentionDims(const ir::Node& node, const LinearAttentionAttrs& attrs,
+                                                       const std::vector<int64_t>& query,
+                                                       const std::vector<int64_t>& key,
+                                                       const std::vector<int64_t>& value,
+                                                       const std::vector<int64_t>* past_state,
+                                                       const std::vector<int64_t>* decay,
+                                                       const std::vector<int64_t>* beta) {
+  if (query.size() != 3 || key.size() != 3 || value.size() != 3) {
+    return Fail(node, "query {}, key {} and value {} must all be 3-D [batch, seq, heads * head_size]", Dims(query),
+                Dims(key), Dims(value));
+  }
+  LinearAttentionDims d;
+  d.batch = query[0];
+  d.seq = query[1];
+  d.q_heads = attrs.q_num_heads;
+  d.kv_heads = attrs.kv_num_heads;
+  if (query[2] % d.q_heads != 0 || query[2] == 0) {
+    return Fail(node, "query {} has hidden size {}, not a positive multiple of q_num_heads {}", Dims(query), query[2],
+                d.q_heads);
+  }
+  d.dk = query[2] / d.q_heads;
+  if (value[2] % d.kv_heads != 0) {
+    return Fail(node, "value {} has hidden size {}, not a multiple of kv_num_heads {}", Dims(value), value[2],
+                d.kv_heads);
+  }
+  d.dv = value[2] / d.kv_heads;
+  if (key[0] != d.batch || key[1] != d.seq || key[2] != d.kv_heads * d.dk) {
+    return Fail(node, "key is {}, expected [{},{},{}] (kv_num_heads {} x d_k {} of query {})", Dims(key), d.batch,
+                d.seq, d.kv_heads * d.dk, d.kv_heads, d.dk, Dims(query));
+  }
+  if (value[0] != d.batch || value[1] != d.seq) {
+    return Fail(node, "value {} must have query's batch {} and sequence length {}", Dims(value), d.batch, d.seq);
+  }
+  if (past_state) {
+    const std::vector<int64_t> want = {d.batch, d.kv_heads, d.dk, d.dv};
+    if (*past_state != want) return Fail(node, "past_state is {}, expected {}", Dims(*past_state), Dims(want));
+  }
+  if (attrs.gated != (decay != nullptr)) {
+    return Fail(node, "the update rule {} the input decay", attrs.gated ? "needs" : "does not take");
+  }
+  if (attrs.delta != (beta != nullptr)) {
+    return Fail(node, "the update rule {} the input beta", attrs.delta ? "needs" : "does not take");
+  }
+  if (decay) {
+    const auto& g = *decay;
+    if (g.size() != 3 || g[0] != d.batch || g[1] != d.seq || (g[2] != d.kv_heads && g[2] != d.kv_heads * d.dk)) {
+      return Fail(node, "decay is {}, expected [{},{},{}] or [{},{},{}]", Dims(g), d.batch, d.seq, d.kv_heads, d.batch,
+                  d.seq, d.kv_heads * d.dk);
+    }
+    // With d_k == 1 both forms are one value per head.
+    d.decay_per_key = g[2] == d.kv_heads * d.dk && d.dk != 1;
+  }
+  if (beta) {
+    const auto& b = *beta;
+    if (b.size() != 3 || b[0] != d.batch || b[1] != d.seq || (b[2] != d.kv_heads && b[2] != 1)) {
+      return Fail(node, "beta is {}, expected [{},{},{}] or [{},{},1]", Dims(b), d.batch, d.seq, d.kv_heads, d.batch,
+                  d.seq);
+    }
+    d.beta_shared = b[2] == 1 && d.kv_heads != 1;
   }
   return d;
 }

@@ -101,4 +101,33 @@ struct RotaryDims {
 
 Result<RotaryDims> ResolveRotaryDims(const ir::Node& node, const RotaryAttrs& attrs, const std::vector<int64_t>& x);
 
+// --- LinearAttention (opset 27) -------------------------------------------------
+
+struct LinearAttentionAttrs {
+  int64_t q_num_heads = 0, kv_num_heads = 0;  // required; q a multiple of kv
+  float scale = 0;                            // 0: 1 / sqrt(d_k)
+  bool gated = false;                         // update_rule 'gated' or 'gated_delta': needs decay
+  bool delta = false;                         // update_rule 'delta' or 'gated_delta': needs beta
+};
+
+Result<LinearAttentionAttrs> ReadLinearAttentionAttrs(const ir::Node& node);
+
+// query [B, T, Hq * dk], key [B, T, Hkv * dk], value [B, T, Hkv * dv],
+// past_state [B, Hkv, dk, dv], decay [B, T, Hkv] or [B, T, Hkv * dk], beta
+// [B, T, Hkv] or [B, T, 1]. Absent optional inputs are null; decay and beta
+// must be present exactly when the update rule uses them.
+struct LinearAttentionDims {
+  int64_t batch = 0, seq = 0, q_heads = 0, kv_heads = 0, dk = 0, dv = 0;
+  bool decay_per_key = false;  // decay has one value per key dim (else per head)
+  bool beta_shared = false;    // beta has one value for all heads
+};
+
+Result<LinearAttentionDims> ResolveLinearAttentionDims(const ir::Node& node, const LinearAttentionAttrs& attrs,
+                                                       const std::vector<int64_t>& query,
+                                                       const std::vector<int64_t>& key,
+                                                       const std::vector<int64_t>& value,
+                                                       const std::vector<int64_t>* past_state,
+                                                       const std::vector<int64_t>* decay,
+                                                       const std::vector<int64_t>* beta);
+
 }  // namespace vigil::ops

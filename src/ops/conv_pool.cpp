@@ -1,8 +1,9 @@
 // Schemas and shape inference of the convolution and pooling ops: Conv,
-// ConvTranspose, DeformConv, MaxPool, AveragePool, LpPool, their Global
-// variants and MaxUnpool. The window arithmetic lives in conv_geometry.cpp, shared with the
+// ConvTranspose, DeformConv, CausalConvWithState, MaxPool, AveragePool,
+// LpPool, their Global variants and MaxUnpool. The window arithmetic lives in conv_geometry.cpp, shared with the
 // kernels.
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ops/attributes.h"
@@ -355,10 +356,52 @@ Status InferMaxUnpool(InferenceContext& ctx) {
   return Status::Ok();
 }
 
+// CausalConvWithState: input [B, C, L], weight [C, 1, K], bias [C],
+// past_state [B, C, K - 1]; output like the input, present_state
+// [B, C, K - 1].
+Status InferCausalConvWithState(InferenceContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(std::string activation, StringAttr(ctx.node(), "activation", "none"));
+  if (activation != "none" && activation != "silu" && activation != "swish") {
+    return ctx.Fail("attribute activation is '{}', expected 'none', 'silu' or 'swish'", activation);
+  }
+  const ir::TypeInfo* x = ctx.input_type(0);
+  const ir::TypeInfo* w = ctx.input_type(1);
+  const char* names[] = {"input", "weight", "bias", "past_state"};
+  const size_t ranks[] = {3, 3, 1, 3};
+  for (size_t i = 0; i < 4; ++i) {
+    const ir::TypeInfo* t = ctx.has_input(i) ? ctx.input_type(i) : nullptr;
+    if (!t) continue;
+    if (x && t->elem_type != x->elem_type && t->elem_type != ir::DataType::kUndefined) {
+      return ctx.Fail("input {} ({}) is {}, expected {} like the input", i, names[i], ir::DataTypeName(t->elem_type),
+                      ir::DataTypeName(x->elem_type));
+    }
+    if (HasRank(t) && t->shape.dims.size() != ranks[i]) {
+      return ctx.Fail("input {} ({}) has rank {}, expected {}", i, names[i], t->shape.dims.size(), ranks[i]);
+    }
+  }
+  if (!x) return Status::Ok();
+  ctx.set_output(0, *x);
+  if (ctx.num_outputs() < 2) return Status::Ok();
+  if (!HasRank(x)) {
+    ctx.set_output(1, TensorTypeUnknownShape(x->elem_type));
+    return Status::Ok();
+  }
+  ir::Dim context = ctx.NewSymbol();
+  if (HasRank(w) && w->shape.dims[2].value) {
+    if (*w->shape.dims[2].value < 1) {
+      return ctx.Fail("weight has kernel size {}, expected at least 1", *w->shape.dims[2].value);
+    }
+    context = ir::Dim::Known(*w->shape.dims[2].value - 1);
+  }
+  ctx.set_output(1, TensorType(x->elem_type, {x->shape.dims[0], x->shape.dims[1], context}));
+  return Status::Ok();
+}
+
 const OpSchema kConvPoolSchemas[] = {
     {"", "Conv", 1, kLatest, 2, 3, 1, 1, InferConv},
     {"", "ConvTranspose", 1, kLatest, 2, 3, 1, 1, InferConvTranspose},
     {"", "DeformConv", 19, kLatest, 3, 5, 1, 1, InferDeformConv},
+    {"", "CausalConvWithState", 27, kLatest, 2, 4, 1, 2, InferCausalConvWithState},
     // The Indices output exists from opset 8.
     {"", "MaxPool", 1, 7, 1, 1, 1, 1, InferPool},
     {"", "MaxPool", 8, kLatest, 1, 1, 1, 2, InferPool},

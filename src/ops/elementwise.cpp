@@ -1,5 +1,5 @@
 // Schemas and shape inference of the elementwise family: unary math,
-// activations, Clip, Identity, broadcasting binary and variadic ops, Where,
+// activations, SwiGLU, Clip, Identity, broadcasting binary and variadic ops, Where,
 // PRelu, Cast, CastLike and BitCast.
 //
 // Inference checks what must hold between inputs (equal dtypes, bool where
@@ -109,6 +109,31 @@ Status InferGelu(InferenceContext& ctx) {
   VIGIL_ASSIGN_OR_RETURN(std::string approximate, StringAttr(ctx.node(), "approximate", "none"));
   if (approximate != "none" && approximate != "tanh") {
     return ctx.Fail("attribute approximate is '{}', expected 'none' or 'tanh'", approximate);
+  }
+  return PropagateFirstInput(ctx);
+}
+
+// SwiGLU: A * sigmoid(alpha * A) * B, with A and B of one float dtype and one
+// shape (no broadcasting).
+Status InferSwiGLU(InferenceContext& ctx) {
+  VIGIL_RETURN_IF_ERROR(CheckSameDtype(ctx, 0, 1));
+  const TypeInfo* a = TensorInput(ctx, 0);
+  const TypeInfo* b = TensorInput(ctx, 1);
+  for (const TypeInfo* t : {a, b}) {
+    if (KnownDtype(t) && t->elem_type != DataType::kFloat32 && t->elem_type != DataType::kFloat64 &&
+        t->elem_type != DataType::kFloat16 && t->elem_type != DataType::kBfloat16) {
+      return ctx.Fail("input {} is {}, expected a float type", t == a ? "A" : "B", ir::DataTypeName(t->elem_type));
+    }
+  }
+  if (HasRank(a) && HasRank(b)) {
+    const auto& ad = a->shape.dims;
+    const auto& bd = b->shape.dims;
+    bool same = ad.size() == bd.size();
+    for (size_t i = 0; same && i < ad.size(); ++i) same = !(ad[i].value && bd[i].value && *ad[i].value != *bd[i].value);
+    if (!same) {
+      return ctx.Fail("inputs A {} and B {} differ in shape; SwiGLU does not broadcast", ir::ShapeToString(a->shape),
+                      ir::ShapeToString(b->shape));
+    }
   }
   return PropagateFirstInput(ctx);
 }
@@ -351,6 +376,7 @@ const OpSchema kElementwiseSchemas[] = {
     VIGIL_UNARY_("Mish", 18, InferUnary),
     VIGIL_UNARY_("Gelu", 20, InferGelu),
     VIGIL_UNARY_("Shrink", 9, InferUnary),
+    VIGIL_BINARY_("SwiGLU", 28, InferSwiGLU),
     {"", "Clip", 6, 10, 1, 1, 1, 1, InferUnary},
     {"", "Clip", 11, kLatest, 1, 3, 1, 1, InferClip11},
     VIGIL_UNARY_("Identity", 1, InferUnary),

@@ -1,4 +1,5 @@
-// Schemas and shape inference of the linear algebra ops: Gemm, MatMul, Einsum.
+// Schemas and shape inference of the linear algebra ops: Gemm, MatMul, Einsum,
+// Det.
 #include <map>
 #include <optional>
 #include <string>
@@ -183,6 +184,28 @@ Status InferEinsum(InferenceContext& ctx) {
   return Status::Ok();
 }
 
+// Det: [*, M, M] -> [*], the determinant of every square matrix.
+Status InferDet(InferenceContext& ctx) {
+  const ir::TypeInfo* x = ctx.input_type(0);
+  if (!x) return Status::Ok();
+  const ir::DataType t = x->elem_type;
+  if (t != ir::DataType::kUndefined && t != ir::DataType::kFloat32 && t != ir::DataType::kFloat64 &&
+      t != ir::DataType::kFloat16 && t != ir::DataType::kBfloat16) {
+    return ctx.Fail("input X is {}, expected a float type", ir::DataTypeName(t));
+  }
+  if (!HasRank(x)) {
+    ctx.set_output(0, TensorTypeUnknownShape(t));
+    return Status::Ok();
+  }
+  const auto& dims = x->shape.dims;
+  if (dims.size() < 2) return ctx.Fail("input X has rank {}, expected at least 2 ([*, M, M])", dims.size());
+  VIGIL_RETURN_IF_ERROR(CheckSameDim(ctx, dims[dims.size() - 2], dims.back(), "input X's matrices are not square"));
+  std::vector<ir::Dim> out;
+  for (size_t i = 0; i + 2 < dims.size(); ++i) out.push_back(Carry(ctx, dims[i]));
+  ctx.set_output(0, TensorType(t, std::move(out)));
+  return Status::Ok();
+}
+
 const OpSchema kLinalgSchemas[] = {
     // Gemm 1 and 6 broadcast C only with broadcast=1; 7 always broadcasts C
     // one way; 11 made C optional; 9 and 13 only added types.
@@ -190,6 +213,8 @@ const OpSchema kLinalgSchemas[] = {
     {"", "Gemm", 11, kLatest, 2, 3, 1, 1, InferGemm},
     {"", "MatMul", 1, kLatest, 2, 2, 1, 1, InferMatMul},
     {"", "Einsum", 12, kLatest, 1, kVariadic, 1, 1, InferEinsum},
+    // Det 22 only added types.
+    {"", "Det", 11, kLatest, 1, 1, 1, 1, InferDet},
 };
 
 }  // namespace

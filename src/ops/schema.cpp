@@ -32,8 +32,8 @@ std::span<const OpSchema> AllSchemas() {
     for (auto family : {ElementwiseSchemas(), ConvPoolSchemas(), NormalizationSchemas(), AttentionSchemas(),
                         LinalgSchemas(), ReductionSchemas(), ShapeOpSchemas(), TensorGenSchemas(),
                         RecurrentSchemas(), QuantizationSchemas(), DropoutSchemas(), LossSchemas(), VisionSchemas(),
-                        DetectionSchemas(), GridSampleSchemas(), ControlFlowSchemas(), LayoutSchemas(), FusedSchemas(),
-                        FaultInjectionSchemas()}) {
+                        DetectionSchemas(), GridSampleSchemas(), ControlFlowSchemas(), SelectionSchemas(),
+                        TextSchemas(), LayoutSchemas(), FusedSchemas(), FaultInjectionSchemas()}) {
       all.insert(all.end(), family.begin(), family.end());
     }
     return all;

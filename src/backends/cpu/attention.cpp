@@ -1,6 +1,6 @@
 // ONNX Attention (opsets 23, 24, 25) on the CPU, and the family's kernel
-// list (RotaryEmbedding is in rotary_embedding.cpp). Per batch, query head
-// and query row:
+// list (RotaryEmbedding is in rotary_embedding.cpp, LinearAttention in
+// linear_attention.cpp). Per batch, query head and query row:
 //
 //   logit[j]  = scale * q . k[j]                 (scale: attribute, else 1/sqrt(head_size))
 //   capped[j] = softcap * tanh(logit[j] / softcap)   (when softcap > 0)
@@ -277,6 +277,7 @@ std::span<const KernelDef> AttentionKernels() {
   static const KernelDef kKernels[] = {
       {"", "Attention", 23, kLatest, AttentionKernel},
       {"", "RotaryEmbedding", 23, kLatest, RotaryEmbeddingKernel},
+      {"", "LinearAttention", 27, kLatest, LinearAttentionKernel},
   };
   return kKernels;
 }

@@ -8,5 +8,6 @@ namespace vigil::cpu {
 
 Status AttentionKernel(KernelContext& ctx);         // attention.cpp
 Status RotaryEmbeddingKernel(KernelContext& ctx);   // rotary_embedding.cpp
+Status LinearAttentionKernel(KernelContext& ctx);   // linear_attention.cpp
 
 }  // namespace vigil::cpu

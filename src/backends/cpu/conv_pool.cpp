@@ -1,5 +1,6 @@
 // The CPU kernel list of the convolution and pooling family; the kernels are
-// in conv.cpp (Conv, ConvTranspose), deform_conv.cpp and pool.cpp (the pools).
+// in conv.cpp (Conv, ConvTranspose), deform_conv.cpp, causal_conv.cpp
+// (CausalConvWithState) and pool.cpp (the pools).
 #include "backends/cpu/conv_pool_kernels.h"
 #include "backends/cpu/kernel_families.h"
 
@@ -10,6 +11,7 @@ std::span<const KernelDef> ConvPoolKernels() {
       {"", "Conv", 1, kLatest, ConvKernel},
       {"", "ConvTranspose", 1, kLatest, ConvTransposeKernel},
       {"", "DeformConv", 19, kLatest, DeformConvKernel},
+      {"", "CausalConvWithState", 27, kLatest, CausalConvWithStateKernel},
       {"", "MaxPool", 1, kLatest, MaxPoolKernel},
       {"", "AveragePool", 1, kLatest, AveragePoolKernel},
       {"", "LpPool", 1, kLatest, LpPoolKernel},

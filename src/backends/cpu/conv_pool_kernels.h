@@ -51,6 +51,7 @@ Result<runtime::Tensor> Permuted(const KernelContext& ctx, const runtime::Tensor
 Status ConvKernel(KernelContext& ctx);
 Status ConvTransposeKernel(KernelContext& ctx);
 Status DeformConvKernel(KernelContext& ctx);  // deform_conv.cpp
+Status CausalConvWithStateKernel(KernelContext& ctx);  // causal_conv.cpp
 // ai.vigil.ConvNhwc (conv_nhwc.cpp): Conv on channels-last tensors.
 Status ConvNhwcKernel(KernelContext& ctx);
 Status MaxPoolKernel(KernelContext& ctx);

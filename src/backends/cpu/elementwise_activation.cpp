@@ -1,5 +1,5 @@
 // Activation kernels (Relu, LeakyRelu, Elu, Selu, Celu, Sigmoid, HardSigmoid,
-// HardSwish, Swish, Softplus, Softsign, Tanh, Gelu, Mish, ThresholdedRelu, Shrink),
+// HardSwish, Swish, SwiGLU, Softplus, Softsign, Tanh, Gelu, Mish, ThresholdedRelu, Shrink),
 // Clip and Identity. Where the spec's formula overflows or loses precision in
 // a naive form (Sigmoid, Softplus, Elu near 0), a stable equivalent is used.
 // NaN inputs give NaN outputs, as numpy's reference does.
@@ -8,6 +8,7 @@
 #include <string>
 #include <type_traits>
 
+#include "backends/cpu/element_codec.h"
 #include "backends/cpu/elementwise_kernels.h"
 #include "ops/op_params.h"
 
@@ -96,6 +97,32 @@ Status Swish(KernelContext& ctx) {
   return MapUnary<kFloatTypes>(ctx, [alpha](auto x) {
     using C = decltype(x);
     return x * StableSigmoid(C(alpha) * x);
+  });
+}
+
+// SwiGLU: Swish(A) * B, elementwise over two tensors of one shape and dtype
+// (no broadcasting), computed in float (double for float64).
+Status SwiGLU(KernelContext& ctx) {
+  if (!ctx.has_input(0) || !ctx.has_input(1)) return ctx.Fail("SwiGLU needs inputs A and B");
+  const runtime::Tensor& a = *ctx.input(0);
+  const runtime::Tensor& b = *ctx.input(1);
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) {
+    return ctx.Fail("inputs A {} and B {} differ; SwiGLU needs one dtype and one shape (no broadcasting)",
+                    a.Describe(), b.Describe());
+  }
+  VIGIL_ASSIGN_OR_RETURN(float alpha, ops::FloatAttr(ctx.node(), "alpha", 1.0f));
+  return DispatchFloat(ctx, 0, [&]<DataType D>() -> Status {
+    using Codec = ElementCodec<D>;
+    using C = typename Codec::Compute;
+    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, a.dtype(), a.shape()));
+    const auto* as = a.data<typename Codec::Storage>();
+    const auto* bs = b.data<typename Codec::Storage>();
+    auto* ys = y->data<typename Codec::Storage>();
+    for (uint64_t i = 0; i < a.element_count(); ++i) {
+      const C x = Codec::Load(as[i]);
+      ys[i] = Codec::Store(x * StableSigmoid(C(alpha) * x) * Codec::Load(bs[i]));
+    }
+    return Status::Ok();
   });
 }
 
@@ -244,6 +271,7 @@ constexpr KernelDef kActivationKernels[] = {
     {"", "Mish", 18, kLatest, Mish},
     {"", "Gelu", 20, kLatest, Gelu},
     {"", "Shrink", 9, kLatest, Shrink},
+    {"", "SwiGLU", 28, kLatest, SwiGLU},
     {"", "Clip", 6, 10, Clip6},
     {"", "Clip", 11, kLatest, Clip11},
     {"", "Identity", 1, kLatest, Identity},

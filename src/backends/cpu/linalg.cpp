@@ -1,9 +1,11 @@
-// CPU kernels of the linear algebra ops: MatMul and Gemm here, Einsum in
-// einsum.cpp. Products go through gemm.h (Eigen for float types).
+// CPU kernels of the linear algebra ops: MatMul, Gemm and Det here, Einsum in
+// einsum.cpp. Products go through gemm.h (Eigen for float types); Det is an
+// LU factorisation with partial pivoting, in double.
 #include <cmath>
 #include <vector>
 
 #include "backends/cpu/broadcast.h"
+#include "backends/cpu/element_codec.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/linalg_compute.h"
 #include "backends/cpu/kernel_families.h"
@@ -238,10 +240,62 @@ Status GemmKernel(KernelContext& ctx) {
       [&] { return ctx.UnsupportedDtype(0); });
 }
 
+// The determinant of the m x m row-major matrix `a` (overwritten): Gaussian
+// elimination with partial pivoting; the product of the pivots, negated once
+// per row swap.
+double Determinant(double* a, int64_t m) {
+  double det = 1;
+  for (int64_t k = 0; k < m; ++k) {
+    int64_t pivot = k;
+    for (int64_t r = k + 1; r < m; ++r) {
+      if (std::fabs(a[r * m + k]) > std::fabs(a[pivot * m + k])) pivot = r;
+    }
+    if (a[pivot * m + k] == 0) return 0;  // singular (NaNs never compare greater, and stay in the product)
+    if (pivot != k) {
+      for (int64_t c = 0; c < m; ++c) std::swap(a[k * m + c], a[pivot * m + c]);
+      det = -det;
+    }
+    const double p = a[k * m + k];
+    det *= p;
+    for (int64_t r = k + 1; r < m; ++r) {
+      const double f = a[r * m + k] / p;
+      if (f == 0) continue;
+      for (int64_t c = k + 1; c < m; ++c) a[r * m + c] -= f * a[k * m + c];
+    }
+  }
+  return det;
+}
+
+Status DetKernel(KernelContext& ctx) {
+  VIGIL_RETURN_IF_ERROR(RequireInputs(ctx, 1));
+  const runtime::Tensor& x = *ctx.input(0);
+  if (x.rank() < 2 || x.dim(x.rank() - 1) != x.dim(x.rank() - 2)) {
+    return ctx.Fail("input X is {}, expected [*, M, M] (square matrices)", x.Describe());
+  }
+  const int64_t m = x.dim(x.rank() - 1);
+  std::vector<int64_t> out_shape(x.shape().begin(), x.shape().end() - 2);
+  int64_t count = 1;
+  for (int64_t d : out_shape) count *= d;
+  return DispatchFloat(ctx, 0, [&]<DataType D>() -> Status {
+    using C = ElementCodec<D>;
+    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, x.dtype(), out_shape));
+    const auto* xs = x.data<typename C::Storage>();
+    auto* ys = y->data<typename C::Storage>();
+    std::vector<double> a;
+    VIGIL_RETURN_IF_ERROR(ResizeScratch(ctx, a, static_cast<size_t>(m * m)));
+    for (int64_t b = 0; b < count; ++b) {
+      for (int64_t i = 0; i < m * m; ++i) a[static_cast<size_t>(i)] = static_cast<double>(C::Load(xs[b * m * m + i]));
+      ys[b] = C::Store(static_cast<typename C::Compute>(Determinant(a.data(), m)));
+    }
+    return Status::Ok();
+  });
+}
+
 const KernelDef kLinalgKernels[] = {
     {"", "Gemm", 1, kLatest, GemmKernel},
     {"", "MatMul", 1, kLatest, MatMulKernel},
     {"", "Einsum", 12, kLatest, EinsumKernel},
+    {"", "Det", 11, kLatest, DetKernel},
 };
 
 }  // namespace
