@@ -24,6 +24,7 @@ std::span<const OpSchema> LossSchemas();        // NegativeLogLikelihoodLoss, So
 std::span<const OpSchema> VisionSchemas();          // CenterCropPad, Col2Im, AffineGrid (vision.cpp)
 std::span<const OpSchema> DetectionSchemas();       // NonMaxSuppression, RoiAlign (detection.cpp)
 std::span<const OpSchema> GridSampleSchemas();
+std::span<const OpSchema> SignalSchemas();          // DFT, STFT, windows, MelWeightMatrix (signal.cpp)
 std::span<const OpSchema> LayoutSchemas();          // ai.vigil: ConvNhwc (layout_ops.cpp)
 std::span<const OpSchema> FusedSchemas();           // ai.vigil: MatMulBias, Gelu, Attention (fused_ops.cpp)
 std::span<const OpSchema> FaultInjectionSchemas();  // empty unless VIGIL_ENABLE_TEST_OPS=1

@@ -37,7 +37,8 @@ std::span<const KernelDef> AllKernels() {
     for (auto family : {ElementwiseKernels(), ConvPoolKernels(), NormalizationKernels(), AttentionKernels(),
                         LinalgKernels(), ReductionKernels(), ShapeOpKernels(), TensorGenKernels(),
                         RecurrentKernels(), QuantizationKernels(), DropoutKernels(), LossKernels(), VisionKernels(),
-                        DetectionKernels(), GridSampleKernels(), FusedKernels(), FaultInjectionKernels()}) {
+                        DetectionKernels(), GridSampleKernels(), SignalKernels(), FusedKernels(),
+                        FaultInjectionKernels()}) {
       all.insert(all.end(), family.begin(), family.end());
     }
     return all;

@@ -24,6 +24,7 @@ std::span<const KernelDef> LossKernels();
 std::span<const KernelDef> VisionKernels();          // CenterCropPad, Col2Im, AffineGrid (vision.cpp)
 std::span<const KernelDef> DetectionKernels();       // NonMaxSuppression, RoiAlign (detection.cpp)
 std::span<const KernelDef> GridSampleKernels();      // grid_sample.cpp
+std::span<const KernelDef> SignalKernels();          // DFT, STFT, windows, MelWeightMatrix (signal.cpp)
 std::span<const KernelDef> FusedKernels();           // ai.vigil: MatMulBias, Gelu (fused_ops.cpp)
 std::span<const KernelDef> FaultInjectionKernels();  // empty unless VIGIL_ENABLE_TEST_OPS=1
 
