@@ -27,6 +27,7 @@ std::span<const OpSchema> GridSampleSchemas();      // grid_sample.cpp
 std::span<const OpSchema> ControlFlowSchemas();     // If, Loop, Scan (control_flow.cpp)
 std::span<const OpSchema> SelectionSchemas();       // Unique, Compress, ReverseSequence (selection.cpp)
 std::span<const OpSchema> TextSchemas();            // TfIdfVectorizer (text.cpp)
+std::span<const OpSchema> SignalSchemas();          // DFT, STFT, windows, MelWeightMatrix (signal.cpp)
 std::span<const OpSchema> LayoutSchemas();          // ai.vigil: ConvNhwc (layout_ops.cpp)
 std::span<const OpSchema> FusedSchemas();           // ai.vigil: MatMulBias, Gelu, Attention (fused_ops.cpp)
 std::span<const OpSchema> FaultInjectionSchemas();  // empty unless VIGIL_ENABLE_TEST_OPS=1

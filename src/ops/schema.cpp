@@ -33,7 +33,7 @@ std::span<const OpSchema> AllSchemas() {
                         LinalgSchemas(), ReductionSchemas(), ShapeOpSchemas(), TensorGenSchemas(),
                         RecurrentSchemas(), QuantizationSchemas(), DropoutSchemas(), LossSchemas(), VisionSchemas(),
                         DetectionSchemas(), GridSampleSchemas(), ControlFlowSchemas(), SelectionSchemas(),
-                        TextSchemas(), LayoutSchemas(), FusedSchemas(), FaultInjectionSchemas()}) {
+                        TextSchemas(), SignalSchemas(), LayoutSchemas(), FusedSchemas(), FaultInjectionSchemas()}) {
       all.insert(all.end(), family.begin(), family.end());
     }
     return all;

@@ -37,7 +37,8 @@ std::span<const KernelDef> AllKernels() {
     for (auto family : {ElementwiseKernels(), ConvPoolKernels(), NormalizationKernels(), AttentionKernels(),
                         LinalgKernels(), ReductionKernels(), ShapeOpKernels(), TensorGenKernels(),
                         RecurrentKernels(), QuantizationKernels(), DropoutKernels(), LossKernels(), VisionKernels(),
-                        DetectionKernels(), GridSampleKernels(), SelectionKernels(), TextKernels(), FusedKernels(),
+                        DetectionKernels(), GridSampleKernels(), SelectionKernels(), TextKernels(), SignalKernels(),
+                        FusedKernels(),
                         FaultInjectionKernels()}) {
       all.insert(all.end(), family.begin(), family.end());
     }
