@@ -106,7 +106,7 @@ Result<LoadedModule> LoadBackendModule(const std::string& path, const ModuleLoad
                          .WithCause("the module comes from another vigil release")
                          .WithFix("install the CUDA module of the same vigil release"));
   }
-  if (module.entry->probe != nullptr) {
+  if (options.run_module_probe && module.entry->probe != nullptr) {
     char message[512] = {};
     if (module.entry->probe(message, sizeof message - 1) != 0) {
       std::string reason = message[0] ? message : "no reason given";

@@ -74,6 +74,7 @@ struct ModuleLoadOptions {
   std::string entry_symbol = kBackendEntrySymbol;
   int abi_version = kBackendAbiVersion;
   bool diagnose_missing_libraries = true;  // run the doctor's probe on step 1 failures
+  bool run_module_probe = true;            // step 4; off to read a module's tables on a machine without a GPU
   ProbeOptions probe;                      // how that probe looks (tests: fake library folders)
 };
 

@@ -67,6 +67,8 @@ bool IsOnnxOperator(std::string_view op_type) {
                             [](std::string_view a, std::string_view b) { return a < b; });
 }
 
+std::span<const char* const> OnnxOperators() { return kOnnxOperators; }
+
 std::string NearestOnnxOperator(std::string_view op_type) {
   if (op_type.size() > 64) return "";
   std::string best;

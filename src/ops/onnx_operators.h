@@ -3,12 +3,17 @@
 // operator at all (a custom op exported into the default domain, a typo).
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 
 namespace vigil::ops {
 
 bool IsOnnxOperator(std::string_view op_type);
+
+// Every ONNX standard operator name, sorted (docs/ops.md lists those vigil
+// lacks).
+std::span<const char* const> OnnxOperators();
 
 // The ONNX operator whose name is closest to `op_type` (case-insensitive,
 // at most two edits), or "".

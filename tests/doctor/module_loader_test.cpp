@@ -88,6 +88,15 @@ TEST(ModuleLoader, ModuleProbeRefuses) {
       << m.status().summary();
 }
 
+TEST(ModuleLoader, ProbeCanBeLeftOutToReadTheTables) {
+  // tools/ops_doc reads the kernel table on machines without a GPU.
+  ModuleLoadOptions options;
+  options.run_module_probe = false;
+  Result<LoadedModule> m = LoadBackendModule(Module("fake_module_refuses"), options);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_STREQ(m->entry->name, "cuda");
+}
+
 TEST(ModuleLoader, ParsesMissingLibraryFromDlerror) {
   EXPECT_EQ(MissingLibraryIn("libcudnn.so.9: cannot open shared object file: No such file or directory"),
             "libcudnn.so.9");

@@ -1,4 +1,5 @@
 #include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/cuda_kernel_list.h"
 #include "backends/cuda/attention.h"
 #include "backends/cuda/gelu.h"
 #include "backends/cuda/pool_nhwc.h"
@@ -110,14 +111,19 @@ Status CudaKernelContext::SetOutput(size_t i, runtime::Tensor tensor) {
   return Status::Ok();
 }
 
-const CudaKernelDef* FindCudaKernel(std::string_view domain, std::string_view op, int64_t opset) {
-  using Family = std::span<const CudaKernelDef> (*)();
-  static constexpr std::array<Family, 17> kFamilies = {
+namespace {
+
+using Family = std::span<const CudaKernelDef> (*)();
+constexpr std::array<Family, 17> kFamilies = {
       ElementwiseCudaKernels,   DataMovementCudaKernels, DataMovementSpatialCudaKernels, ResizeCudaKernels,
       ReductionCudaKernels,     NormalizationCudaKernels, PoolCudaKernels,               ConvCudaKernels,
       MatMulCudaKernels,        ViewCudaKernels,          RecurrentCudaKernels,          ShapeSourceCudaKernels,
       FusedCudaKernels,         FaultInjectionCudaKernels, SoftmaxCudaKernels,            AttentionCudaKernels,
       PoolNhwcCudaKernels};
+
+}  // namespace
+
+const CudaKernelDef* FindCudaKernel(std::string_view domain, std::string_view op, int64_t opset) {
   std::string_view d = domain == "ai.onnx" ? std::string_view() : domain;
   for (Family family : kFamilies) {
     for (const CudaKernelDef& def : family()) {
@@ -125,6 +131,14 @@ const CudaKernelDef* FindCudaKernel(std::string_view domain, std::string_view op
     }
   }
   return nullptr;
+}
+
+std::vector<const CudaKernelDef*> AllCudaKernels() {
+  std::vector<const CudaKernelDef*> all;
+  for (Family family : kFamilies) {
+    for (const CudaKernelDef& def : family()) all.push_back(&def);
+  }
+  return all;
 }
 
 bool IsCudaFloat(ir::DataType t) {

@@ -1,10 +1,14 @@
-// The module's only exported symbol: vigil_backend_entry, the plain-C table
-// the core's loader (doctor/module_loader.h) checks step by step before it
-// creates the backend.
+// The module's exported symbols: vigil_backend_entry, the plain-C table the
+// core's loader (doctor/module_loader.h) checks step by step before it
+// creates the backend, and vigil_backend_kernel_table, the kernel table as
+// plain C (doctor/module_kernel_table.h; read by tools/ops_doc, no GPU needed).
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_kernel_list.h"
+#include "doctor/module_kernel_table.h"
 #include "doctor/module_loader.h"
 
 namespace {
@@ -89,4 +93,18 @@ const VigilBackendEntry kEntry = {vigil::doctor::kBackendAbiVersion,
 
 extern "C" __attribute__((visibility("default"))) const VigilBackendEntry* vigil_backend_entry(void) {
   return &kEntry;
+}
+
+// Built once from the kernel families: the domain and op strings are the
+// tables' own literals, so they live as long as the module.
+extern "C" __attribute__((visibility("default"))) const VigilKernelTable* vigil_backend_kernel_table(void) {
+  static const std::vector<VigilKernelInfo> kernels = [] {
+    std::vector<VigilKernelInfo> v;
+    for (const vigil::cuda::CudaKernelDef* def : vigil::cuda::AllCudaKernels()) {
+      v.push_back({def->domain, def->op, def->since_version, def->until_version, def->supports != nullptr ? 1 : 0});
+    }
+    return v;
+  }();
+  static const VigilKernelTable table = {vigil::doctor::kKernelTableVersion, kernels.size(), kernels.data()};
+  return &table;
 }
