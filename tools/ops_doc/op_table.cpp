@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "backends/cpu/kernel.h"
+#include "ops/control_flow.h"
 #include "ops/fault_injection.h"
 #include "ops/onnx_operators.h"
 #include "ops/schema.h"
@@ -148,15 +149,21 @@ std::string RenderMarkdown(const std::vector<OpRow>& rows, const std::vector<std
          "CUDA table states none either: each CUDA kernel has a support function that decides per node, when the "
          "model loads, from the node's dtypes (and for some kernels its attributes and ranks); a node it refuses "
          "runs on the CPU. CUDA kernels marked *any dtype* take every dtype. `vigil inspect MODEL --backend cuda` "
-         "shows, for each node of a model, which backend runs it and why (docs/inspect.md).\n\n";
+         "shows, for each node of a model, which backend runs it and why (docs/inspect.md).\n";
+  out += "- ***control flow***: If, Loop and Scan have no kernels; the session runs them (src/runtime/control_flow.h, "
+         "docs/runtime.md) and their bodies' nodes go to the CPU and CUDA kernels like any other node.\n\n";
   out += "| Domain | Op | Opsets | CPU | CUDA |\n";
   out += "|---|---|---|---|---|\n";
   for (const OpRow& r : rows) {
     std::string opsets = r.catalogue.empty() ? "not in the catalogue" : FormatRanges(r.catalogue);
+    std::string cpu_cell = Coverage(r, r.cpu);
     std::string cuda_cell = Coverage(r, r.cuda);
     if (r.cuda_any_type) cuda_cell += " (*any dtype*)";
-    out += fmt::format("| {} | {} | {} | {} | {} |\n", DomainName(r.domain), r.op, opsets, Coverage(r, r.cpu),
-                       cuda_cell);
+    ir::Node probe;
+    probe.op_type = r.op;
+    probe.domain = r.domain;
+    if (ops::IsControlFlowOp(probe)) cpu_cell = cuda_cell = "*control flow*";
+    out += fmt::format("| {} | {} | {} | {} | {} |\n", DomainName(r.domain), r.op, opsets, cpu_cell, cuda_cell);
   }
   out += "\n## ONNX operators vigil does not implement\n\n";
   out += "Operators of ONNX 1.23.2 (src/ops/onnx_operators.cpp) with no schema in the catalogue: a model that uses "
