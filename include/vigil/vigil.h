@@ -287,7 +287,9 @@ VIGIL_EXPORT vigil_status* vigil_session_check(const vigil_session* session, con
                                                size_t input_count, char** bound_dims_json);
 
 /* The memory plan for these inputs as JSON (validates them first):
- * {"arena_bytes", "peak_live_bytes", "device_arena_bytes", "device_peak_live_bytes"}. */
+ * {"arena_bytes", "peak_live_bytes", "device_arena_bytes", "device_peak_live_bytes",
+ *  "body_arena_bytes", "body_device_arena_bytes", "unplanned_bodies"}; the body_ entries are what
+ * control-flow bodies add while they run, "unplanned_bodies" those planned only when they run. */
 VIGIL_EXPORT vigil_status* vigil_session_plan_json(const vigil_session* session, const vigil_tensor* inputs,
                                                    size_t input_count, char** json);
 

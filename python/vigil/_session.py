@@ -177,7 +177,9 @@ class InferenceSession:
 
     def plan(self, input_feed):
         """The memory plan for these inputs: {"arena_bytes", "peak_live_bytes",
-        "device_arena_bytes", "device_peak_live_bytes"}."""
+        "device_arena_bytes", "device_peak_live_bytes", "body_arena_bytes",
+        "body_device_arena_bytes", "unplanned_bodies"}; the body_ entries are
+        what If/Loop/Scan bodies add while they run (docs/runtime.md)."""
         return json.loads(self._sess.plan_json(self._entries(self._feed(input_feed))))
 
     def profile(self, input_feed, runs=10):

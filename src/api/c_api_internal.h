@@ -102,6 +102,10 @@ Result<runtime::InputBinding> ToBinding(const vigil_tensor& t, const char* call)
 // output buffers.
 Result<runtime::Tensor> ToTensorView(const vigil_tensor& t, const char* call);
 
+// A sequence or an optional output (runtime::Tensor::Kind) is refused:
+// vigil_value holds tensors.
+Status RequireTensorOutput(const runtime::NamedTensor& out);
+
 vigil_value* NewValue(std::string name, runtime::Tensor tensor, std::shared_ptr<AssembledSession> keep_alive,
                       int device_id = 0);
 

@@ -79,6 +79,7 @@ Status RunBinding(const vigil_session* s, vigil_io_binding* b, void* stream) {
       if (nt.name == want.name) got = &nt;
     }
     if (!got) return InternalError("output '{}' was not produced", want.name);
+    VIGIL_RETURN_IF_ERROR(RequireTensorOutput(*got));
     runtime::Tensor t = got->tensor;
     if (want.caller_buffer) {
       VIGIL_RETURN_IF_ERROR(CheckFits(t, want.buffer, want.name));

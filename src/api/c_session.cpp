@@ -117,6 +117,18 @@ char* CopyString(const std::string& s) {
 
 std::string Dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
+}  // namespace
+
+Status RequireTensorOutput(const runtime::NamedTensor& out) {
+  if (out.tensor.is_dense()) return Status::Ok();
+  return UnsupportedError("output '{}' is {}; the C API and the packages built on it return tensors only", out.name,
+                          out.tensor.Describe())
+      .WithFix("end the graph with ConcatFromSequence (a sequence) or OptionalGetElement (an optional), or use the "
+               "C++ runtime::Session, which returns sequences and optionals");
+}
+
+namespace {
+
 Status SelectOutputs(const vigil_session* s, std::vector<runtime::NamedTensor> all, const char* const* names,
                      size_t count, vigil_value** outputs) {
   std::vector<size_t> pick;
@@ -141,6 +153,7 @@ Status SelectOutputs(const vigil_session* s, std::vector<runtime::NamedTensor> a
       pick.push_back(found);
     }
   }
+  for (size_t idx : pick) VIGIL_RETURN_IF_ERROR(RequireTensorOutput(all[idx]));
   for (size_t k = 0; k < pick.size(); ++k) {
     outputs[k] = NewValue(all[pick[k]].name, std::move(all[pick[k]].tensor), s->assembled, s->device_id);
   }
@@ -323,7 +336,10 @@ vigil_status* vigil_session_plan_json(const vigil_session* s, const vigil_tensor
     nlohmann::json j = {{"arena_bytes", plan.arena_bytes},
                         {"peak_live_bytes", plan.peak_live_bytes},
                         {"device_arena_bytes", plan.device_arena_bytes},
-                        {"device_peak_live_bytes", plan.device_peak_live_bytes}};
+                        {"device_peak_live_bytes", plan.device_peak_live_bytes},
+                        {"body_arena_bytes", plan.bodies.host_bytes},
+                        {"body_device_arena_bytes", plan.bodies.device_bytes},
+                        {"unplanned_bodies", plan.bodies.unplanned}};
     *json = vigil::api::CopyString(vigil::api::Dump(j));
     return vigil::Status::Ok();
   });

@@ -240,6 +240,9 @@ int RunBench(const BenchOptions& opt) {
     const uint64_t arena = plan.value("arena_bytes", uint64_t{0}), peak = plan.value("peak_live_bytes", uint64_t{0});
     const uint64_t dev_arena = plan.value("device_arena_bytes", uint64_t{0});
     const uint64_t dev_peak = plan.value("device_peak_live_bytes", uint64_t{0});
+    const uint64_t body_arena = plan.value("body_arena_bytes", uint64_t{0});
+    const uint64_t body_dev_arena = plan.value("body_device_arena_bytes", uint64_t{0});
+    const std::vector<std::string> unplanned = plan.value("unplanned_bodies", std::vector<std::string>{});
     if (opt.json) {
       nlohmann::json j = {{"model", opt.model_path}, {"backend", opt.backend.backend}, {"iters", opt.iters},
                           {"warmup", opt.warmup}, {"load_ms", load_ms}, {"first_run_ms", first_ms},
@@ -247,7 +250,9 @@ int RunBench(const BenchOptions& opt) {
                           {"p99_ms", p99}, {"runs_per_s", 1000.0 / p50}, {"inputs_on_device", opt.inputs_on_device},
                           {"pageable_inputs", opt.pageable_inputs}, {"arena_bytes", arena},
                           {"peak_live_bytes", peak}, {"device_arena_bytes", dev_arena},
-                          {"device_peak_live_bytes", dev_peak}, {"cuda_graphs", graphs},
+                          {"device_peak_live_bytes", dev_peak}, {"body_arena_bytes", body_arena},
+                          {"body_device_arena_bytes", body_dev_arena}, {"unplanned_bodies", unplanned},
+                          {"cuda_graphs", graphs},
                           {"backend_notes", backend_notes}, {"providers", session.Backends()}};
       std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
       return kExitOk;
@@ -266,6 +271,14 @@ int RunBench(const BenchOptions& opt) {
     std::printf("memory plan:  arena %.2f MiB (peak live %.2f MiB)\n", arena / 1048576.0, peak / 1048576.0);
     if (dev_arena > 0) {
       std::printf("device plan:  arena %.2f MiB (peak live %.2f MiB)\n", dev_arena / 1048576.0, dev_peak / 1048576.0);
+    }
+    if (body_arena > 0 || body_dev_arena > 0) {
+      std::printf("bodies:       up to %.2f MiB more while an If/Loop/Scan body runs (%.2f MiB on the device)\n",
+                  body_arena / 1048576.0, body_dev_arena / 1048576.0);
+    }
+    for (const std::string& b : unplanned) {
+      std::printf("bodies:       %s is planned when it runs (its entry shapes are known only then)\n",
+                  b.c_str());  // stdout is filtered for control bytes (terminal_output.cpp)
     }
     return kExitOk;
   } catch (const vigil::Error& e) {

@@ -22,7 +22,8 @@ size_t ExplicitInputCount(const ir::Node& node) {
 }
 
 bool IsControlFlowOp(const ir::Node& node) {
-  return IsDefaultDomain(node.domain) && (node.op_type == "If" || node.op_type == "Loop" || node.op_type == "Scan");
+  return IsDefaultDomain(node.domain) && (node.op_type == "If" || node.op_type == "Loop" || node.op_type == "Scan" ||
+                                          node.op_type == "SequenceMap");
 }
 
 namespace {

@@ -8,7 +8,7 @@
 
 namespace vigil::ops {
 
-// If, Loop or Scan in the default domain.
+// If, Loop, Scan or SequenceMap in the default domain: the ops with bodies.
 bool IsControlFlowOp(const ir::Node& node);
 
 // The node's inputs as written in the model: sessions append the implicit

@@ -25,6 +25,7 @@ std::span<const OpSchema> VisionSchemas();          // CenterCropPad, Col2Im, Af
 std::span<const OpSchema> DetectionSchemas();       // NonMaxSuppression, RoiAlign (detection.cpp)
 std::span<const OpSchema> GridSampleSchemas();      // grid_sample.cpp
 std::span<const OpSchema> ControlFlowSchemas();     // If, Loop, Scan (control_flow.cpp)
+std::span<const OpSchema> SequenceSchemas();        // Sequence*, Optional* (sequence.cpp)
 std::span<const OpSchema> SelectionSchemas();       // Unique, Compress, ReverseSequence (selection.cpp)
 std::span<const OpSchema> TextSchemas();            // TfIdfVectorizer (text.cpp)
 std::span<const OpSchema> SignalSchemas();          // DFT, STFT, windows, MelWeightMatrix (signal.cpp)

@@ -32,7 +32,7 @@ std::span<const OpSchema> AllSchemas() {
     for (auto family : {ElementwiseSchemas(), ConvPoolSchemas(), NormalizationSchemas(), AttentionSchemas(),
                         LinalgSchemas(), ReductionSchemas(), ShapeOpSchemas(), TensorGenSchemas(),
                         RecurrentSchemas(), QuantizationSchemas(), DropoutSchemas(), LossSchemas(), VisionSchemas(),
-                        DetectionSchemas(), GridSampleSchemas(), ControlFlowSchemas(), SelectionSchemas(),
+                        DetectionSchemas(), GridSampleSchemas(), ControlFlowSchemas(), SequenceSchemas(), SelectionSchemas(),
                         TextSchemas(), SignalSchemas(), LayoutSchemas(), FusedSchemas(), FaultInjectionSchemas()}) {
       all.insert(all.end(), family.begin(), family.end());
     }

@@ -26,7 +26,9 @@ namespace vigil::runtime {
 // host buffers for inputs and outputs).
 // 5: CheckPointer (is a caller's buffer where they say it is) and
 // WaitForStream (order a run after a caller's stream).
-inline constexpr int kBackendInterfaceVersion = 5;
+// 6: Tensor may carry a sequence or an empty optional (Tensor::Kind), which
+// changes its layout.
+inline constexpr int kBackendInterfaceVersion = 6;
 
 // Gives a node its output buffers: the run's arena slot when the memory plan
 // has one of the right size for that output, a fresh buffer otherwise. The

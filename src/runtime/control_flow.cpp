@@ -1,12 +1,17 @@
 #include "runtime/control_flow.h"
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "ir/extract_subgraph.h"
 #include "ops/attributes.h"
 #include "ops/control_flow.h"
+#include "ops/sequence.h"
+#include "ops/shape_helpers.h"
+#include "runtime/sequence_ops.h"
 
 namespace vigil::runtime {
 namespace {
@@ -251,7 +256,14 @@ ControlFlowBackend::~ControlFlowBackend() = default;
 
 bool ControlFlowBackend::Supports(const ir::Node& node, int64_t opset) const {
   static_cast<void>(opset);
-  return ops::IsControlFlowOp(node);
+  return ops::IsControlFlowOp(node) || ops::IsSequenceOp(node);
+}
+
+bool ControlFlowBackend::SupportsTyped(const ir::Node& node, int64_t opset, const NodeTypes& types,
+                                       std::string* why_not) const {
+  if (Supports(node, opset) || TakesNonDenseValues(node, types)) return true;
+  if (why_not) *why_not = "not a control-flow, sequence or optional op";
+  return false;
 }
 
 size_t ControlFlowBackend::BodySessionCount() const {
@@ -259,29 +271,54 @@ size_t ControlFlowBackend::BodySessionCount() const {
   return sessions_.size();
 }
 
+namespace {
+
+// The body's declared input `name`, when it is a sequence or an optional.
+const ir::ValueInfo* DeclaredWrapper(const ir::Graph& body, const std::string& name) {
+  for (const ir::ValueInfo& in : body.inputs) {
+    if (in.name == name && in.has_type &&
+        (in.type.kind == ir::TypeInfo::Kind::kSequence || in.type.kind == ir::TypeInfo::Kind::kOptional)) {
+      return &in;
+    }
+  }
+  return nullptr;
+}
+
+// A body input of `type` with its dims left unknown (a loop-carried value may
+// change shape); sequences and optionals keep the body's declared type.
+ir::ValueInfo BodyInput(const ir::Graph& body, const std::string& name, const ir::TypeInfo& type) {
+  if (const ir::ValueInfo* declared = DeclaredWrapper(body, name)) return *declared;
+  ir::ValueInfo vi;
+  vi.name = name;
+  vi.has_type = type.kind != ir::TypeInfo::Kind::kUnknown;
+  vi.type = type;
+  for (ir::Dim& d : vi.type.shape.dims) d = ir::Dim{};
+  return vi;
+}
+
+ir::TypeInfo TypeOfValue(const Tensor& t) {
+  if (t.kind() == Tensor::Kind::kSequence) return ops::SequenceOf(ops::TensorTypeUnknownShape(t.elem_type()));
+  if (!t.is_dense()) return {};
+  return ops::TensorType(t.dtype(), t.shape());
+}
+
+}  // namespace
+
 Result<const Session*> ControlFlowBackend::BodySession(const std::shared_ptr<ir::Graph>& body,
-                                                       const std::vector<Bound>& bound, const ir::Node& node) const {
-  // One session per body and per dtype and rank of what it is given; dims
-  // stay unknown, so that a loop-carried value may change its shape.
+                                                       const std::vector<ir::ValueInfo>& inputs,
+                                                       const ir::Node& node) const {
+  // One session per body and per kind, dtype and rank of what it is given.
   std::string key;
-  for (const Bound& b : bound) key += fmt::format("{}/{};", static_cast<int>(b.tensor->dtype()), b.tensor->rank());
+  for (const ir::ValueInfo& vi : inputs) {
+    key += vi.has_type ? ir::TypeToString(vi.type) + ";" : std::string("?;");
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = sessions_.find({body.get(), key});
   if (it != sessions_.end()) return it->second.get();
 
   ir::Model m = shell_;
   m.graph = *body;
-  m.graph.inputs.clear();
-  for (const Bound& b : bound) {
-    ir::ValueInfo vi;
-    vi.name = b.name;
-    vi.has_type = true;
-    vi.type.kind = ir::TypeInfo::Kind::kTensor;
-    vi.type.elem_type = b.tensor->dtype();
-    vi.type.shape.rank_known = true;
-    vi.type.shape.dims.resize(b.tensor->rank());
-    m.graph.inputs.push_back(std::move(vi));
-  }
+  m.graph.inputs = inputs;
   Result<std::unique_ptr<Session>> made = Session::Create(std::move(m), options_);
   if (!made.ok()) {
     return std::move(made).TakeStatus().WithContext(
@@ -294,7 +331,10 @@ Result<const Session*> ControlFlowBackend::BodySession(const std::shared_ptr<ir:
 Result<std::vector<Tensor>> ControlFlowBackend::RunBody(const std::shared_ptr<ir::Graph>& body,
                                                         const std::vector<Bound>& bound, const ir::Node& node,
                                                         bool on_device) const {
-  VIGIL_ASSIGN_OR_RETURN(const Session* session, BodySession(body, bound, node));
+  std::vector<ir::ValueInfo> inputs;
+  inputs.reserve(bound.size());
+  for (const Bound& b : bound) inputs.push_back(BodyInput(*body, b.name, TypeOfValue(*b.tensor)));
+  VIGIL_ASSIGN_OR_RETURN(const Session* session, BodySession(body, inputs, node));
   // A body none of whose nodes runs on the device takes host values.
   const bool bind_device = on_device && session->HasDeviceBackend();
   std::vector<Tensor> moved;  // host copies of device values, alive for the run
@@ -302,6 +342,14 @@ Result<std::vector<Tensor>> ControlFlowBackend::RunBody(const std::shared_ptr<ir
   std::vector<InputBinding> bindings;
   bindings.reserve(bound.size());
   for (Bound b : bound) {
+    if (!b.tensor->is_dense()) {
+      InputBinding ib;
+      ib.name = b.name;
+      ib.source = "enclosing graph";
+      ib.value = b.tensor;
+      bindings.push_back(std::move(ib));
+      continue;
+    }
     if (!b.tensor->on_host() && !bind_device) {
       if (!device_) return NoDevice("read a device value");
       VIGIL_ASSIGN_OR_RETURN(Tensor host, device_->ToHost(*b.tensor));
@@ -337,7 +385,8 @@ Status ControlFlowBackend::Run(const ir::Node& node, int64_t opset, std::span<co
   if (node.op_type == "If") return RunIf(node, inputs, outputs);
   if (node.op_type == "Loop") return RunLoop(node, inputs, outputs);
   if (node.op_type == "Scan") return RunScan(node, opset, inputs, outputs);
-  return InternalError("{} is not a control-flow op", ops::NodeLabel(node));
+  if (node.op_type == "SequenceMap") return RunSequenceMap(node, inputs, outputs);
+  return RunSequenceOp(node, opset, inputs, outputs);
 }
 
 namespace {
@@ -591,6 +640,149 @@ Status ControlFlowBackend::RunScan(const ir::Node& node, int64_t opset, std::spa
     VIGIL_ASSIGN_OR_RETURN(outputs[i], Stack(node, per_output[i], 0, false, i));
   }
   return Status::Ok();
+}
+
+// SequenceMap: the body runs once per item of the input sequence; sequence
+// inputs give it their i-th item, tensor inputs the whole tensor. Each body
+// output is collected into a sequence.
+Status ControlFlowBackend::RunSequenceMap(const ir::Node& node, std::span<const Tensor* const> inputs,
+                                          std::vector<Tensor>& outputs) const {
+  VIGIL_ASSIGN_OR_RETURN(auto body, GraphAttr(node, "body"));
+  size_t explicit_inputs = ops::ExplicitInputCount(node);
+  if (explicit_inputs < 1 || body->inputs.size() != explicit_inputs || body->outputs.size() != outputs.size()) {
+    return InvalidModelError("{}: has {} inputs and {} outputs, its body {} and {}; they must agree",
+                             ops::NodeLabel(node), explicit_inputs, outputs.size(), body->inputs.size(),
+                             body->outputs.size());
+  }
+  size_t length = 0;
+  for (size_t i = 0; i < explicit_inputs; ++i) {
+    const Tensor* t = inputs[i];
+    if (!t) return InvalidModelError("{}: input {} is missing", ops::NodeLabel(node), i);
+    if (i == 0 && t->kind() != Tensor::Kind::kSequence) {
+      return InvalidModelError("{}: input 0 must be a sequence, is {}", ops::NodeLabel(node), t->Describe());
+    }
+    if (t->kind() != Tensor::Kind::kSequence) continue;
+    if (i > 0 && t->items().size() != length) {
+      return InvalidInputError("{}: input {} is a sequence of {} tensors, input 0 of {}; they must be as long",
+                               ops::NodeLabel(node), i, t->items().size(), length);
+    }
+    length = t->items().size();
+  }
+  std::vector<std::pair<std::string, const Tensor*>> free;
+  VIGIL_RETURN_IF_ERROR(BindFreeNames(node, inputs, body, free));
+  std::vector<std::vector<Tensor>> items(outputs.size());
+  for (size_t step = 0; step < length; ++step) {
+    std::vector<Bound> bound;
+    for (size_t i = 0; i < explicit_inputs; ++i) {
+      const Tensor* t = inputs[i];
+      bound.push_back({body->inputs[i].name, t->kind() == Tensor::Kind::kSequence ? &t->items()[step] : t});
+    }
+    for (auto& [name, t] : free) bound.push_back({name, t});
+    VIGIL_ASSIGN_OR_RETURN(std::vector<Tensor> outs, RunBody(body, bound, node));
+    for (size_t k = 0; k < outs.size() && k < items.size(); ++k) {
+      if (!outs[k].is_dense() || !outs[k].on_host()) {
+        return UnsupportedError("{}: body output {} is {}; SequenceMap collects host tensors", ops::NodeLabel(node), k,
+                                outs[k].Describe());
+      }
+      items[k].push_back(std::move(outs[k]));
+    }
+  }
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    ir::DataType dtype = items[k].empty() ? ir::DataType::kUndefined : items[k].front().dtype();
+    if (items[k].empty() && body->outputs[k].has_type) dtype = body->outputs[k].type.elem_type;
+    outputs[k] = Tensor::Sequence(dtype, std::move(items[k]));
+  }
+  return Status::Ok();
+}
+
+Result<BodyMemory> ControlFlowBackend::PlanBodies(const ir::Node& node, int64_t opset,
+                                                  const std::vector<const ir::TypeInfo*>& input_types) const {
+  BodyMemory total;
+  auto type_at = [&](size_t i) -> const ir::TypeInfo* { return i < input_types.size() ? input_types[i] : nullptr; };
+  const size_t explicit_inputs = ops::ExplicitInputCount(node);
+  // Plans `body` with `entry` (its explicit inputs' types, in order) and the
+  // types of the names it reads from enclosing graphs.
+  auto plan = [&](const std::shared_ptr<ir::Graph>& body, std::vector<const ir::TypeInfo*> entry) -> Status {
+    std::vector<std::pair<std::string, const ir::TypeInfo*>> named;
+    for (size_t i = 0; i < entry.size() && i < body->inputs.size(); ++i) named.emplace_back(body->inputs[i].name, entry[i]);
+    for (const std::string& name : FreeNames(body)) {
+      const ir::TypeInfo* t = nullptr;
+      for (size_t i = explicit_inputs; i < node.inputs.size(); ++i) {
+        if (node.inputs[i] == name) t = type_at(i);
+      }
+      named.emplace_back(name, t);
+    }
+    std::vector<ir::ValueInfo> inputs;
+    std::vector<InputBinding> shapes;
+    for (const auto& [name, t] : named) {
+      std::optional<std::vector<int64_t>> dims = t && t->kind == ir::TypeInfo::Kind::kTensor ? ops::KnownDims(t) : std::nullopt;
+      if (!dims || t->elem_type == ir::DataType::kUndefined) {
+        total.unplanned.push_back(fmt::format("body '{}' of {}", body->name, ops::NodeLabel(node)));
+        return Status::Ok();
+      }
+      inputs.push_back(BodyInput(*body, name, *t));
+      InputBinding b;
+      b.name = name;
+      b.dtype = t->elem_type;
+      b.shape = *dims;
+      shapes.push_back(std::move(b));
+    }
+    VIGIL_ASSIGN_OR_RETURN(const Session* session, BodySession(body, inputs, node));
+    VIGIL_ASSIGN_OR_RETURN(MemoryPlan m, session->PlanShapes(shapes));
+    BodyMemory mine;
+    mine.host_bytes = m.arena_bytes + m.bodies.host_bytes;
+    mine.device_bytes = m.device_arena_bytes + m.bodies.device_bytes;
+    mine.unplanned = m.bodies.unplanned;
+    total.Add(mine);
+    return Status::Ok();
+  };
+  const ir::TypeInfo scalar_i64 = ops::TensorType(ir::DataType::kInt64, std::vector<int64_t>{});
+  const ir::TypeInfo scalar_bool = ops::TensorType(ir::DataType::kBool, std::vector<int64_t>{});
+  if (node.op_type == "If") {
+    for (const char* branch : {"then_branch", "else_branch"}) {
+      VIGIL_ASSIGN_OR_RETURN(auto body, GraphAttr(node, branch));
+      VIGIL_RETURN_IF_ERROR(plan(body, {}));
+    }
+  } else if (node.op_type == "Loop") {
+    VIGIL_ASSIGN_OR_RETURN(auto body, GraphAttr(node, "body"));
+    std::vector<const ir::TypeInfo*> entry = {&scalar_i64, &scalar_bool};
+    for (size_t i = 2; i < explicit_inputs; ++i) entry.push_back(type_at(i));
+    VIGIL_RETURN_IF_ERROR(plan(body, entry));
+  } else if (node.op_type == "Scan" && opset >= 9) {
+    VIGIL_ASSIGN_OR_RETURN(auto body, GraphAttr(node, "body"));
+    VIGIL_ASSIGN_OR_RETURN(int64_t scan_inputs, ops::RequiredIntAttr(node, "num_scan_inputs"));
+    VIGIL_ASSIGN_OR_RETURN(auto in_axes, ops::IntsAttr(node, "scan_input_axes", {}));
+    const size_t states = explicit_inputs - std::min(explicit_inputs, static_cast<size_t>(std::max<int64_t>(scan_inputs, 0)));
+    std::vector<ir::TypeInfo> slices;  // a scan input less its scan axis
+    slices.reserve(explicit_inputs);
+    std::vector<const ir::TypeInfo*> entry;
+    for (size_t i = 0; i < explicit_inputs; ++i) {
+      const ir::TypeInfo* t = type_at(i);
+      if (i < states || !t || !ops::HasRank(t)) {
+        entry.push_back(i < states ? t : nullptr);
+        continue;
+      }
+      const size_t j = i - states;
+      const int64_t rank = static_cast<int64_t>(t->shape.dims.size());
+      int64_t axis = j < in_axes.size() ? in_axes[j] : 0;
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank) {
+        entry.push_back(nullptr);
+        continue;
+      }
+      slices.push_back(*t);
+      slices.back().shape.dims.erase(slices.back().shape.dims.begin() + axis);
+      entry.push_back(&slices.back());
+    }
+    VIGIL_RETURN_IF_ERROR(plan(body, entry));
+  } else {
+    // Scan-8 (batched) and SequenceMap: the entry shapes are the items' or
+    // the batch entries', known when the node runs.
+    const ir::Attribute* a = node.FindAttribute("body");
+    total.unplanned.push_back(
+        fmt::format("body '{}' of {}", a && a->g ? a->g->name : std::string("?"), ops::NodeLabel(node)));
+  }
+  return total;
 }
 
 }  // namespace vigil::runtime

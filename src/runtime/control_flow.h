@@ -39,7 +39,11 @@ class ControlFlowBackend final : public Backend {
   ~ControlFlowBackend() override;
 
   std::string_view name() const override { return "control-flow"; }
+  // If, Loop, Scan, SequenceMap, and the nodes that make or read sequences
+  // and optionals (runtime/sequence_ops.h), which SupportsTyped finds.
   bool Supports(const ir::Node& node, int64_t opset) const override;
+  bool SupportsTyped(const ir::Node& node, int64_t opset, const NodeTypes& types,
+                     std::string* why_not) const override;
   Status Run(const ir::Node& node, int64_t opset, std::span<const Tensor* const> inputs,
              std::vector<Tensor>& outputs, OutputAllocator& allocator) const override;
 
@@ -61,6 +65,14 @@ class ControlFlowBackend final : public Backend {
                       const std::string& what) const override;
   Status WaitForStream(void* stream) const override;
 
+  // What the bodies of `node` (If, Loop, Scan, SequenceMap) need while it
+  // runs, each planned at the shapes the node gives it on entry:
+  // `input_types` are the node's inputs' (implicit ones included), null where
+  // unknown. Bodies whose entry shapes are not all known are named in
+  // `unplanned`. Makes the body sessions it plans.
+  Result<BodyMemory> PlanBodies(const ir::Node& node, int64_t opset,
+                                const std::vector<const ir::TypeInfo*>& input_types) const;
+
   // The body sessions made so far (for tests).
   size_t BodySessionCount() const;
 
@@ -81,12 +93,16 @@ class ControlFlowBackend final : public Backend {
   // Per-iteration outputs stacked along a new axis 0, on the device when the
   // parts are there.
   Result<Tensor> StackIterations(const ir::Node& node, const std::vector<Tensor>& parts, size_t output_index) const;
-  Result<const Session*> BodySession(const std::shared_ptr<ir::Graph>& body, const std::vector<Bound>& bound,
+  // The session of `body` for inputs of these kinds, dtypes and ranks (their
+  // dims are unknown), made on first use.
+  Result<const Session*> BodySession(const std::shared_ptr<ir::Graph>& body, const std::vector<ir::ValueInfo>& inputs,
                                      const ir::Node& node) const;
   Status RunIf(const ir::Node& node, std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) const;
   Status RunLoop(const ir::Node& node, std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs) const;
   Status RunScan(const ir::Node& node, int64_t opset, std::span<const Tensor* const> inputs,
                  std::vector<Tensor>& outputs) const;
+  Status RunSequenceMap(const ir::Node& node, std::span<const Tensor* const> inputs,
+                        std::vector<Tensor>& outputs) const;
   struct ScanSpec {
     std::vector<size_t> in_axes;
     std::vector<int64_t> in_dirs, out_axes, out_dirs;

@@ -7,6 +7,7 @@
 
 #include "ops/attributes.h"
 #include "ops/shape_helpers.h"
+#include "runtime/control_flow.h"
 
 namespace vigil::runtime {
 namespace {
@@ -142,7 +143,7 @@ std::string InputShapes(const ir::Node& node, const std::vector<const Tensor*>& 
 Status CheckOutputs(const ir::Node& node, size_t index, const ExecutionPlan& plan, const std::vector<Tensor>& outs) {
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     if (node.outputs[i].empty()) continue;
-    if (i >= outs.size() || outs[i].dtype() == ir::DataType::kUndefined) {
+    if (i >= outs.size() || (outs[i].is_dense() && outs[i].dtype() == ir::DataType::kUndefined)) {
       return InternalError("{} (node #{}) did not produce its output {} '{}'", ops::NodeLabel(node), index, i,
                            node.outputs[i]);
     }
@@ -171,7 +172,7 @@ bool MayAliasInput(const ir::Node& node) {
 Result<std::shared_ptr<const ExecutionPlan>> BuildExecutionPlan(const ir::Model& model,
                                                                 const std::vector<size_t>& order,
                                                                 const std::vector<const Backend*>& node_backend,
-                                                                InferredGraph inferred) {
+                                                                InferredGraph inferred, BodyMemory bodies) {
   auto plan = std::make_shared<ExecutionPlan>();
   for (const ir::ValueInfo& out : model.graph.outputs) plan->graph_outputs.insert(out.name);
   for (size_t i : order) {
@@ -192,6 +193,7 @@ Result<std::shared_ptr<const ExecutionPlan>> BuildExecutionPlan(const ir::Model&
     }
   }
   plan->types = std::move(inferred.types);
+  plan->bodies = std::move(bodies);
   PlanArena(model, *plan);
   return std::shared_ptr<const ExecutionPlan>(std::move(plan));
 }
@@ -229,7 +231,8 @@ uint64_t OutputBytes(const ir::Model& model, const ExecutionPlan& plan) {
 
 Result<const Tensor*> RunValues::In(const std::string& name, Device want) {
   const Tensor* t = Find(name);
-  if (!t || t->device() == want) return t;
+  // Sequences and optionals stay on the host (their items are host tensors).
+  if (!t || t->device() == want || !t->is_dense()) return t;
   if (auto it = moved_.find(name); it != moved_.end()) return &it->second;
   if (want != Device::kHost) {
     if (auto it = device_constants_.find(name); it != device_constants_.end()) return &it->second;
@@ -253,7 +256,9 @@ Status BindInputs(const ExecutionPlan& plan, const std::vector<InputBinding>& in
   const Backend* dev = plan.device_backend;
   for (const InputBinding& b : inputs) {
     void* data = const_cast<void*>(b.data);
-    if (b.device == Device::kHost) {
+    if (b.value) {
+      values.Set(b.name, *b.value);
+    } else if (b.device == Device::kHost) {
       values.Set(b.name, Tensor::View(b.dtype, b.shape, data));
     } else if (dev && dev->device() == b.device) {
       values.Set(b.name, Tensor::OnDevice(b.device, b.dtype, b.shape, data, nullptr));
@@ -283,6 +288,11 @@ Status RunSteps(const ir::Model& model, const ExecutionPlan& plan, RunValues& va
       if (!in[i]) {
         return InternalError("{} (node #{}): input '{}' has no value at run time", ops::NodeLabel(node),
                              step.node_index, node.inputs[i]);
+      }
+      if (!in[i]->is_dense() && !dynamic_cast<const ControlFlowBackend*>(step.backend)) {
+        return InvalidModelError("{} (node #{}): input '{}' is {}; op {} takes tensors", ops::NodeLabel(node),
+                                 step.node_index, node.inputs[i], in[i]->Describe(), node.op_type)
+            .WithFix("read the tensor out first (SequenceAt, ConcatFromSequence, OptionalGetElement)");
       }
     }
     if (observer) {
@@ -342,7 +352,10 @@ Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const Execu
   if (dev) {
     uint64_t arena_bytes = keep_all ? 0 : plan.device_memory.arena_bytes;
     uint64_t need = keep_all ? plan.device_memory.peak_live_bytes : arena_bytes;
-    VIGIL_RETURN_IF_ERROR(dev->CheckDeviceMemory(need + OutputBytes(model, plan), LargestTensors(plan, plan.device_memory)));
+    // The bodies of control-flow nodes are counted at entry (plan.bodies), so
+    // that a body that cannot fit stops the run before any node has run.
+    VIGIL_RETURN_IF_ERROR(dev->CheckDeviceMemory(need + OutputBytes(model, plan) + plan.bodies.device_bytes,
+                                                 LargestTensors(plan, plan.device_memory)));
     if (arena_bytes > 0) {
       VIGIL_ASSIGN_OR_RETURN(device_arena_storage,
                              dev->AllocateDevice(ir::DataType::kUint8, {static_cast<int64_t>(arena_bytes)}));
@@ -360,6 +373,10 @@ Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const Execu
     const bool keep_on_device = outputs_on_device && found && !found->on_host();
     VIGIL_ASSIGN_OR_RETURN(const Tensor* t, values.In(name, keep_on_device ? found->device() : Device::kHost));
     if (!t) return InternalError("graph output '{}' was not computed", name);
+    if (!t->is_dense()) {  // a sequence or an empty optional: host tensors of their own
+      result.push_back({name, *t});
+      return Status::Ok();
+    }
     // Outputs must own their memory: not a view of the caller's input
     // buffers, nor of the arenas that die with this run.
     if (!t->storage() || InArena(*t, host_arena) || InArena(*t, device_arena)) {

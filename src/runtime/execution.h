@@ -41,6 +41,7 @@ struct ExecutionPlan {
   std::unordered_set<std::string> on_device;               // values produced by device steps
   std::unordered_map<std::string, size_t> last_use;        // value -> last step that reads it
   std::unordered_set<std::string> graph_outputs;
+  BodyMemory bodies;                                       // what control-flow bodies add while they run
 };
 
 // Ops whose CPU kernels may return a view of input 0 instead of a copy; the
@@ -50,7 +51,7 @@ bool MayAliasInput(const ir::Node& node);
 Result<std::shared_ptr<const ExecutionPlan>> BuildExecutionPlan(const ir::Model& model,
                                                                 const std::vector<size_t>& order,
                                                                 const std::vector<const Backend*>& node_backend,
-                                                                InferredGraph inferred);
+                                                                InferredGraph inferred, BodyMemory bodies = {});
 
 // The values of one run, each in the place its producer left it, plus copies
 // moved to the other side of a host/device boundary for the readers there.

@@ -523,7 +523,44 @@ Status CheckBindingDtype(const InputBinding& b) {
   return Status::Ok();
 }
 
-Status CheckOne(const ir::ValueInfo& vi, const InputBinding& b, std::map<std::string, SymbolSite>& symbols) {
+// A sequence or an empty optional, given for an input the model declares as
+// a sequence or an optional: the kinds must fit, and a sequence's dtype.
+Status CheckNonDense(const ir::ValueInfo& vi, const InputBinding& b) {
+  using Kind = ir::TypeInfo::Kind;
+  const ir::TypeInfo* t = vi.has_type ? &vi.type : nullptr;
+  const bool none = b.value->kind() == Tensor::Kind::kEmptyOptional;
+  if (t && t->kind == Kind::kOptional) {
+    if (none) return Status::Ok();
+    t = t->inner.get();
+  }
+  if (!t || t->kind == Kind::kUnknown) return Status::Ok();
+  if (none || t->kind != Kind::kSequence) {
+    Status s = InvalidInputError("input '{}' is {}, but the model declares {}", b.name, b.value->Describe(),
+                                 Expected(vi));
+    s.WithFact("input", b.name);
+    return s;
+  }
+  const ir::TypeInfo* element = t->inner.get();
+  if (element && element->elem_type != ir::DataType::kUndefined && element->elem_type != b.value->elem_type()) {
+    Status s = InvalidInputError("input '{}' is a sequence of {}, but the model declares {}", b.name,
+                                 ir::DataTypeName(b.value->elem_type()), Expected(vi));
+    s.WithFact("input", b.name);
+    return s;
+  }
+  return Status::Ok();
+}
+
+Status CheckOne(const ir::ValueInfo& declared, const InputBinding& b, std::map<std::string, SymbolSite>& symbols) {
+  if (b.value && !b.value->is_dense()) return CheckNonDense(declared, b);
+  // A tensor given for an optional tensor is checked as that tensor.
+  ir::ValueInfo unwrapped;
+  const bool optional_tensor = declared.has_type && declared.type.kind == ir::TypeInfo::Kind::kOptional &&
+                               declared.type.inner && declared.type.inner->kind == ir::TypeInfo::Kind::kTensor;
+  if (optional_tensor) {
+    unwrapped = declared;
+    unwrapped.type = *declared.type.inner;
+  }
+  const ir::ValueInfo& vi = optional_tensor ? unwrapped : declared;
   VIGIL_RETURN_IF_ERROR(CheckBindingDtype(b));
   if (vi.has_type && vi.type.kind != ir::TypeInfo::Kind::kTensor) {
     Status s = UnsupportedError("input '{}' is a {}; vigil binds only dense tensors", b.name, Expected(vi));

@@ -25,6 +25,10 @@ struct InputBinding {
   // Where `data` lives. Device memory must be the session's device backend's
   // (see Session::UploadInput); it is then read in place, without a copy.
   Device device = Device::kHost;
+  // A sequence or an empty optional (a Tensor whose kind is not dense) for an
+  // input the model declares as such; dtype, shape and data are then unused.
+  // The caller keeps it alive for the run.
+  const Tensor* value = nullptr;
 };
 
 // The model's inputs as Run sees them: graph inputs minus those an

@@ -61,4 +61,10 @@ MemoryPlan PlanMemory(std::vector<LifetimeRequest> requests) {
   return plan;
 }
 
+void BodyMemory::Add(const BodyMemory& other) {
+  host_bytes = std::max(host_bytes, other.host_bytes);
+  device_bytes = std::max(device_bytes, other.device_bytes);
+  unplanned.insert(unplanned.end(), other.unplanned.begin(), other.unplanned.end());
+}
+
 }  // namespace vigil::runtime

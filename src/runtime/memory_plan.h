@@ -25,6 +25,21 @@ struct PlannedTensor {
   size_t last_step = 0;
 };
 
+// What the bodies of control-flow nodes (If, Loop, Scan) need while their
+// node runs, each body planned at the shapes its node gives it on entry
+// (runtime/control_flow.h): the most bytes one body's arenas take, its own
+// bodies' included, on top of the enclosing graph's arenas. A Loop's carried
+// values may grow over the iterations, so this is the need at entry.
+struct BodyMemory {
+  uint64_t host_bytes = 0;
+  uint64_t device_bytes = 0;
+  // Bodies whose entry shapes are not known before they run ("body 'b' of
+  // node Loop 'l'"): SequenceMap's, and those given values of unknown dims.
+  std::vector<std::string> unplanned;
+
+  void Add(const BodyMemory& other);  // the larger of each, and both lists
+};
+
 struct MemoryPlan {
   std::vector<PlannedTensor> tensors;
   uint64_t arena_bytes = 0;  // size of the arena holding all planned tensors
@@ -39,6 +54,8 @@ struct MemoryPlan {
   // (Session::Plan fills these; 0 without one).
   uint64_t device_arena_bytes = 0;
   uint64_t device_peak_live_bytes = 0;
+  // Control-flow bodies (Session::Plan fills these).
+  BodyMemory bodies;
 };
 
 // Alignment of every offset in the arena.

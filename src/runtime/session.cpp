@@ -20,6 +20,8 @@
 #include "ir/transpose_reshape.h"
 #include "ir/validate.h"
 #include "ops/attributes.h"
+#include "ops/control_flow.h"
+#include "ops/sequence.h"
 #include "ops/shape_helpers.h"
 #include "runtime/captured_run.h"
 #include "runtime/control_flow.h"
@@ -82,6 +84,10 @@ void AlignInitializers(ir::Graph& g) {
 std::string PlanKey(const std::vector<InputBinding>& inputs) {
   std::string key;
   for (const InputBinding& b : inputs) {
+    if (b.value && !b.value->is_dense()) {
+      key += fmt::format("{}:{}:{};", b.name, b.value->Describe(), static_cast<int>(b.value->elem_type()));
+      continue;
+    }
     key += fmt::format("{}:{}:", b.name, static_cast<int>(b.dtype));
     for (int64_t d : b.shape) key += fmt::format("{},", d);
     key += ';';
@@ -103,7 +109,7 @@ struct Session::State {
   std::unordered_map<size_t, std::string> fallback_reasons;  // node -> why the first backend refused it
   std::unordered_map<std::string, Tensor> constants;
   std::unordered_map<std::string, Tensor> device_constants;  // copies on the device for device steps
-  std::unique_ptr<ControlFlowBackend> control_flow;           // runs If, Loop and Scan nodes
+  std::unique_ptr<ControlFlowBackend> control_flow;           // runs control-flow, sequence and optional nodes
 
   mutable std::mutex plan_mutex;
   mutable std::map<std::string, std::shared_ptr<const ExecutionPlan>> plans;
@@ -164,10 +170,31 @@ Result<std::shared_ptr<const ExecutionPlan>> Session::State::GetPlan(const std::
     if (it != plans.end()) return it->second;
   }
   std::map<std::string, ir::TypeInfo> input_types;
-  for (const InputBinding& b : bindings) input_types[b.name] = ops::TensorType(b.dtype, b.shape);
+  for (const InputBinding& b : bindings) {
+    if (!b.value || b.value->is_dense()) {
+      input_types[b.name] = ops::TensorType(b.dtype, b.shape);
+    } else if (b.value->kind() == Tensor::Kind::kSequence) {
+      input_types[b.name] = ops::SequenceOf(ops::TensorTypeUnknownShape(b.value->elem_type()));
+    } else {
+      input_types[b.name] = ir::TypeInfo();  // an empty optional: the declared type
+    }
+  }
   FoldingPolicy folding{cpu, kPlanFoldLimit};
   VIGIL_ASSIGN_OR_RETURN(InferredGraph inferred, InferGraph(model, order, input_types, folding));
-  VIGIL_ASSIGN_OR_RETURN(auto plan, BuildExecutionPlan(model, order, node_backend, std::move(inferred)));
+  BodyMemory bodies;
+  for (size_t i : order) {
+    const ir::Node& node = model.graph.nodes[i];
+    if (node_backend[i] != control_flow.get() || !ops::IsControlFlowOp(node) || inferred.folded_nodes.count(i)) continue;
+    std::vector<const ir::TypeInfo*> types;
+    for (const std::string& in : node.inputs) {
+      auto t = inferred.types.find(in);
+      types.push_back(in.empty() || t == inferred.types.end() ? nullptr : &t->second);
+    }
+    VIGIL_ASSIGN_OR_RETURN(BodyMemory b, control_flow->PlanBodies(node, model.OpsetVersion(node.domain), types));
+    bodies.Add(b);
+  }
+  VIGIL_ASSIGN_OR_RETURN(auto plan,
+                         BuildExecutionPlan(model, order, node_backend, std::move(inferred), std::move(bodies)));
   std::lock_guard<std::mutex> lock(plan_mutex);
   auto [it, inserted] = plans.emplace(key, std::move(plan));
   return it->second;
@@ -286,15 +313,15 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
   for (size_t i : state->order) {
     const ir::Node& node = g.nodes[i];
     int64_t opset = state->model.OpsetVersion(node.domain);
-    if (state->control_flow->Supports(node, opset)) {
+    NodeTypes types;
+    for (const std::string& in : node.inputs) types.inputs.push_back(type_of(in));
+    for (const std::string& out : node.outputs) types.outputs.push_back(type_of(out));
+    if (state->control_flow->SupportsTyped(node, opset, types, nullptr)) {
       // The node runs on the host; its bodies' nodes go to the backends.
       state->node_backend[i] = state->control_flow.get();
       state->placement.push_back({i, node.Describe(i), std::string(state->control_flow->name()), {}});
       continue;
     }
-    NodeTypes types;
-    for (const std::string& in : node.inputs) types.inputs.push_back(type_of(in));
-    for (const std::string& out : node.outputs) types.outputs.push_back(type_of(out));
     for (size_t b = 0; b < state->options.backends.size(); ++b) {
       std::string why_not;
       if (!state->options.backends[b]->SupportsTyped(node, opset, types, &why_not)) {
@@ -338,10 +365,15 @@ Result<DimBindings> Session::Check(std::vector<InputBinding>& inputs) const {
 
 Result<MemoryPlan> Session::Plan(std::vector<InputBinding> inputs) const {
   VIGIL_RETURN_IF_ERROR(Check(inputs).status());
-  VIGIL_ASSIGN_OR_RETURN(auto plan, state_->GetPlan(inputs));
+  return PlanShapes(inputs);
+}
+
+Result<MemoryPlan> Session::PlanShapes(const std::vector<InputBinding>& shapes) const {
+  VIGIL_ASSIGN_OR_RETURN(auto plan, state_->GetPlan(shapes));
   MemoryPlan memory = plan->memory;
   memory.device_arena_bytes = plan->device_memory.arena_bytes;
   memory.device_peak_live_bytes = plan->device_memory.peak_live_bytes;
+  memory.bodies = plan->bodies;
   return memory;
 }
 

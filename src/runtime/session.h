@@ -93,6 +93,10 @@ class Session {
 
   // The memory plan for these input shapes (validates them first).
   Result<MemoryPlan> Plan(std::vector<InputBinding> inputs) const;
+  // The same for named inputs of known dtypes and shapes that shape inference
+  // gives rather than a caller (a control-flow body's entry values): the
+  // bindings carry no data and are not checked.
+  Result<MemoryPlan> PlanShapes(const std::vector<InputBinding>& shapes) const;
 
   // Validates and runs; returns the graph outputs in model order.
   Result<std::vector<NamedTensor>> Run(std::vector<InputBinding> inputs) const;

@@ -71,7 +71,26 @@ Tensor Tensor::FromConstant(const ir::Tensor& c) {
   return Shared(c.dtype, c.dims, const_cast<uint8_t*>(c.bytes.data()), c.keep_alive);
 }
 
-uint64_t Tensor::element_count() const { return ElementCount(shape_).value_or(0); }
+Tensor Tensor::Sequence(ir::DataType elem_type, std::vector<Tensor> items) {
+  Tensor t;
+  t.kind_ = Kind::kSequence;
+  t.elem_type_ = elem_type;
+  t.items_ = std::make_shared<const std::vector<Tensor>>(std::move(items));
+  return t;
+}
+
+Tensor Tensor::EmptyOptional() {
+  Tensor t;
+  t.kind_ = Kind::kEmptyOptional;
+  return t;
+}
+
+const std::vector<Tensor>& Tensor::items() const {
+  static const std::vector<Tensor> kNone;
+  return items_ ? *items_ : kNone;
+}
+
+uint64_t Tensor::element_count() const { return kind_ == Kind::kDense ? ElementCount(shape_).value_or(0) : 0; }
 
 size_t Tensor::byte_size() const {
   return static_cast<size_t>(ir::DataTypeStorageBytes(dtype_, element_count()).value_or(0));
@@ -89,6 +108,8 @@ ir::Tensor Tensor::AsConstant(std::string name) const {
 }
 
 std::string Tensor::Describe() const {
+  if (kind_ == Kind::kSequence) return fmt::format("seq({})[{}]", ir::DataTypeName(elem_type_), items().size());
+  if (kind_ == Kind::kEmptyOptional) return "optional(none)";
   std::string s = fmt::format("{}[", ir::DataTypeName(dtype_));
   for (size_t i = 0; i < shape_.size(); ++i) s += fmt::format("{}{}", i ? "," : "", shape_[i]);
   return s + (device_ == Device::kCuda ? "]@cuda" : "]");

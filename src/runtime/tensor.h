@@ -38,6 +38,22 @@ class Tensor {
   // A read-only view of a constant (initializer); the data must not be written.
   static Tensor FromConstant(const ir::Tensor& constant);
 
+  // ONNX's sequence and optional values travel through a run as Tensors
+  // too, between the ops that make and read them (runtime/sequence_ops.cpp),
+  // control-flow bodies and the graph's inputs and outputs. A sequence holds
+  // host tensors (each owning or sharing its memory) of one dtype; an
+  // optional without a value holds nothing. An optional with a value is that
+  // value. Neither has data, a shape or a dtype of its own (dtype() is
+  // undefined): kernels of dense ops never see them.
+  enum class Kind : uint8_t { kDense, kSequence, kEmptyOptional };
+  static Tensor Sequence(ir::DataType elem_type, std::vector<Tensor> items);
+  static Tensor EmptyOptional();
+  Kind kind() const { return kind_; }
+  bool is_dense() const { return kind_ == Kind::kDense; }
+  // A sequence's items (empty for anything else) and their dtype.
+  const std::vector<Tensor>& items() const;
+  ir::DataType elem_type() const { return elem_type_; }
+
   ir::DataType dtype() const { return dtype_; }
   Device device() const { return device_; }
   bool on_host() const { return device_ == Device::kHost; }
@@ -66,7 +82,8 @@ class Tensor {
   // alive), for shape inference's constant inputs.
   ir::Tensor AsConstant(std::string name = {}) const;
 
-  // "float32[1,3,224,224]" ("...@cuda" for device memory)
+  // "float32[1,3,224,224]" ("...@cuda" for device memory), "seq(float32)[3]",
+  // "optional(none)"
   std::string Describe() const;
 
  private:
@@ -75,6 +92,9 @@ class Tensor {
   std::vector<int64_t> shape_;
   void* data_ = nullptr;
   std::shared_ptr<const void> storage_;
+  Kind kind_ = Kind::kDense;
+  ir::DataType elem_type_ = ir::DataType::kUndefined;           // a sequence's items
+  std::shared_ptr<const std::vector<Tensor>> items_;             // a sequence's items
 };
 
 // Element count of `shape`; nullopt on a negative dim or overflow.

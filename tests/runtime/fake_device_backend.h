@@ -5,6 +5,8 @@
 
 #include <cstring>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "backends/cpu/cpu_backend.h"
 #include "runtime/backend.h"
@@ -19,8 +21,22 @@ class FakeDeviceBackend : public Backend {
   bool InputOnHost(const ir::Node&, int64_t, size_t) const override { return false; }
   Status Run(const ir::Node& node, int64_t opset, std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs,
              OutputAllocator& allocator) const override {
+    ++nodes_run;
     return cpu_->Run(node, opset, inputs, outputs, allocator);
   }
+  // A device of `memory_bytes` (0: unlimited): the preflight refuses a run
+  // that plans more. `planned` records what each run asked for.
+  Status CheckDeviceMemory(uint64_t planned_bytes, const std::string& largest) const override {
+    planned.push_back(planned_bytes);
+    if (memory_bytes && planned_bytes > memory_bytes) {
+      return OutOfMemoryError("the run needs {} bytes on the fake device of {} ({})", planned_bytes, memory_bytes,
+                              largest);
+    }
+    return Status::Ok();
+  }
+  uint64_t memory_bytes = 0;
+  mutable std::vector<uint64_t> planned;
+  mutable int nodes_run = 0;
   Result<Tensor> AllocateDevice(ir::DataType dtype, std::vector<int64_t> shape) const override {
     VIGIL_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(dtype, std::move(shape)));
     return Tensor::OnDevice(Device::kCuda, t.dtype(), t.shape(), t.raw_data(), t.storage());

@@ -11,6 +11,7 @@
 
 #include "backends/cpu/kernel.h"
 #include "ops/control_flow.h"
+#include "ops/sequence.h"
 #include "ops/fault_injection.h"
 #include "ops/onnx_operators.h"
 #include "ops/schema.h"
@@ -150,8 +151,11 @@ std::string RenderMarkdown(const std::vector<OpRow>& rows, const std::vector<std
          "model loads, from the node's dtypes (and for some kernels its attributes and ranks); a node it refuses "
          "runs on the CPU. CUDA kernels marked *any dtype* take every dtype. `vigil inspect MODEL --backend cuda` "
          "shows, for each node of a model, which backend runs it and why (docs/inspect.md).\n";
-  out += "- ***control flow***: If, Loop and Scan have no kernels; the session runs them (src/runtime/control_flow.h, "
-         "docs/runtime.md) and their bodies' nodes go to the CPU and CUDA kernels like any other node.\n\n";
+  out += "- ***control flow***: If, Loop, Scan and SequenceMap have no kernels; the session runs them "
+         "(src/runtime/control_flow.h, docs/runtime.md) and their bodies' nodes go to the CPU and CUDA kernels like "
+         "any other node.\n";
+  out += "- ***sequences***: the sequence and optional ops run on the host, in the session, with either backend "
+         "(src/runtime/sequence_ops.h); the tensors they take from or give to other nodes move as usual.\n\n";
   out += "| Domain | Op | Opsets | CPU | CUDA |\n";
   out += "|---|---|---|---|---|\n";
   for (const OpRow& r : rows) {
@@ -163,6 +167,7 @@ std::string RenderMarkdown(const std::vector<OpRow>& rows, const std::vector<std
     probe.op_type = r.op;
     probe.domain = r.domain;
     if (ops::IsControlFlowOp(probe)) cpu_cell = cuda_cell = "*control flow*";
+    if (ops::IsSequenceOp(probe)) cpu_cell = cuda_cell = "*sequences*";
     out += fmt::format("| {} | {} | {} | {} | {} |\n", DomainName(r.domain), r.op, opsets, cpu_cell, cuda_cell);
   }
   out += "\n## ONNX operators vigil does not implement\n\n";
