@@ -8,6 +8,7 @@
 
 #include "ops/attributes.h"
 #include "ops/conv_geometry.h"
+#include "ops/linear_shapes.h"
 #include "ops/schema.h"
 #include "ops/shape_helpers.h"
 #include "ops/families.h"
@@ -52,24 +53,26 @@ Result<bool> CheckDataInput(InferenceContext& ctx, size_t min_rank, const char* 
 }
 
 // Conv and ConvTranspose take X and W of one dtype, W of X's rank, and an
-// optional 1-D bias of `channels` elements.
-Status CheckWeightsAndBias(InferenceContext& ctx, const ir::Dim& channels) {
+// optional 1-D bias of `channels` elements. ConvInteger and QLinearConv keep
+// W and B elsewhere (`operands`) and allow other dtypes.
+Status CheckWeightsAndBias(InferenceContext& ctx, const ir::Dim& channels, const ConvOperands& operands = {}) {
   const ir::TypeInfo* x = ctx.input_type(0);
-  const ir::TypeInfo* w = ctx.input_type(1);
-  if (IsTensor(w) && w->elem_type != x->elem_type) {
-    return ctx.Fail("input 1 (W) has dtype {}, input 0 (X) has {}; they must match", ir::DataTypeName(w->elem_type),
-                    ir::DataTypeName(x->elem_type));
+  const ir::TypeInfo* w = ctx.input_type(operands.w);
+  if (operands.same_dtype && IsTensor(w) && w->elem_type != x->elem_type) {
+    return ctx.Fail("input {} (W) has dtype {}, input 0 (X) has {}; they must match", operands.w,
+                    ir::DataTypeName(w->elem_type), ir::DataTypeName(x->elem_type));
   }
   if (HasRank(w) && w->shape.dims.size() != x->shape.dims.size()) {
-    return ctx.Fail("input 1 (W) has rank {}, {} needs rank {} like input 0 (X) {}", w->shape.dims.size(),
-                    ctx.node().op_type, x->shape.dims.size(), ir::ShapeToString(x->shape));
+    return ctx.Fail("input {} (W) has rank {}, {} needs rank {} like input 0 (X) {}", operands.w,
+                    w->shape.dims.size(), ctx.node().op_type, x->shape.dims.size(), ir::ShapeToString(x->shape));
   }
-  const ir::TypeInfo* b = ctx.has_input(2) ? ctx.input_type(2) : nullptr;
+  const size_t bi = operands.bias.value_or(0);
+  const ir::TypeInfo* b = operands.bias && ctx.has_input(bi) ? ctx.input_type(bi) : nullptr;
   if (HasRank(b)) {
-    if (b->shape.dims.size() != 1) return ctx.Fail("input 2 (B) has rank {}, expected 1", b->shape.dims.size());
+    if (b->shape.dims.size() != 1) return ctx.Fail("input {} (B) has rank {}, expected 1", bi, b->shape.dims.size());
     const ir::Dim& bd = b->shape.dims[0];
     if (bd.is_known() && channels.is_known() && *bd.value != *channels.value) {
-      return ctx.Fail("input 2 (B) has {} elements, expected one per output channel ({})", *bd.value,
+      return ctx.Fail("input {} (B) has {} elements, expected one per output channel ({})", bi, *bd.value,
                       *channels.value);
     }
   }
@@ -90,25 +93,31 @@ std::optional<int64_t> CheckedMul(int64_t a, int64_t b) {
   return r;
 }
 
-Status InferConv(InferenceContext& ctx) {
+Status InferConvShape(InferenceContext& ctx, const ConvOperands& operands, ir::DataType dtype) {
   VIGIL_ASSIGN_OR_RETURN(bool known, CheckDataInput(ctx, 3, "N x C x D1 x ..."));
-  if (!known) return Status::Ok();
+  if (!known) {
+    if (dtype != ir::DataType::kUndefined && IsTensor(ctx.input_type(0))) {
+      ctx.set_output(0, TensorTypeUnknownShape(dtype));
+    }
+    return Status::Ok();
+  }
   const ir::TypeInfo* x = ctx.input_type(0);
-  const ir::TypeInfo* w = ctx.input_type(1);
+  const ir::TypeInfo* w = ctx.input_type(operands.w);
   const auto& xd = x->shape.dims;
   VIGIL_ASSIGN_OR_RETURN(int64_t group, ReadGroup(ctx));
   ir::Dim out_channels = HasRank(w) && !w->shape.dims.empty() ? Carry(ctx, w->shape.dims[0]) : ctx.NewSymbol();
-  VIGIL_RETURN_IF_ERROR(CheckWeightsAndBias(ctx, out_channels));
+  VIGIL_RETURN_IF_ERROR(CheckWeightsAndBias(ctx, out_channels, operands));
   if (xd[1].is_known() && *xd[1].value % group != 0) {
     return ctx.Fail("input 0 (X) has {} channels, not divisible by group {}", *xd[1].value, group);
   }
   if (out_channels.is_known() && *out_channels.value % group != 0) {
-    return ctx.Fail("input 1 (W) has {} output channels, not divisible by group {}", *out_channels.value, group);
+    return ctx.Fail("input {} (W) has {} output channels, not divisible by group {}", operands.w, *out_channels.value,
+                      group);
   }
   if (HasRank(w) && xd[1].is_known() && w->shape.dims[1].is_known() &&
       CheckedMul(*w->shape.dims[1].value, group) != xd[1].value) {
-    return ctx.Fail("input 0 (X) has {} channels but input 1 (W) expects {} per group x group {}", *xd[1].value,
-                    *w->shape.dims[1].value, group);
+    return ctx.Fail("input 0 (X) has {} channels but input {} (W) expects {} per group x group {}", *xd[1].value,
+                    operands.w, *w->shape.dims[1].value, group);
   }
   const size_t spatial = xd.size() - 2;
   VIGIL_ASSIGN_OR_RETURN(WindowAttrs wa, ReadWindowAttrs(ctx.node(), spatial, KnownSpatial(w), {}));
@@ -121,9 +130,11 @@ Status InferConv(InferenceContext& ctx) {
     VIGIL_ASSIGN_OR_RETURN(WindowExtent e, ForwardExtent(ctx.node(), wa, i, *xd[i + 2].value));
     out.push_back(ir::Dim::Known(e.output));
   }
-  ctx.set_output(0, TensorType(x->elem_type, std::move(out)));
+  ctx.set_output(0, TensorType(dtype == ir::DataType::kUndefined ? x->elem_type : dtype, std::move(out)));
   return Status::Ok();
 }
+
+Status InferConv(InferenceContext& ctx) { return InferConvShape(ctx, {}, ir::DataType::kUndefined); }
 
 // DeformConv: Conv's output shape (its window attributes, no auto_pad);
 // input 2 (offset) holds offset_group * prod(kernel) * spatial-rank channels
@@ -415,6 +426,10 @@ const OpSchema kConvPoolSchemas[] = {
 };
 
 }  // namespace
+
+Status InferConvOutput(InferenceContext& ctx, const ConvOperands& operands, ir::DataType out) {
+  return InferConvShape(ctx, operands, out);
+}
 
 std::span<const OpSchema> ConvPoolSchemas() { return kConvPoolSchemas; }
 

@@ -19,6 +19,7 @@ std::span<const OpSchema> ShapeOpSchemas();      // Reshape, Transpose, Concat, 
 std::span<const OpSchema> TensorGenSchemas();    // Constant, ConstantOfShape, Range, Shape, Size, ...
 std::span<const OpSchema> RecurrentSchemas();
 std::span<const OpSchema> QuantizationSchemas();
+std::span<const OpSchema> QuantizedLinearSchemas();  // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
 std::span<const OpSchema> DropoutSchemas();
 std::span<const OpSchema> LossSchemas();        // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 std::span<const OpSchema> VisionSchemas();          // CenterCropPad, Col2Im, AffineGrid (vision.cpp)

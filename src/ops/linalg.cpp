@@ -6,6 +6,7 @@
 
 #include "ops/attributes.h"
 #include "ops/einsum_equation.h"
+#include "ops/linear_shapes.h"
 #include "ops/schema.h"
 #include "ops/shape_helpers.h"
 #include "ops/families.h"
@@ -89,30 +90,8 @@ Status InferGemm(InferenceContext& ctx) {
 Status InferMatMul(InferenceContext& ctx) {
   VIGIL_ASSIGN_OR_RETURN(ir::DataType dtype, CommonDtype(ctx, 2));
   if (dtype == ir::DataType::kUndefined) return Status::Ok();
-  const ir::TypeInfo* a = ctx.input_type(0);
-  const ir::TypeInfo* b = ctx.input_type(1);
-  for (size_t i = 0; i < 2; ++i) {
-    if (HasRank(ctx.input_type(i)) && ctx.input_type(i)->shape.dims.empty()) {
-      return ctx.Fail("input {} is a scalar; MatMul needs rank 1 or more", i);
-    }
-  }
-  if (!HasRank(a) || !HasRank(b)) {
-    ctx.set_output(0, TensorTypeUnknownShape(dtype));
-    return Status::Ok();
-  }
-  std::vector<ir::Dim> ad = a->shape.dims, bd = b->shape.dims;
-  const bool a_vector = ad.size() == 1, b_vector = bd.size() == 1;
-  // numpy: a vector A is a [1, K] row, a vector B a [K, 1] column; the added
-  // dim is removed from the result again.
-  if (a_vector) ad.insert(ad.begin(), ir::Dim::Known(1));
-  if (b_vector) bd.push_back(ir::Dim::Known(1));
-  VIGIL_RETURN_IF_ERROR(CheckSameDim(ctx, ad.back(), bd[bd.size() - 2], "the inner dims of A and B differ"));
-  std::vector<ir::Dim> a_batch(ad.begin(), ad.end() - 2), b_batch(bd.begin(), bd.end() - 2);
-  VIGIL_ASSIGN_OR_RETURN(std::vector<ir::Dim> out, BroadcastDims(ctx, a_batch, b_batch));
-  for (ir::Dim& d : out) d = Carry(ctx, d);
-  if (!a_vector) out.push_back(Carry(ctx, ad[ad.size() - 2]));
-  if (!b_vector) out.push_back(Carry(ctx, bd.back()));
-  ctx.set_output(0, TensorType(dtype, std::move(out)));
+  VIGIL_ASSIGN_OR_RETURN(std::optional<std::vector<ir::Dim>> dims, MatMulOutputDims(ctx, 0, 1));
+  ctx.set_output(0, dims ? TensorType(dtype, std::move(*dims)) : TensorTypeUnknownShape(dtype));
   return Status::Ok();
 }
 
@@ -218,6 +197,30 @@ const OpSchema kLinalgSchemas[] = {
 };
 
 }  // namespace
+
+Result<std::optional<std::vector<ir::Dim>>> MatMulOutputDims(InferenceContext& ctx, size_t a_index, size_t b_index) {
+  const ir::TypeInfo* a = ctx.input_type(a_index);
+  const ir::TypeInfo* b = ctx.input_type(b_index);
+  for (size_t i : {a_index, b_index}) {
+    if (HasRank(ctx.input_type(i)) && ctx.input_type(i)->shape.dims.empty()) {
+      return ctx.Fail("input {} is a scalar; {} needs rank 1 or more", i, ctx.node().op_type);
+    }
+  }
+  if (!HasRank(a) || !HasRank(b)) return std::optional<std::vector<ir::Dim>>();
+  std::vector<ir::Dim> ad = a->shape.dims, bd = b->shape.dims;
+  const bool a_vector = ad.size() == 1, b_vector = bd.size() == 1;
+  // numpy: a vector A is a [1, K] row, a vector B a [K, 1] column; the added
+  // dim is removed from the result again.
+  if (a_vector) ad.insert(ad.begin(), ir::Dim::Known(1));
+  if (b_vector) bd.push_back(ir::Dim::Known(1));
+  VIGIL_RETURN_IF_ERROR(CheckSameDim(ctx, ad.back(), bd[bd.size() - 2], "the inner dims of A and B differ"));
+  std::vector<ir::Dim> a_batch(ad.begin(), ad.end() - 2), b_batch(bd.begin(), bd.end() - 2);
+  VIGIL_ASSIGN_OR_RETURN(std::vector<ir::Dim> out, BroadcastDims(ctx, a_batch, b_batch));
+  for (ir::Dim& d : out) d = Carry(ctx, d);
+  if (!a_vector) out.push_back(Carry(ctx, ad[ad.size() - 2]));
+  if (!b_vector) out.push_back(Carry(ctx, bd.back()));
+  return std::optional<std::vector<ir::Dim>>(std::move(out));
+}
 
 std::span<const OpSchema> LinalgSchemas() { return kLinalgSchemas; }
 

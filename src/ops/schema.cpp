@@ -30,10 +30,11 @@ std::span<const OpSchema> AllSchemas() {
   static const std::vector<OpSchema> kAll = [] {
     std::vector<OpSchema> all;
     for (auto family : {ElementwiseSchemas(), ConvPoolSchemas(), NormalizationSchemas(), AttentionSchemas(),
-                        LinalgSchemas(), ReductionSchemas(), ShapeOpSchemas(), TensorGenSchemas(),
-                        RecurrentSchemas(), QuantizationSchemas(), DropoutSchemas(), LossSchemas(), VisionSchemas(),
-                        DetectionSchemas(), GridSampleSchemas(), ControlFlowSchemas(), SequenceSchemas(), SelectionSchemas(),
-                        TextSchemas(), SignalSchemas(), LayoutSchemas(), FusedSchemas(), FaultInjectionSchemas()}) {
+                        LinalgSchemas(), ReductionSchemas(), ShapeOpSchemas(), TensorGenSchemas(), RecurrentSchemas(),
+                        QuantizationSchemas(), QuantizedLinearSchemas(), DropoutSchemas(), LossSchemas(),
+                        VisionSchemas(), DetectionSchemas(), GridSampleSchemas(), ControlFlowSchemas(),
+                        SequenceSchemas(), SelectionSchemas(), TextSchemas(), SignalSchemas(), LayoutSchemas(),
+                        FusedSchemas(), FaultInjectionSchemas()}) {
       all.insert(all.end(), family.begin(), family.end());
     }
     return all;

@@ -35,11 +35,10 @@ std::span<const KernelDef> AllKernels() {
   static const std::vector<KernelDef> kAll = [] {
     std::vector<KernelDef> all;
     for (auto family : {ElementwiseKernels(), ConvPoolKernels(), NormalizationKernels(), AttentionKernels(),
-                        LinalgKernels(), ReductionKernels(), ShapeOpKernels(), TensorGenKernels(),
-                        RecurrentKernels(), QuantizationKernels(), DropoutKernels(), LossKernels(), VisionKernels(),
-                        DetectionKernels(), GridSampleKernels(), SelectionKernels(), TextKernels(), SignalKernels(),
-                        FusedKernels(),
-                        FaultInjectionKernels()}) {
+                        LinalgKernels(), ReductionKernels(), ShapeOpKernels(), TensorGenKernels(), RecurrentKernels(),
+                        QuantizationKernels(), QuantizedLinearKernels(), DropoutKernels(), LossKernels(),
+                        VisionKernels(), DetectionKernels(), GridSampleKernels(), SelectionKernels(), TextKernels(),
+                        SignalKernels(), FusedKernels(), FaultInjectionKernels()}) {
       all.insert(all.end(), family.begin(), family.end());
     }
     return all;

@@ -8,22 +8,11 @@
 #include "backends/cpu/element_codec.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/linalg_compute.h"
+#include "backends/cpu/matmul_plan.h"
 #include "backends/cpu/kernel_families.h"
 
 namespace vigil::cpu {
 namespace {
-
-// How a MatMul maps onto matrix products: numpy semantics, with batch dims
-// broadcast and vector operands promoted to matrices.
-struct MatMulPlan {
-  std::vector<int64_t> out_shape;
-  GemmShape gemm;
-  // Per output matrix: where its A and B matrices start, in elements.
-  std::vector<int64_t> a_offsets, b_offsets;
-  // B is one matrix shared by every batch and A's matrices are consecutive:
-  // the whole batch is one [batch*M, K] x [K, N] product.
-  bool fold_batch = false;
-};
 
 // Offsets (in elements) of each matrix of `shape`'s batch dims, for every
 // index of the broadcast batch `out_batch` (right-aligned; size-1 dims repeat).
@@ -56,10 +45,12 @@ std::vector<int64_t> BatchOffsets(const std::vector<int64_t>& batch, const std::
   return offsets;
 }
 
+}  // namespace
+
 Result<MatMulPlan> PlanMatMul(const KernelContext& ctx, const std::vector<int64_t>& a_shape,
                               const std::vector<int64_t>& b_shape) {
   if (a_shape.empty() || b_shape.empty()) {
-    return ctx.Fail("input {} is a scalar; MatMul needs rank 1 or more", a_shape.empty() ? 0 : 1);
+    return ctx.Fail("input {} is a scalar; {} needs rank 1 or more", a_shape.empty() ? 0 : 1, ctx.node().op_type);
   }
   std::vector<int64_t> a = a_shape, b = b_shape;
   const bool a_vector = a.size() == 1, b_vector = b.size() == 1;
@@ -91,6 +82,8 @@ Result<MatMulPlan> PlanMatMul(const KernelContext& ctx, const std::vector<int64_
   p.fold_batch = b_shared && a_consecutive;
   return p;
 }
+
+namespace {
 
 template <DataType D>
 Status RunMatMul(KernelContext& ctx, const runtime::Tensor& a, const runtime::Tensor& b) {
