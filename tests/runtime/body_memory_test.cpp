@@ -103,6 +103,50 @@ TEST(BodyMemory, DevicePreflightRefusesABodyThatCannotFit) {
   EXPECT_EQ(device->nodes_run, 0) << "refused before any node ran";
 }
 
+// The branch an If does not take may not fit the inputs at all (here it
+// splits 5 elements into 2 + 2): it is left unplanned, and the run goes on.
+TEST(BodyMemory, AnUntakenBranchThatCannotBePlannedDoesNotStopTheRun) {
+  ir::Graph then_g;
+  then_g.name = "split_in_two";
+  ir::Node sizes = MakeNode("Constant", {}, {"sizes"}, "sizes");
+  ir::Attribute value;
+  value.name = "value";
+  value.type = ir::AttributeType::kTensor;
+  value.t = OwnedInitializer<int64_t>("sizes", DataType::kInt64, {2}, {2, 2});
+  sizes.attributes.push_back(std::move(value));
+  then_g.nodes = {sizes, MakeNode("Split", {"x", "sizes"}, {"first", "second"}, "split")};
+  then_g.outputs = {TensorValue("first", DataType::kFloat32, {2})};
+  ir::Graph else_g;
+  else_g.name = "same";
+  else_g.nodes = {MakeNode("Neg", {"x"}, {"negated"}, "neg")};
+  else_g.outputs = {TensorValue("negated", DataType::kFloat32, {5})};
+  ir::Node branch = MakeNode("If", {"c"}, {"y"}, "branch");
+  branch.attributes = {Graph("then_branch", then_g), Graph("else_branch", else_g)};
+  ir::Model m;
+  m.ir_version = 8;
+  m.opset_imports = {{"", 17}};
+  m.graph.name = "main";
+  m.graph.inputs = {TensorValue("c", DataType::kBool, {}), TensorValue("x", DataType::kFloat32, {5})};
+  m.graph.nodes = {branch};
+  m.graph.outputs = {TensorValue("y", DataType::kFloat32, {})};
+  m.graph.outputs[0].type.shape.rank_known = false;
+  SessionOptions o;
+  o.backends = {cpu::MakeCpuBackend()};
+  auto session = Session::Create(std::move(m), o);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  std::vector<uint8_t> c = {0};
+  std::vector<float> x = {1, 2, 3, 4, 5};
+  std::vector<InputBinding> in = {{"c", DataType::kBool, {}, c.data(), 1, ""},
+                                  {"x", DataType::kFloat32, {5}, x.data(), x.size() * sizeof(float), ""}};
+  auto plan = (*session)->Plan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->bodies.unplanned.size(), 1u);
+  EXPECT_EQ(plan->bodies.unplanned[0], "body 'split_in_two' of node If 'branch'");
+  auto out = (*session)->Run(in);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0].tensor.data<float>()[4], -5.0f);
+}
+
 // SequenceMap's body sees items whose shapes are known only at run time.
 TEST(BodyMemory, SequenceMapBodyIsNamedAsUnplanned) {
   ir::Graph body;
