@@ -2,6 +2,7 @@
 #include "backends/cuda/cuda_kernel_list.h"
 #include "backends/cuda/attention.h"
 #include "backends/cuda/gelu.h"
+#include "backends/cuda/onnx_attention.h"
 #include "backends/cuda/pool_nhwc.h"
 #include "backends/cuda/softmax.h"
 
@@ -114,12 +115,12 @@ Status CudaKernelContext::SetOutput(size_t i, runtime::Tensor tensor) {
 namespace {
 
 using Family = std::span<const CudaKernelDef> (*)();
-constexpr std::array<Family, 17> kFamilies = {
+constexpr std::array<Family, 19> kFamilies = {
       ElementwiseCudaKernels,   DataMovementCudaKernels, DataMovementSpatialCudaKernels, ResizeCudaKernels,
       ReductionCudaKernels,     NormalizationCudaKernels, PoolCudaKernels,               ConvCudaKernels,
       MatMulCudaKernels,        ViewCudaKernels,          RecurrentCudaKernels,          ShapeSourceCudaKernels,
       FusedCudaKernels,         FaultInjectionCudaKernels, SoftmaxCudaKernels,            AttentionCudaKernels,
-      PoolNhwcCudaKernels};
+      PoolNhwcCudaKernels,      OnnxAttentionCudaKernels, RotaryEmbeddingCudaKernels};
 
 }  // namespace
 
