@@ -312,6 +312,9 @@ Status ReadMask(const CudaKernelContext& ctx, const ops::AttentionDims& d, OnnxA
   const runtime::Tensor* mask = ctx.input(3);
   if (!mask) return Status::Ok();
   VIGIL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ops::ResolveAttentionMask(ctx.node(), ctx.opset(), d, mask->shape()));
+  // As the CPU kernel: a mask of no elements (a last dim of 0, opset 24)
+  // masks nothing.
+  if (mask->element_count() == 0) return Status::Ok();
   a.mask = mask->raw_data();
   a.mask_bool = mask->dtype() == ir::DataType::kBool;
   int64_t stride = 1;
