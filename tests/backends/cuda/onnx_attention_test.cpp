@@ -400,6 +400,28 @@ TEST(CudaOnnxAttention, SupportRefusesWithAReason) {
   EXPECT_NE(why_not({kF32, kF32, kF32}, 25).find("no kernel for Attention at opset 25"), std::string::npos);
 }
 
+// Through a session with no fallback: the plan's shapes and the backend's
+// input placement (nonpad_kv_seqlen on the device) agree with the kernel.
+TEST(CudaOnnxAttention, RunsInASessionWithoutFallback) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  AttnCase c;
+  c.name = "session";
+  c.causal = true, c.past = 5, c.mask = Mask::kBool, c.mask_shape = {13, 18};
+  AttnInputs in = MakeInputs(c, kF16, 21);
+  NodeCase nc = MakeCase("Attention", {}, {IntAttr("is_causal", 1), IntAttr("qk_matmul_output_mode", 3)}, 23);
+  for (size_t i = 0; i < 6; ++i) nc.inputs.push_back(in.t[i]);
+  nc.outputs = 4;
+  ExpectCudaMatchesCpu(nc, Tolerance(kF16));
+
+  AttnCase p;
+  p.name = "session opset 24";
+  p.opset = 24, p.rank3 = true, p.nonpad = {7, 12}, p.causal = true;
+  in = MakeInputs(p, kF32, 22);
+  nc = MakeCase("Attention", {}, {IntAttr("q_num_heads", 3), IntAttr("kv_num_heads", 1), IntAttr("is_causal", 1)}, 24);
+  for (size_t i = 0; i < 7; ++i) nc.inputs.push_back(in.t[i]);
+  ExpectCudaMatchesCpu(nc, Tolerance(kF32));
+}
+
 // --- RotaryEmbedding --------------------------------------------------------------
 
 struct RopeCase {
@@ -499,6 +521,26 @@ TEST(CudaRotaryEmbedding, OutOfRangePositionGivesNan) {
   }
   auto cpu = RunNode(*cpu::MakeCpuBackend(), RopeNode(c), 23, in.Pointers());
   ASSERT_FALSE(cpu.ok());  // the CPU kernel refuses it
+}
+
+TEST(CudaRotaryEmbedding, RunsInASessionWithoutFallback) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  RopeCase c{"session", true, true, true, 2, 3, 13, 24, 16};
+  const RopeInputs in = MakeRope(c, kBF16);
+  NodeCase nc = MakeCase("RotaryEmbedding", {in.x, in.cos, in.sin, in.ids},
+                         {IntAttr("interleaved", 1), IntAttr("num_heads", 3), IntAttr("rotary_embedding_dim", 16)}, 23);
+  ExpectCudaMatchesCpu(nc, Tolerance(kBF16));
+}
+
+TEST(CudaRotaryEmbedding, SupportRefusesOtherDtypes) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  const ir::TypeInfo x = ops::TensorType(kF64, {1, 2, 3, 4}), cache = ops::TensorType(kF64, {3, 2});
+  runtime::NodeTypes types;
+  types.inputs = {&x, &cache, &cache};
+  const ir::Node node = cpu::testing::MakeNode("RotaryEmbedding", {"x", "cos", "sin"}, {"y"});
+  std::string why;
+  EXPECT_FALSE(CudaBackendForTests()->SupportsTyped(node, 23, types, &why));
+  EXPECT_EQ(why, "dtype float64 of input 0");
 }
 
 TEST(CudaRotaryEmbedding, ShapeErrorsNameTheInput) {
