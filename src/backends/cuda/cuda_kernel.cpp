@@ -4,6 +4,7 @@
 #include "backends/cuda/gelu.h"
 #include "backends/cuda/pool_nhwc.h"
 #include "backends/cuda/softmax.h"
+#include "backends/cuda/vision.h"
 
 #include <algorithm>
 #include <array>
@@ -114,12 +115,12 @@ Status CudaKernelContext::SetOutput(size_t i, runtime::Tensor tensor) {
 namespace {
 
 using Family = std::span<const CudaKernelDef> (*)();
-constexpr std::array<Family, 17> kFamilies = {
+constexpr std::array<Family, 19> kFamilies = {
       ElementwiseCudaKernels,   DataMovementCudaKernels, DataMovementSpatialCudaKernels, ResizeCudaKernels,
       ReductionCudaKernels,     NormalizationCudaKernels, PoolCudaKernels,               ConvCudaKernels,
       MatMulCudaKernels,        ViewCudaKernels,          RecurrentCudaKernels,          ShapeSourceCudaKernels,
       FusedCudaKernels,         FaultInjectionCudaKernels, SoftmaxCudaKernels,            AttentionCudaKernels,
-      PoolNhwcCudaKernels};
+      PoolNhwcCudaKernels,      VisionCudaKernels,        DetectionCudaKernels};
 
 }  // namespace
 
