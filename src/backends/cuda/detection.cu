@@ -82,6 +82,12 @@ Result<RoiParams> ReadRoiAlignAttrs(const CudaKernelContext& ctx) {
   return a;
 }
 
+// std::max and std::min's comparisons: with a NaN they return the first
+// operand, where fmax/fmin return the other one.
+__device__ __forceinline__ double StdMax(double a, double b) { return a < b ? b : a; }
+__device__ __forceinline__ float StdMax(float a, float b) { return a < b ? b : a; }
+__device__ __forceinline__ float StdMin(float a, float b) { return b < a ? b : a; }
+
 struct AxisSample {
   bool valid = false;
   int64_t low = 0, high = 0;
@@ -93,7 +99,7 @@ struct AxisSample {
 __device__ AxisSample SampleAxis(double v, int64_t size) {
   AxisSample s;
   if (size <= 0 || !(v >= -1.0 && v <= static_cast<double>(size))) return s;
-  v = fmax(v, 0.0);
+  v = StdMax(v, 0.0);
   s.valid = true;
   s.low = static_cast<int64_t>(v);
   if (s.low >= size - 1) {
@@ -114,7 +120,7 @@ __device__ int64_t GridPoints(const RoiParams& p, double extent, int64_t cells) 
   double points = p.sampling_ratio > 0 ? static_cast<double>(p.sampling_ratio)
                                        : ceil(extent / static_cast<double>(cells));
   if (isnan(points) || points * static_cast<double>(cells) > kMaxPoints) return -1;
-  return static_cast<int64_t>(fmax(points, 0.0));
+  return static_cast<int64_t>(StdMax(points, 0.0));
 }
 
 template <typename I>
@@ -138,8 +144,8 @@ __global__ void RoiAlignKernel(const T* __restrict__ x, const T* __restrict__ ro
     const double start_w = r0 * p.spatial_scale - offset, start_h = r1 * p.spatial_scale - offset;
     double roi_w = r2 * p.spatial_scale - offset - start_w, roi_h = r3 * p.spatial_scale - offset - start_h;
     if (!p.half_pixel) {  // malformed rois are made 1 x 1
-      roi_w = fmax(roi_w, 1.0);
-      roi_h = fmax(roi_h, 1.0);
+      roi_w = StdMax(roi_w, 1.0);
+      roi_h = StdMax(roi_h, 1.0);
     }
     const int64_t grid_h = GridPoints(p, roi_h, p.out_h), grid_w = GridPoints(p, roi_w, p.out_w);
     if (b < 0 || b >= p.batches || grid_h < 0 || grid_w < 0) {
@@ -168,8 +174,8 @@ __global__ void RoiAlignKernel(const T* __restrict__ x, const T* __restrict__ ro
         }
         if (p.max_mode) {
           // The largest weighted corner, as the CPU (and the ONNX reference).
-          double m = fmax(fmax(v[0], v[1]), fmax(v[2], v[3]));
-          best = first ? m : fmax(best, m);
+          double m = StdMax(StdMax(v[0], v[1]), StdMax(v[2], v[3]));
+          best = first ? m : StdMax(best, m);
           first = false;
         } else {
           sum += v[0] + v[1] + v[2] + v[3];
@@ -254,19 +260,13 @@ __device__ BoxExtent ReadBox(const float* b, bool center_point_box) {
     float half_w = b[2] / 2, half_h = b[3] / 2;
     return {b[0] - half_w, b[0] + half_w, b[1] - half_h, b[1] + half_h};
   }
-  // std::min/max of the CPU: the first operand unless the second is smaller
-  // (larger); with a NaN these differ from fminf/fmaxf.
-  auto lo = [](float a, float c) { return c < a ? c : a; };
-  auto hi = [](float a, float c) { return a < c ? c : a; };
-  return {lo(b[1], b[3]), hi(b[1], b[3]), lo(b[0], b[2]), hi(b[0], b[2])};
+  return {StdMin(b[1], b[3]), StdMax(b[1], b[3]), StdMin(b[0], b[2]), StdMax(b[0], b[2])};
 }
 
 __device__ bool Overlaps(const BoxExtent& a, const BoxExtent& b, float iou_threshold) {
-  auto lo = [](float u, float v) { return v < u ? v : u; };
-  auto hi = [](float u, float v) { return u < v ? v : u; };
-  float ix_min = hi(a.x_min, b.x_min), ix_max = lo(a.x_max, b.x_max);
+  float ix_min = StdMax(a.x_min, b.x_min), ix_max = StdMin(a.x_max, b.x_max);
   if (!(ix_max > ix_min)) return false;
-  float iy_min = hi(a.y_min, b.y_min), iy_max = lo(a.y_max, b.y_max);
+  float iy_min = StdMax(a.y_min, b.y_min), iy_max = StdMin(a.y_max, b.y_max);
   if (!(iy_max > iy_min)) return false;
   float intersection = (ix_max - ix_min) * (iy_max - iy_min);
   float area_a = (a.x_max - a.x_min) * (a.y_max - a.y_min);

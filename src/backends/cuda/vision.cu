@@ -80,10 +80,13 @@ __device__ double Reflect(double x, double lo, double hi) {
   return even ? hi - rest : lo + rest;
 }
 
+// std::clamp's comparisons (a NaN stays NaN, where fmin/fmax would drop it).
+__device__ __forceinline__ double StdClamp(double v, double lo, double hi) { return v < lo ? lo : hi < v ? hi : v; }
+
 __device__ __forceinline__ int64_t ToIndex(double v) {
   constexpr double kFar = static_cast<double>(int64_t{1} << 40);
   if (isnan(v)) return -(int64_t{1} << 40);
-  return static_cast<int64_t>(fmin(fmax(v, -kFar), kFar));
+  return static_cast<int64_t>(StdClamp(v, -kFar, kFar));
 }
 
 __device__ __forceinline__ int64_t Clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
@@ -121,7 +124,7 @@ __device__ AxisTaps TapsAt(double x, const GridParams& p, int d, bool double_gri
   if (p.mode == GridSampleMode::kNearest) x = nearbyint(x);  // half to even
   if (x < p.lo[d] || x > p.hi[d]) {
     if (p.padding == GridSamplePadding::kBorder) {
-      x = fmin(fmax(x, 0.0), static_cast<double>(p.size[d] - 1));
+      x = StdClamp(x, 0.0, static_cast<double>(p.size[d] - 1));
     } else if (p.padding == GridSamplePadding::kReflection) {
       x = Reflect(x, p.lo[d], p.hi[d]);
       if (!double_grid) x = static_cast<float>(x);
