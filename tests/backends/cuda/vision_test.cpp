@@ -12,6 +12,7 @@
 // known only at run time).
 #include <cmath>
 #include <cstring>
+#include <iostream>
 #include <sstream>
 
 #include "session_test_util.h"
@@ -445,6 +446,38 @@ TEST(CudaVision, NonMaxSuppressionThroughASession) {
                          {boxes, scores, kt::I64({1}, {4}), kt::F32({1}, {0.5f}), kt::F32({1}, {0.25f})},
                          {kt::IntAttr("center_point_box", 0)}, 11, {false, false, true, true, true});
   ExpectCudaMatchesCpu(nc, 0);
+}
+
+TEST(CudaVision, NonMaxSuppressionIsNotRecordedIntoACudaGraph) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  // It reads its row count back to the host; a recording is refused cleanly
+  // and the run goes node by node, with the same result, every time.
+  NmsCase c;
+  runtime::Tensor boxes, scores;
+  NmsInputs(c, &boxes, &scores);
+  NodeCase nc = MakeCase("NonMaxSuppression",
+                         {boxes, scores, kt::I64({1}, {4}), kt::F32({1}, {0.5f}), kt::F32({1}, {0.25f})},
+                         {kt::IntAttr("center_point_box", 0)}, 11, {false, false, true, true, true});
+  runtime::SessionOptions options;
+  options.backends = {CudaBackendForTests(), cpu::MakeCpuBackend()};
+  options.no_fallback = true;
+  options.constant_folding = false;
+  options.device_graphs = true;
+  auto session = runtime::Session::Create(OneNodeModel(nc), options);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  auto want = RunOn(nc, {cpu::MakeCpuBackend()}, false);
+  ASSERT_EQ(want.size(), 1u);
+  for (int run = 0; run < 3; ++run) {
+    auto got = (*session)->Run(Bindings(nc));
+    ASSERT_TRUE(got.ok()) << "run " << run << ": " << got.status().ToString();
+    ASSERT_EQ(got->size(), 1u);
+    runtime::TensorComparison cmp = runtime::CompareTensors(want[0].tensor, (*got)[0].tensor, 0, 0);
+    EXPECT_TRUE(cmp.same_shape && cmp.mismatches == 0) << "run " << run << ": " << cmp.Describe();
+  }
+  std::string notes;
+  for (const std::string& n : (*session)->DeviceGraphNotes()) notes += n + "\n";
+  EXPECT_NE(notes.find("not used"), std::string::npos) << notes;
+  std::cout << "device graph notes: " << notes;
 }
 
 // ---------------------------------------------------------------- support
