@@ -10,6 +10,7 @@
 // threshold). Each node runs on the CUDA backend directly with NaN-poisoned
 // outputs, and NonMaxSuppression also through a session (its output size is
 // known only at run time).
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <iostream>
@@ -315,6 +316,17 @@ TEST(CudaVision, RoiAlignModesAndCoordinateTransforms) {
   CheckRoiAlign(DataType::kBfloat16, 16, "avg", "half_pixel", 0, 1.0f);
 }
 
+TEST(CudaVision, RoiAlignInt32BatchIndices) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  ir::Node node = kt::MakeNode("RoiAlign", {"x", "rois", "batch_indices"}, {"y"},
+                               {kt::StringAttr("mode", "max"), kt::IntAttr("output_height", 3),
+                                kt::IntAttr("output_width", 2)});
+  runtime::Tensor x = FloatTensor(DataType::kFloat32, {3, 13, 7, 11}, Uniform(3 * 13 * 7 * 11, 5, -2, 2));
+  runtime::Tensor rois = FloatTensor(DataType::kFloat32, {13, 4}, Rois(13, 3, 1.0f));
+  runtime::Tensor indices = kt::MakeTensor<int32_t>(DataType::kInt32, {13}, {2, 0, 1, 1, 2, 0, 0, 2, 1, 1, 0, 2, 2});
+  ExpectMatchesCpu(node, 16, {&x, &rois, &indices}, 1e-5);
+}
+
 TEST(CudaVision, RoiAlignBatchIndexOutOfRangeGivesNaNAndReadsNothing) {
   VIGIL_SKIP_WITHOUT_CUDA();
   // The CPU fails the run; the CUDA kernel keeps batch_indices on the device
@@ -478,6 +490,41 @@ TEST(CudaVision, NonMaxSuppressionIsNotRecordedIntoACudaGraph) {
   for (const std::string& n : (*session)->DeviceGraphNotes()) notes += n + "\n";
   EXPECT_NE(notes.find("not used"), std::string::npos) << notes;
   std::cout << "device graph notes: " << notes;
+}
+
+// Not a check: how long NonMaxSuppression takes at a YOLO-like size (1
+// batch, 80 classes, 8400 boxes), on the GPU and on the CPU: with a score
+// threshold above every score (0.9; scores are multiples of 1/8 below 1) and
+// with none. Run with --gtest_also_run_disabled_tests.
+TEST(CudaVision, DISABLED_NonMaxSuppressionTiming) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  for (float score_threshold : {0.9f, -2.0f}) {
+    NmsCase c{.batches = 1, .classes = 80, .boxes = 8400, .max_output = 100, .iou = 0.5f, .score = score_threshold};
+    runtime::Tensor boxes, scores;
+    NmsInputs(c, &boxes, &scores);
+    runtime::Tensor max_output = kt::I64({1}, {c.max_output});
+    runtime::Tensor iou = kt::F32({1}, {c.iou});
+    runtime::Tensor score = kt::F32({1}, {c.score});
+    std::vector<const runtime::Tensor*> inputs = {&boxes, &scores, &max_output, &iou};
+    std::vector<std::string> names = {"boxes", "scores", "max", "iou"};
+    if (c.score >= -1) {
+      inputs.push_back(&score);
+      names.push_back("score");
+    }
+    ir::Node node = kt::MakeNode("NonMaxSuppression", names, {"selected"});
+    for (int rep = 0; rep < 3; ++rep) {
+      auto t0 = std::chrono::steady_clock::now();
+      auto got = RunOnCuda(node, 11, inputs, (1u << 2) | (1u << 3) | (1u << 4));
+      auto t1 = std::chrono::steady_clock::now();
+      auto want = kt::RunKernel(node, 11, inputs);
+      auto t2 = std::chrono::steady_clock::now();
+      ASSERT_TRUE(got.ok() && want.ok());
+      std::cout << "score_threshold " << c.score << ": cuda (with copies) "
+                << std::chrono::duration<double, std::milli>(t1 - t0).count() << " ms, cpu "
+                << std::chrono::duration<double, std::milli>(t2 - t1).count() << " ms, " << (*want)[0].dim(0)
+                << " rows\n";
+    }
+  }
 }
 
 // ---------------------------------------------------------------- support
