@@ -5,6 +5,7 @@
 #include "backends/cuda/onnx_attention.h"
 #include "backends/cuda/pool_nhwc.h"
 #include "backends/cuda/softmax.h"
+#include "backends/cuda/vision.h"
 
 #include <algorithm>
 #include <array>
@@ -115,12 +116,13 @@ Status CudaKernelContext::SetOutput(size_t i, runtime::Tensor tensor) {
 namespace {
 
 using Family = std::span<const CudaKernelDef> (*)();
-constexpr std::array<Family, 19> kFamilies = {
+constexpr std::array<Family, 21> kFamilies = {
       ElementwiseCudaKernels,   DataMovementCudaKernels, DataMovementSpatialCudaKernels, ResizeCudaKernels,
       ReductionCudaKernels,     NormalizationCudaKernels, PoolCudaKernels,               ConvCudaKernels,
       MatMulCudaKernels,        ViewCudaKernels,          RecurrentCudaKernels,          ShapeSourceCudaKernels,
       FusedCudaKernels,         FaultInjectionCudaKernels, SoftmaxCudaKernels,            AttentionCudaKernels,
-      PoolNhwcCudaKernels,      OnnxAttentionCudaKernels, RotaryEmbeddingCudaKernels};
+      PoolNhwcCudaKernels,      OnnxAttentionCudaKernels, RotaryEmbeddingCudaKernels, VisionCudaKernels,
+      DetectionCudaKernels};
 
 }  // namespace
 
