@@ -1,5 +1,7 @@
 // Schemas and shape inference of ONNX Attention (opsets 23, 24, 25),
-// RotaryEmbedding (opset 23) and LinearAttention (opset 27). Attributes and, where every dim is a number,
+// RotaryEmbedding (opset 23), LinearAttention (opset 27) and
+// ai.onnx.preview FlexAttention (opset 1; sessions expand it into the ONNX
+// ops it stands for, ir/expand_flex_attention.h). Attributes and, where every dim is a number,
 // the whole geometry are checked by the helpers the kernels use
 // (ops/attention_params.h); with symbolic dims, inference still gives every
 // output its dtype, rank and the dims that follow from the inputs.
@@ -251,6 +253,45 @@ Status InferLinearAttention(InferenceContext& ctx) {
   return Status::Ok();
 }
 
+// FlexAttention: Q [B, Hq, L, E], K [B, Hkv, S, E], V [B, Hkv, S, Ev], one
+// float dtype, Hq a multiple of Hkv; Y [B, Hq, L, Ev] of Q's dtype. The
+// modifier bodies are checked where the op is expanded.
+Status InferFlexAttention(InferenceContext& ctx) {
+  const ir::TypeInfo *q = ctx.input_type(0), *k = ctx.input_type(1), *v = ctx.input_type(2);
+  VIGIL_RETURN_IF_ERROR(CheckFloatInput(ctx, 0, "Q"));
+  VIGIL_RETURN_IF_ERROR(CheckFloatInput(ctx, 1, "K", q, "Q"));
+  VIGIL_RETURN_IF_ERROR(CheckFloatInput(ctx, 2, "V", q, "Q"));
+  const ir::DataType dtype = IsTensor(q) ? q->elem_type : ir::DataType::kUndefined;
+  const char* names[] = {"Q", "K", "V"};
+  const ir::TypeInfo* types[] = {q, k, v};
+  for (int i = 0; i < 3; ++i) {
+    if (HasRank(types[i]) && types[i]->shape.dims.size() != 4) {
+      return ctx.Fail("input {} ({}) is {}, expected rank 4 ([batch, heads, sequence, head_size])", i, names[i],
+                      ir::ShapeToString(types[i]->shape));
+    }
+  }
+  auto known = [](const ir::TypeInfo* t, size_t d) -> std::optional<int64_t> {
+    if (!HasRank(t)) return std::nullopt;
+    return t->shape.dims[d].value;
+  };
+  const auto hq = known(q, 1), hkv = known(k, 1);
+  if (hq && hkv && (*hkv <= 0 || *hq % *hkv != 0)) {
+    return ctx.Fail("Q has {} heads and K {}; the query heads must be a multiple of the key/value heads", *hq, *hkv);
+  }
+  const auto eq = known(q, 3), ek = known(k, 3);
+  if (eq && ek && *eq != *ek) return ctx.Fail("Q has head size {} and K {}; they must match", *eq, *ek);
+  const auto sk = known(k, 2), sv = known(v, 2);
+  if (sk && sv && *sk != *sv) return ctx.Fail("K has {} positions and V {}; they must match", *sk, *sv);
+  if (!HasRank(q) || !HasRank(v)) {
+    ctx.set_output(0, TensorTypeUnknownShape(dtype));
+    return Status::Ok();
+  }
+  auto dim = [&ctx](const ir::Dim& d) { return d.is_known() || d.is_symbolic() ? d : ctx.NewSymbol(); };
+  const auto& qd = q->shape.dims;
+  ctx.set_output(0, TensorType(dtype, {dim(qd[0]), dim(qd[1]), dim(qd[2]), dim(v->shape.dims[3])}));
+  return Status::Ok();
+}
+
 const OpSchema kAttentionSchemas[] = {
     // Opset 24 adds the input nonpad_kv_seqlen, opset 25 the window attributes.
     {"", "Attention", 23, 23, 3, 6, 1, 4, InferAttention},
@@ -258,6 +299,7 @@ const OpSchema kAttentionSchemas[] = {
     {"", "Attention", 25, kLatest, 3, 7, 1, 4, InferAttention},
     {"", "RotaryEmbedding", 23, kLatest, 3, 4, 1, 1, InferRotaryEmbedding},
     {"", "LinearAttention", 27, kLatest, 3, 6, 1, 2, InferLinearAttention},
+    {"ai.onnx.preview", "FlexAttention", 1, kLatest, 3, 3, 1, 1, InferFlexAttention},
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "ops/fault_injection.h"
 #include "ops/onnx_operators.h"
@@ -12,7 +13,15 @@ namespace vigil::ops {
 std::optional<MissingOp> WhyMissing(std::string_view domain, std::string_view op, int64_t opset) {
   if (FindSchema(domain, op, opset)) return std::nullopt;
   if (domain == kTestOpDomain) return MissingOp{MissingOp::Kind::kTestOp};
-  if (!IsDefaultDomain(domain)) return MissingOp{MissingOp::Kind::kOtherDomain};
+  if (!IsDefaultDomain(domain)) {
+    MissingOp m{MissingOp::Kind::kOtherDomain};
+    for (const OpSchema& s : AllSchemas()) {
+      if (s.domain == domain && std::find(m.domain_ops.begin(), m.domain_ops.end(), s.name) == m.domain_ops.end()) {
+        m.domain_ops.push_back(s.name);
+      }
+    }
+    return m;
+  }
   MissingOp m{MissingOp::Kind::kOtherOpsets};
   for (const OpSchema& s : AllSchemas()) {
     if (s.name == op && IsDefaultDomain(s.domain)) {
@@ -28,7 +37,9 @@ std::optional<MissingOp> WhyMissing(std::string_view domain, std::string_view op
 std::string ShortReason(const MissingOp& m, std::string_view domain, int64_t opset) {
   switch (m.kind) {
     case MissingOp::Kind::kTestOp: return "a test-only op (VIGIL_ENABLE_TEST_OPS=1)";
-    case MissingOp::Kind::kOtherDomain: return fmt::format("the domain '{}' is not implemented", domain);
+    case MissingOp::Kind::kOtherDomain:
+      if (m.domain_ops.empty()) return fmt::format("the domain '{}' is not implemented", domain);
+      return fmt::format("not among the ops vigil has of the domain '{}' ({})", domain, fmt::join(m.domain_ops, ", "));
     case MissingOp::Kind::kOtherOpsets:
       return fmt::format("vigil has it for opsets {} to {}, the model imports {}", m.first_opset,
                          m.last_opset == kLatest ? std::string("the latest") : std::to_string(m.last_opset), opset);

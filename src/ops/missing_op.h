@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace vigil::ops {
 
@@ -21,7 +22,8 @@ struct MissingOp {
   };
   Kind kind;
   int64_t first_opset = 0, last_opset = 0;  // kOtherOpsets
-  std::string nearest;                      // kNotOnnx: the closest ONNX operator name, or ""
+  std::string nearest = {};                 // kNotOnnx: the closest ONNX operator name, or ""
+  std::vector<std::string> domain_ops = {}; // kOtherDomain: the ops vigil has in that domain (may be none)
 };
 
 // Nothing when the catalogue has a schema for the op at `opset`.

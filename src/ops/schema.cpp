@@ -33,7 +33,7 @@ std::span<const OpSchema> AllSchemas() {
                         LinalgSchemas(), ReductionSchemas(), ShapeOpSchemas(), TensorGenSchemas(), RecurrentSchemas(),
                         QuantizationSchemas(), QuantizedLinearSchemas(), DropoutSchemas(), LossSchemas(),
                         VisionSchemas(), DetectionSchemas(), GridSampleSchemas(), ControlFlowSchemas(),
-                        SequenceSchemas(), SelectionSchemas(), TextSchemas(), SignalSchemas(), LayoutSchemas(),
+                        SequenceSchemas(), SelectionSchemas(), TextSchemas(), ClassicMlSchemas(), SignalSchemas(), LayoutSchemas(),
                         FusedSchemas(), FaultInjectionSchemas()}) {
       all.insert(all.end(), family.begin(), family.end());
     }

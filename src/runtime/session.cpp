@@ -14,6 +14,7 @@
 
 #include "ir/attention_layout.h"
 #include "ir/fuse_attention.h"
+#include "ir/expand_flex_attention.h"
 #include "ir/fuse_gelu.h"
 #include "ir/fuse_matmul_bias.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain
@@ -213,6 +214,14 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
   // inputs of the node, the planner and the folding see them.
   AppendImplicitInputs(model.graph);
   VIGIL_ASSIGN_OR_RETURN(std::vector<size_t> order, ir::TopologicalOrder(model.graph));
+  // FlexAttention runs as the ONNX ops it stands for, its modifier bodies
+  // inlined (ir/expand_flex_attention.h); the expansion needs Q's dtype.
+  if (ir::HasFlexAttention(model.graph)) {
+    VIGIL_ASSIGN_OR_RETURN(InferredGraph declared, InferGraph(model, order, {}, FoldingPolicy{}));
+    VIGIL_ASSIGN_OR_RETURN(size_t expanded, ir::ExpandFlexAttention(model, declared.types));
+    static_cast<void>(expanded);
+    VIGIL_ASSIGN_OR_RETURN(order, ir::TopologicalOrder(model.graph));
+  }
   AlignInitializers(model.graph);
 
   // Load-time shape inference with the declared input types, folding every

@@ -37,7 +37,7 @@ std::span<const KernelDef> AllKernels() {
     for (auto family : {ElementwiseKernels(), ConvPoolKernels(), NormalizationKernels(), AttentionKernels(),
                         LinalgKernels(), ReductionKernels(), ShapeOpKernels(), TensorGenKernels(), RecurrentKernels(),
                         QuantizationKernels(), QuantizedLinearKernels(), DropoutKernels(), LossKernels(),
-                        VisionKernels(), DetectionKernels(), GridSampleKernels(), SelectionKernels(), TextKernels(),
+                        VisionKernels(), DetectionKernels(), GridSampleKernels(), SelectionKernels(), TextKernels(), ClassicMlKernels(),
                         SignalKernels(), FusedKernels(), FaultInjectionKernels()}) {
       all.insert(all.end(), family.begin(), family.end());
     }
