@@ -31,7 +31,7 @@ std::span<const OpSchema> AllSchemas() {
     std::vector<OpSchema> all;
     for (auto family : {ElementwiseSchemas(), ConvPoolSchemas(), NormalizationSchemas(), AttentionSchemas(),
                         LinalgSchemas(), ReductionSchemas(), ShapeOpSchemas(), TensorGenSchemas(), RecurrentSchemas(),
-                        QuantizationSchemas(), QuantizedLinearSchemas(), DropoutSchemas(), LossSchemas(),
+                        QuantizationSchemas(), QuantizedLinearSchemas(), QuantizedContribSchemas(), DropoutSchemas(), LossSchemas(),
                         VisionSchemas(), DetectionSchemas(), GridSampleSchemas(), ControlFlowSchemas(),
                         SequenceSchemas(), SelectionSchemas(), TextSchemas(), SignalSchemas(), LayoutSchemas(),
                         FusedSchemas(), FaultInjectionSchemas()}) {

@@ -36,7 +36,7 @@ std::span<const KernelDef> AllKernels() {
     std::vector<KernelDef> all;
     for (auto family : {ElementwiseKernels(), ConvPoolKernels(), NormalizationKernels(), AttentionKernels(),
                         LinalgKernels(), ReductionKernels(), ShapeOpKernels(), TensorGenKernels(), RecurrentKernels(),
-                        QuantizationKernels(), QuantizedLinearKernels(), DropoutKernels(), LossKernels(),
+                        QuantizationKernels(), QuantizedLinearKernels(), QuantizedContribKernels(), DropoutKernels(), LossKernels(),
                         VisionKernels(), DetectionKernels(), GridSampleKernels(), SelectionKernels(), TextKernels(),
                         SignalKernels(), FusedKernels(), FaultInjectionKernels()}) {
       all.insert(all.end(), family.begin(), family.end());
