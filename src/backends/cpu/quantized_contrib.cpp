@@ -52,8 +52,8 @@ int32_t Load(const runtime::Tensor& t, size_t i) {
   return t.dtype() == DataType::kInt8 ? static_cast<int8_t>(bytes[i]) : bytes[i];
 }
 
-// Rounds v half to even, adds zp (after rounding when zp_after, as the
-// requantization of each op does), saturates to t's range; NaN gives zp.
+// round(v) + zp (the zero point added after rounding), saturated to t's
+// range; NaN gives zp.
 uint8_t Saturate(DataType t, float v, int32_t zp) {
   const int32_t lo = t == DataType::kInt8 ? -128 : 0, hi = t == DataType::kInt8 ? 127 : 255;
   if (std::isnan(v)) return static_cast<uint8_t>(zp);
@@ -62,7 +62,8 @@ uint8_t Saturate(DataType t, float v, int32_t zp) {
   return static_cast<uint8_t>(q);
 }
 
-// As Saturate, for a value that already includes the zero point.
+// round(v), saturated, for a value that already includes the zero point zp
+// (added in float32 before rounding); NaN gives zp.
 uint8_t SaturateBiased(DataType t, float v, int32_t zp) {
   if (std::isnan(v)) return static_cast<uint8_t>(zp);
   return Saturate(t, v, 0);
