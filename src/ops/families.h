@@ -20,6 +20,7 @@ std::span<const OpSchema> TensorGenSchemas();    // Constant, ConstantOfShape, R
 std::span<const OpSchema> RecurrentSchemas();
 std::span<const OpSchema> QuantizationSchemas();
 std::span<const OpSchema> QuantizedLinearSchemas();  // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
+std::span<const OpSchema> QuantizedContribSchemas();  // com.microsoft QLinearAdd, ..., QLinearConcat
 std::span<const OpSchema> DropoutSchemas();
 std::span<const OpSchema> LossSchemas();        // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 std::span<const OpSchema> VisionSchemas();          // CenterCropPad, Col2Im, AffineGrid (vision.cpp)

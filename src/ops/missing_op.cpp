@@ -1,6 +1,8 @@
 #include "ops/missing_op.h"
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -15,11 +17,11 @@ std::optional<MissingOp> WhyMissing(std::string_view domain, std::string_view op
   if (domain == kTestOpDomain) return MissingOp{MissingOp::Kind::kTestOp};
   if (!IsDefaultDomain(domain)) {
     MissingOp m{MissingOp::Kind::kOtherDomain};
+    std::vector<std::string_view> names;  // the domain's ops, once each, in catalogue order
     for (const OpSchema& s : AllSchemas()) {
-      if (s.domain == domain && std::find(m.domain_ops.begin(), m.domain_ops.end(), s.name) == m.domain_ops.end()) {
-        m.domain_ops.push_back(s.name);
-      }
+      if (s.domain == domain && std::find(names.begin(), names.end(), s.name) == names.end()) names.push_back(s.name);
     }
+    m.domain_ops = fmt::format("{}", fmt::join(names, ", "));
     return m;
   }
   MissingOp m{MissingOp::Kind::kOtherOpsets};
@@ -38,8 +40,8 @@ std::string ShortReason(const MissingOp& m, std::string_view domain, int64_t ops
   switch (m.kind) {
     case MissingOp::Kind::kTestOp: return "a test-only op (VIGIL_ENABLE_TEST_OPS=1)";
     case MissingOp::Kind::kOtherDomain:
-      if (m.domain_ops.empty()) return fmt::format("the domain '{}' is not implemented", domain);
-      return fmt::format("not among the ops vigil has of the domain '{}' ({})", domain, fmt::join(m.domain_ops, ", "));
+      return m.domain_ops.empty() ? fmt::format("the domain '{}' is not implemented", domain)
+                                  : fmt::format("not among the ops of domain '{}' vigil has", domain);
     case MissingOp::Kind::kOtherOpsets:
       return fmt::format("vigil has it for opsets {} to {}, the model imports {}", m.first_opset,
                          m.last_opset == kLatest ? std::string("the latest") : std::to_string(m.last_opset), opset);

@@ -8,14 +8,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace vigil::ops {
 
 struct MissingOp {
   enum class Kind {
     kTestOp,             // ai.vigil.testing without VIGIL_ENABLE_TEST_OPS=1
-    kOtherDomain,        // a domain vigil does not implement (com.microsoft, ...)
+    kOtherDomain,        // an op of another domain vigil has no schema for (com.microsoft, ...)
     kOtherOpsets,        // vigil has the op, for opsets first..last only
     kOnnxNotImplemented, // an ONNX operator vigil does not implement yet
     kNotOnnx,            // in the default domain, but not an ONNX operator
@@ -23,7 +22,7 @@ struct MissingOp {
   Kind kind;
   int64_t first_opset = 0, last_opset = 0;  // kOtherOpsets
   std::string nearest = {};                 // kNotOnnx: the closest ONNX operator name, or ""
-  std::vector<std::string> domain_ops = {}; // kOtherDomain: the ops vigil has in that domain (may be none)
+  std::string domain_ops = {};              // kOtherDomain: the domain's ops vigil has ("A, B"), or ""
 };
 
 // Nothing when the catalogue has a schema for the op at `opset`.

@@ -31,10 +31,10 @@ std::span<const OpSchema> AllSchemas() {
     std::vector<OpSchema> all;
     for (auto family : {ElementwiseSchemas(), ConvPoolSchemas(), NormalizationSchemas(), AttentionSchemas(),
                         LinalgSchemas(), ReductionSchemas(), ShapeOpSchemas(), TensorGenSchemas(), RecurrentSchemas(),
-                        QuantizationSchemas(), QuantizedLinearSchemas(), DropoutSchemas(), LossSchemas(),
-                        VisionSchemas(), DetectionSchemas(), GridSampleSchemas(), ControlFlowSchemas(),
-                        SequenceSchemas(), SelectionSchemas(), TextSchemas(), ClassicMlSchemas(), SignalSchemas(), LayoutSchemas(),
-                        FusedSchemas(), FaultInjectionSchemas()}) {
+                        QuantizationSchemas(), QuantizedLinearSchemas(), QuantizedContribSchemas(), DropoutSchemas(),
+                        LossSchemas(), VisionSchemas(), DetectionSchemas(), GridSampleSchemas(), ControlFlowSchemas(),
+                        SequenceSchemas(), SelectionSchemas(), TextSchemas(), ClassicMlSchemas(), SignalSchemas(),
+                        LayoutSchemas(), FusedSchemas(), FaultInjectionSchemas()}) {
       all.insert(all.end(), family.begin(), family.end());
     }
     return all;

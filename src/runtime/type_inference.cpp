@@ -1,7 +1,6 @@
 #include "runtime/type_inference.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "ops/attributes.h"
 #include "ops/fault_injection.h"
@@ -83,15 +82,10 @@ class GraphInference {
         return UnsupportedError("{}: op {}::{} is a test-only fault-injection op", where, node.domain, node.op_type)
             .WithFix("it exists only with VIGIL_ENABLE_TEST_OPS=1");
       case Kind::kOtherDomain:
-        if (!m.domain_ops.empty()) {
-          return UnsupportedError("{}: op {}::{} is not among the ops vigil implements of the domain '{}' ({})", where,
-                                  node.domain, node.op_type, node.domain, fmt::join(m.domain_ops, ", "))
-              .WithFact("opset", std::to_string(opset))
-              .WithFix(fmt::format("report {}::{} as missing, or replace it before export", node.domain,
-                                   node.op_type));
-        }
-        return UnsupportedError("{}: op {}::{} is from the domain '{}', which vigil does not implement", where,
-                                node.domain, node.op_type, node.domain)
+        return UnsupportedError("{}: op {}::{} is from the domain '{}', {}", where, node.domain, node.op_type,
+                                node.domain,
+                                m.domain_ops.empty() ? std::string("which vigil does not implement")
+                                                     : fmt::format("of which vigil implements only {}", m.domain_ops))
             .WithFix("re-export the model with operators from the default ONNX domain (for example without the "
                      "exporter's fused or contrib ops), or report the op as missing");
       case Kind::kOtherOpsets: {

@@ -228,6 +228,13 @@ TEST(Session, UnknownOpsAreToldApart) {
   EXPECT_NE(contrib.summary().find("from the domain 'com.microsoft'"), std::string::npos) << contrib.summary();
   ASSERT_FALSE(contrib.diagnosis().fixes.empty());
   EXPECT_NE(contrib.diagnosis().fixes[0].find("default ONNX domain"), std::string::npos);
+  // com.microsoft has some ops in vigil (the QOperator quantized ones): the
+  // message lists them.
+  EXPECT_NE(contrib.summary().find("of which vigil implements only QLinearAdd"), std::string::npos)
+      << contrib.summary();
+  Status other = CreateWithOp("Foo", "org.example");
+  EXPECT_NE(other.summary().find("from the domain 'org.example', which vigil does not implement"), std::string::npos)
+      << other.summary();
 }
 
 TEST(Session, ConcurrentRunsGiveIdenticalOutputs) {

@@ -36,8 +36,9 @@ std::span<const KernelDef> AllKernels() {
     std::vector<KernelDef> all;
     for (auto family : {ElementwiseKernels(), ConvPoolKernels(), NormalizationKernels(), AttentionKernels(),
                         LinalgKernels(), ReductionKernels(), ShapeOpKernels(), TensorGenKernels(), RecurrentKernels(),
-                        QuantizationKernels(), QuantizedLinearKernels(), DropoutKernels(), LossKernels(),
-                        VisionKernels(), DetectionKernels(), GridSampleKernels(), SelectionKernels(), TextKernels(), ClassicMlKernels(),
+                        QuantizationKernels(), QuantizedLinearKernels(), QuantizedContribKernels(), DropoutKernels(),
+                        LossKernels(), VisionKernels(), DetectionKernels(), GridSampleKernels(), SelectionKernels(),
+                        TextKernels(), ClassicMlKernels(),
                         SignalKernels(), FusedKernels(), FaultInjectionKernels()}) {
       all.insert(all.end(), family.begin(), family.end());
     }

@@ -20,6 +20,7 @@ std::span<const KernelDef> TensorGenKernels();
 std::span<const KernelDef> RecurrentKernels();
 std::span<const KernelDef> QuantizationKernels();
 std::span<const KernelDef> QuantizedLinearKernels();  // MatMulInteger, ConvInteger, QLinear{MatMul,Conv}
+std::span<const KernelDef> QuantizedContribKernels();  // com.microsoft QLinearAdd, ..., QLinearConcat
 std::span<const KernelDef> DropoutKernels();
 std::span<const KernelDef> LossKernels();
 std::span<const KernelDef> VisionKernels();          // CenterCropPad, Col2Im, AffineGrid (vision.cpp)

@@ -1,0 +1,260 @@
+// Schemas and shape inference of the com.microsoft quantized ops that
+// onnxruntime.quantization emits in QOperator format (opset 1 of that
+// domain): QLinearAdd, QLinearMul (numpy broadcasting), QLinearSigmoid,
+// QLinearLeakyRelu (same shape), QLinearGlobalAveragePool, QLinearAveragePool
+// (channels_last picks NCHW or NHWC) and QLinearConcat. Data and zero points
+// are int8 or uint8, scales float32, all per tensor (one element).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ops/attributes.h"
+#include "ops/families.h"
+#include "ops/qlinear_pool_geometry.h"
+#include "ops/schema.h"
+#include "ops/shape_helpers.h"
+
+namespace vigil::ops {
+namespace {
+
+using ir::DataType;
+
+constexpr const char kMsDomain[] = "com.microsoft";
+
+const ir::TypeInfo* TensorInput(const InferenceContext& ctx, size_t i) {
+  const ir::TypeInfo* t = ctx.has_input(i) ? ctx.input_type(i) : nullptr;
+  return t && t->kind == ir::TypeInfo::Kind::kTensor && t->elem_type != DataType::kUndefined ? t : nullptr;
+}
+
+// Input i (named `name`), where its dtype is known, is int8 or uint8.
+Status CheckData(InferenceContext& ctx, size_t i, const char* name) {
+  const ir::TypeInfo* t = TensorInput(ctx, i);
+  if (!t || t->elem_type == DataType::kInt8 || t->elem_type == DataType::kUint8) return Status::Ok();
+  return ctx.Fail("input {} ({}) has dtype {}, expected int8 or uint8", i, name, ir::DataTypeName(t->elem_type));
+}
+
+// Input i, where its shape is known, holds one element.
+Status CheckOneElement(InferenceContext& ctx, size_t i, const char* name) {
+  const ir::TypeInfo* t = TensorInput(ctx, i);
+  if (!HasRank(t)) return Status::Ok();
+  for (const ir::Dim& d : t->shape.dims) {
+    if (d.value && *d.value != 1) {
+      return ctx.Fail("input {} ({}) has shape {}, expected a scalar (one value per tensor)", i, name,
+                      ir::ShapeToString(t->shape));
+    }
+  }
+  return Status::Ok();
+}
+
+// A scale: a float32 scalar.
+Status CheckScale(InferenceContext& ctx, size_t i, const char* name) {
+  const ir::TypeInfo* t = TensorInput(ctx, i);
+  if (t && t->elem_type != DataType::kFloat32) {
+    return ctx.Fail("input {} ({}) has dtype {}, expected a float32 scalar", i, name, ir::DataTypeName(t->elem_type));
+  }
+  return CheckOneElement(ctx, i, name);
+}
+
+// A zero point (optional where the op allows): a scalar of data input x's dtype.
+Status CheckZeroPoint(InferenceContext& ctx, size_t i, const char* name, size_t x, const char* x_name) {
+  const ir::TypeInfo* z = TensorInput(ctx, i);
+  const ir::TypeInfo* t = TensorInput(ctx, x);
+  if (z && t && z->elem_type != t->elem_type) {
+    return ctx.Fail("input {} ({}) has dtype {}, expected {} like input {} ({})", i, name,
+                    ir::DataTypeName(z->elem_type), ir::DataTypeName(t->elem_type), x, x_name);
+  }
+  return CheckOneElement(ctx, i, name);
+}
+
+// X, X_scale, X_zero_point?, Y_scale, Y_zero_point? (the unary ops and pools).
+Status CheckUnaryParams(InferenceContext& ctx) {
+  VIGIL_RETURN_IF_ERROR(CheckData(ctx, 0, "X"));
+  VIGIL_RETURN_IF_ERROR(CheckScale(ctx, 1, "X_scale"));
+  VIGIL_RETURN_IF_ERROR(CheckZeroPoint(ctx, 2, "X_zero_point", 0, "X"));
+  VIGIL_RETURN_IF_ERROR(CheckScale(ctx, 3, "Y_scale"));
+  return CheckZeroPoint(ctx, 4, "Y_zero_point", 0, "X");
+}
+
+// QLinearAdd, QLinearMul: A, A_scale, A_zero_point?, B, B_scale,
+// B_zero_point?, C_scale, C_zero_point? -> C, the broadcast of A and B.
+Status InferQLinearBinary(InferenceContext& ctx) {
+  VIGIL_RETURN_IF_ERROR(CheckData(ctx, 0, "A"));
+  VIGIL_RETURN_IF_ERROR(CheckData(ctx, 3, "B"));
+  VIGIL_RETURN_IF_ERROR(CheckScale(ctx, 1, "A_scale"));
+  VIGIL_RETURN_IF_ERROR(CheckScale(ctx, 4, "B_scale"));
+  VIGIL_RETURN_IF_ERROR(CheckScale(ctx, 6, "C_scale"));
+  VIGIL_RETURN_IF_ERROR(CheckZeroPoint(ctx, 2, "A_zero_point", 0, "A"));
+  VIGIL_RETURN_IF_ERROR(CheckZeroPoint(ctx, 5, "B_zero_point", 3, "B"));
+  VIGIL_RETURN_IF_ERROR(CheckZeroPoint(ctx, 7, "C_zero_point", 0, "A"));
+  const ir::TypeInfo* a = TensorInput(ctx, 0);
+  const ir::TypeInfo* b = TensorInput(ctx, 3);
+  if (a && b && a->elem_type != b->elem_type) {
+    return ctx.Fail("input 3 (B) has dtype {}, expected {} like input 0 (A)", ir::DataTypeName(b->elem_type),
+                    ir::DataTypeName(a->elem_type));
+  }
+  if (!a) return Status::Ok();
+  if (!HasRank(a) || !HasRank(b)) {
+    ctx.set_output(0, TensorTypeUnknownShape(a->elem_type));
+    return Status::Ok();
+  }
+  VIGIL_ASSIGN_OR_RETURN(std::vector<ir::Dim> dims, BroadcastDims(ctx, a->shape.dims, b->shape.dims));
+  ctx.set_output(0, TensorType(a->elem_type, std::move(dims)));
+  return Status::Ok();
+}
+
+// QLinearSigmoid, QLinearLeakyRelu: the output is X's type and shape.
+Status InferQLinearUnary(InferenceContext& ctx) {
+  VIGIL_RETURN_IF_ERROR(CheckUnaryParams(ctx));
+  if (const ir::TypeInfo* x = TensorInput(ctx, 0)) ctx.set_output(0, *x);
+  return Status::Ok();
+}
+
+// The channel and spatial dim positions of a rank-`rank` pool input.
+Result<bool> ChannelsLast(const InferenceContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(int64_t cl, IntAttr(ctx.node(), "channels_last", 0));
+  if (cl != 0 && cl != 1) return ctx.Fail("attribute channels_last is {}, expected 0 or 1", cl);
+  return cl == 1;
+}
+
+// QLinearGlobalAveragePool: X [N,C,spatial...] (or [N,spatial...,C] with
+// channels_last) -> spatial dims 1.
+Status InferQLinearGlobalAveragePool(InferenceContext& ctx) {
+  VIGIL_RETURN_IF_ERROR(CheckUnaryParams(ctx));
+  VIGIL_ASSIGN_OR_RETURN(bool channels_last, ChannelsLast(ctx));
+  const ir::TypeInfo* x = TensorInput(ctx, 0);
+  if (!x) return Status::Ok();
+  if (!HasRank(x)) {
+    ctx.set_output(0, TensorTypeUnknownShape(x->elem_type));
+    return Status::Ok();
+  }
+  const size_t rank = x->shape.dims.size();
+  if (rank < 3) {
+    return ctx.Fail("input 0 (X) has shape {}, expected rank >= 3 ([N,C,spatial...] or, channels_last, "
+                    "[N,spatial...,C])",
+                    ir::ShapeToString(x->shape));
+  }
+  std::vector<ir::Dim> dims = x->shape.dims;
+  for (size_t i = channels_last ? 1 : 2; i < (channels_last ? rank - 1 : rank); ++i) dims[i] = ir::Dim::Known(1);
+  ctx.set_output(0, TensorType(x->elem_type, std::move(dims)));
+  return Status::Ok();
+}
+
+// QLinearAveragePool: AveragePool's geometry on the spatial dims of X.
+Status InferQLinearAveragePool(InferenceContext& ctx) {
+  VIGIL_RETURN_IF_ERROR(CheckUnaryParams(ctx));
+  VIGIL_ASSIGN_OR_RETURN(bool channels_last, ChannelsLast(ctx));
+  VIGIL_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, RequiredIntsAttr(ctx.node(), "kernel_shape"));
+  VIGIL_ASSIGN_OR_RETURN(std::vector<int64_t> strides, IntsAttr(ctx.node(), "strides", {}));
+  VIGIL_ASSIGN_OR_RETURN(std::vector<int64_t> pads, IntsAttr(ctx.node(), "pads", {}));
+  VIGIL_ASSIGN_OR_RETURN(std::string auto_pad, StringAttr(ctx.node(), "auto_pad", "NOTSET"));
+  VIGIL_ASSIGN_OR_RETURN(int64_t ceil_mode, IntAttr(ctx.node(), "ceil_mode", 0));
+  VIGIL_ASSIGN_OR_RETURN(int64_t cip, IntAttr(ctx.node(), "count_include_pad", 0));
+  if (cip != 0 && cip != 1) return ctx.Fail("attribute count_include_pad is {}, expected 0 or 1", cip);
+  const ir::TypeInfo* x = TensorInput(ctx, 0);
+  if (!x) return Status::Ok();
+  if (!HasRank(x)) {
+    ctx.set_output(0, TensorTypeUnknownShape(x->elem_type));
+    return Status::Ok();
+  }
+  const size_t rank = x->shape.dims.size();
+  if (rank != kernel.size() + 2) {
+    return ctx.Fail("input 0 (X) has shape {}, expected rank {} (N, C and {} spatial dims of kernel_shape)",
+                    ir::ShapeToString(x->shape), kernel.size() + 2, kernel.size());
+  }
+  const size_t first = channels_last ? 1 : 2;
+  std::vector<ir::Dim> dims = x->shape.dims;
+  std::vector<int64_t> spatial;
+  for (size_t i = 0; i < kernel.size(); ++i) {
+    const ir::Dim& d = x->shape.dims[first + i];
+    if (!d.value) break;
+    spatial.push_back(*d.value);
+  }
+  if (spatial.size() != kernel.size()) {
+    for (size_t i = 0; i < kernel.size(); ++i) dims[first + i] = ctx.NewSymbol();
+  } else {
+    QLinearPoolGeometry g;
+    std::string why;
+    if (!ComputeQLinearPoolGeometry(spatial, kernel, strides, pads, auto_pad, ceil_mode != 0, &g, &why)) {
+      return ctx.Fail("{} (input 0 (X) has shape {})", why, ir::ShapeToString(x->shape));
+    }
+    for (size_t i = 0; i < kernel.size(); ++i) dims[first + i] = ir::Dim::Known(g.out[i]);
+  }
+  ctx.set_output(0, TensorType(x->elem_type, std::move(dims)));
+  return Status::Ok();
+}
+
+// QLinearConcat: Y_scale, Y_zero_point, then (X, X_scale, X_zero_point) per
+// input -> the inputs joined along `axis`, of Y_zero_point's dtype.
+Status InferQLinearConcat(InferenceContext& ctx) {
+  VIGIL_RETURN_IF_ERROR(CheckScale(ctx, 0, "Y_scale"));
+  VIGIL_RETURN_IF_ERROR(CheckData(ctx, 1, "Y_zero_point"));
+  VIGIL_RETURN_IF_ERROR(CheckOneElement(ctx, 1, "Y_zero_point"));
+  const size_t n = ctx.num_inputs();
+  if (n < 5 || (n - 2) % 3 != 0) {
+    return ctx.Fail("has {} inputs, expected Y_scale, Y_zero_point and then (X, X_scale, X_zero_point) triples "
+                    "(2 + 3k, k >= 1)",
+                    n);
+  }
+  VIGIL_ASSIGN_OR_RETURN(int64_t axis, RequiredIntAttr(ctx.node(), "axis"));
+  const ir::TypeInfo* yzp = TensorInput(ctx, 1);
+  std::optional<std::vector<ir::Dim>> dims;
+  bool shape_known = true;
+  int64_t ax = 0;
+  for (size_t k = 2; k < n; k += 3) {
+    VIGIL_RETURN_IF_ERROR(CheckData(ctx, k, "X"));
+    VIGIL_RETURN_IF_ERROR(CheckScale(ctx, k + 1, "X_scale"));
+    VIGIL_RETURN_IF_ERROR(CheckZeroPoint(ctx, k + 2, "X_zero_point", k, "X"));
+    const ir::TypeInfo* x = TensorInput(ctx, k);
+    if (x && yzp && x->elem_type != yzp->elem_type) {
+      return ctx.Fail("input {} (X) has dtype {}, expected {} like input 1 (Y_zero_point)", k,
+                      ir::DataTypeName(x->elem_type), ir::DataTypeName(yzp->elem_type));
+    }
+    if (!HasRank(x)) {
+      shape_known = false;
+      continue;
+    }
+    const auto& xd = x->shape.dims;
+    if (!dims) {
+      VIGIL_ASSIGN_OR_RETURN(ax, NormalizeAxis(ctx.node(), axis, static_cast<int64_t>(xd.size())));
+      dims = xd;
+      continue;
+    }
+    if (xd.size() != dims->size()) {
+      return ctx.Fail("input {} (X) has rank {}, the first input has rank {}", k, xd.size(), dims->size());
+    }
+    for (size_t i = 0; i < xd.size(); ++i) {
+      ir::Dim& o = (*dims)[i];
+      if (static_cast<int64_t>(i) == ax) {
+        o = o.value && xd[i].value ? ir::Dim::Known(*o.value + *xd[i].value) : ctx.NewSymbol();
+      } else if (o.value && xd[i].value && *o.value != *xd[i].value) {
+        return ctx.Fail("input {} (X) has shape {}; it differs from the first input's off axis {}", k,
+                        ir::ShapeToString(x->shape), ax);
+      } else if (!o.value && xd[i].value) {
+        o = xd[i];
+      }
+    }
+  }
+  if (!yzp) return Status::Ok();
+  if (!dims || !shape_known) {
+    ctx.set_output(0, TensorTypeUnknownShape(yzp->elem_type));
+    return Status::Ok();
+  }
+  ctx.set_output(0, TensorType(yzp->elem_type, std::move(*dims)));
+  return Status::Ok();
+}
+
+const OpSchema kQuantizedContribSchemas[] = {
+    {kMsDomain, "QLinearAdd", 1, kLatest, 5, 8, 1, 1, InferQLinearBinary},
+    {kMsDomain, "QLinearMul", 1, kLatest, 5, 8, 1, 1, InferQLinearBinary},
+    {kMsDomain, "QLinearSigmoid", 1, kLatest, 4, 5, 1, 1, InferQLinearUnary},
+    {kMsDomain, "QLinearLeakyRelu", 1, kLatest, 4, 5, 1, 1, InferQLinearUnary},
+    {kMsDomain, "QLinearGlobalAveragePool", 1, kLatest, 5, 5, 1, 1, InferQLinearGlobalAveragePool},
+    {kMsDomain, "QLinearAveragePool", 1, kLatest, 4, 5, 1, 1, InferQLinearAveragePool},
+    {kMsDomain, "QLinearConcat", 1, kLatest, 5, kVariadic, 1, 1, InferQLinearConcat},
+};
+
+}  // namespace
+
+std::span<const OpSchema> QuantizedContribSchemas() { return kQuantizedContribSchemas; }
+
+}  // namespace vigil::ops
