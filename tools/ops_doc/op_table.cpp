@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "backends/cpu/kernel.h"
+#include "ir/expand_flex_attention.h"
 #include "ops/control_flow.h"
 #include "ops/sequence.h"
 #include "ops/fault_injection.h"
@@ -155,7 +156,9 @@ std::string RenderMarkdown(const std::vector<OpRow>& rows, const std::vector<std
          "(src/runtime/control_flow.h, docs/runtime.md) and their bodies' nodes go to the CPU and CUDA kernels like "
          "any other node.\n";
   out += "- ***sequences***: the sequence and optional ops run on the host, in the session, with either backend "
-         "(src/runtime/sequence_ops.h); the tensors they take from or give to other nodes move as usual.\n\n";
+         "(src/runtime/sequence_ops.h); the tensors they take from or give to other nodes move as usual.\n";
+  out += "- ***expanded***: FlexAttention has no kernels; a session replaces it by the ONNX ops it stands for, its "
+         "modifier bodies inlined (src/ir/expand_flex_attention.h), and those run on either backend.\n\n";
   out += "| Domain | Op | Opsets | CPU | CUDA |\n";
   out += "|---|---|---|---|---|\n";
   for (const OpRow& r : rows) {
@@ -168,6 +171,7 @@ std::string RenderMarkdown(const std::vector<OpRow>& rows, const std::vector<std
     probe.domain = r.domain;
     if (ops::IsControlFlowOp(probe)) cpu_cell = cuda_cell = "*control flow*";
     if (ops::IsSequenceOp(probe)) cpu_cell = cuda_cell = "*sequences*";
+    if (r.op == ir::kFlexAttentionOp && r.domain == ir::kFlexAttentionDomain) cpu_cell = cuda_cell = "*expanded*";
     out += fmt::format("| {} | {} | {} | {} | {} |\n", DomainName(r.domain), r.op, opsets, cpu_cell, cuda_cell);
   }
   out += "\n## ONNX operators vigil does not implement\n\n";

@@ -1,10 +1,10 @@
-// ONNX Attention (opsets 23, 24) on the GPU, with the semantics of the CPU
+// ONNX Attention (opsets 23, 24, 25) on the GPU, with the semantics of the CPU
 // kernel (backends/cpu/attention.cpp), which is the oracle. Per batch b,
 // query head h and query row i:
 //
 //   raw[j]    = scale * q . k[j]
 //   capped[j] = softcap * tanh(raw[j] / softcap)   (softcap > 0)
-//   score[j]  = capped[j] + attn_mask + causal + padding   (bias 0 or -inf, or a float mask's value)
+//   score[j]  = capped[j] + attn_mask + causal + window + padding   (bias 0 or -inf, or a float mask's value)
 //   p         = softmax(score), all 0 where every bias is -inf
 //   y         = sum_j p[j] v[j]
 //
@@ -106,6 +106,7 @@ struct OnnxAttentionArgs {
   void* qk = nullptr;  // output 3, or null
   int qk_mode = 0;
   bool rank3 = false, causal = false;
+  int64_t left_window = -1, right_window = -1;  // opset 25; -1: unbounded
   int64_t batch = 0, q_heads = 0, kv_heads = 0, q_seq = 0, kv_seq = 0, past_seq = 0, total_seq = 0;
   int64_t head_size = 0, v_head_size = 0;
   int64_t rows = 0;  // batch * q_heads * q_seq
@@ -197,7 +198,8 @@ __global__ void __launch_bounds__(kThreads) OnnxAttentionRowKernel(OnnxAttention
         const Acc raw = scale * dot;
         const Acc capped = softcap > 0 ? softcap * AccTanh(raw / softcap) : raw;
         Acc bias = MaskAt<T, Acc>(a, b, h, i, j);
-        const bool blocked = (a.causal && j > pos) || (valid >= 0 && j >= valid);
+        const bool blocked = (a.causal && j > pos) || (a.left_window >= 0 && pos - j > a.left_window) ||
+                             (a.right_window >= 0 && j - pos > a.right_window) || (valid >= 0 && j >= valid);
         if (blocked) bias += Acc(-INFINITY);
         open |= !(bias == Acc(-INFINITY));
         const Acc s = capped + bias;
@@ -364,6 +366,8 @@ Status OnnxAttention(CudaKernelContext& ctx) {
   a.past_v = past_value ? past_value->raw_data() : nullptr;
   a.rank3 = d.rank3;
   a.causal = attrs.is_causal;
+  a.left_window = attrs.left_window;
+  a.right_window = attrs.right_window;
   a.batch = d.batch;
   a.q_heads = d.q_heads;
   a.kv_heads = d.kv_heads;
@@ -436,9 +440,8 @@ bool SupportsOnnxAttention(const ir::Node& node, const runtime::NodeTypes& types
   return true;
 }
 
-// Opset 25 (sliding windows) has no CUDA kernel yet: it runs on the CPU.
 const CudaKernelDef kOnnxAttentionKernels[] = {
-    {"", "Attention", 23, 24, OnnxAttention, SupportsOnnxAttention},
+    {"", "Attention", 23, kLatest, OnnxAttention, SupportsOnnxAttention},
 };
 
 }  // namespace

@@ -146,6 +146,7 @@ struct AttnCase {
   bool masked_rows = false;         // a bool mask's row 0 and 5 of every head all False
   std::vector<int64_t> nonpad;      // opset 24's nonpad_kv_seqlen; empty: none
   int64_t softmax_precision = 0;    // 0: not set
+  int64_t left_window = -1, right_window = -1;  // opset 25's window attributes; -1: not set
 
   int64_t total() const { return std::max<int64_t>(past, 0) + kv_seq; }
 };
@@ -215,6 +216,8 @@ ir::Node AttnNode(const AttnCase& c, const AttnInputs& in) {
   if (c.softcap > 0) attrs.push_back(FloatAttr("softcap", c.softcap));
   if (c.qk_mode >= 0) attrs.push_back(IntAttr("qk_matmul_output_mode", c.qk_mode));
   if (c.softmax_precision) attrs.push_back(IntAttr("softmax_precision", c.softmax_precision));
+  if (c.left_window >= 0) attrs.push_back(IntAttr("left_window_size", c.left_window));
+  if (c.right_window >= 0) attrs.push_back(IntAttr("right_window_size", c.right_window));
   return cpu::testing::MakeNode("Attention", inputs, outputs, attrs);
 }
 
@@ -300,6 +303,13 @@ std::vector<AttnCase> AttnCases() {
   });
   add("opset 24 with past", [](AttnCase& c) { c.opset = 24, c.past = 4, c.causal = true, c.present = true; });
   add("softmax_precision float64", [](AttnCase& c) { c.softmax_precision = 11; });
+  add("opset 25 left window", [](AttnCase& c) { c.opset = 25, c.left_window = 3; });
+  add("opset 25 window both sides, causal, past", [](AttnCase& c) {
+    c.opset = 25, c.left_window = 2, c.right_window = 1, c.causal = true, c.past = 4, c.present = true, c.qk_mode = 2;
+  });
+  add("opset 25 right window 0, nonpad, 3d", [](AttnCase& c) {
+    c.opset = 25, c.right_window = 0, c.nonpad = {6, 13}, c.rank3 = true, c.mask = Mask::kBool, c.mask_shape = {13, 13};
+  });
   // Rows too long for shared memory: scores go to the workspace (float32
   // past 5120 keys, float16 / bfloat16 past 10240).
   add("long rows", [](AttnCase& c) {
@@ -397,7 +407,7 @@ TEST(CudaOnnxAttention, SupportRefusesWithAReason) {
   EXPECT_EQ(why_not({kF64, kF64, kF64}), "dtype float64 of input 0 (Q)");
   EXPECT_NE(why_not({kF32, kF32, kF16}).find("input 2 (V)"), std::string::npos);
   EXPECT_NE(why_not({kF32, kF32, kF32, kF16}).find("attn_mask"), std::string::npos);
-  EXPECT_NE(why_not({kF32, kF32, kF32}, 25).find("no kernel for Attention at opset 25"), std::string::npos);
+  EXPECT_EQ(why_not({kF32, kF32, kF32}, 25), "supported");
 }
 
 // Through a session with no fallback: the plan's shapes and the backend's
