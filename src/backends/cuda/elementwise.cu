@@ -143,9 +143,9 @@ struct ModOp {
   }
 };
 
-Status Add(CudaKernelContext& ctx) { return BinaryOp<kArithTypes>(ctx, AddOp{}, "Add"); }
-Status Sub(CudaKernelContext& ctx) { return BinaryOp<kArithTypes>(ctx, SubOp{}, "Sub"); }
-Status Mul(CudaKernelContext& ctx) { return BinaryOp<kArithTypes>(ctx, MulOp{}, "Mul"); }
+Status Add(CudaKernelContext& ctx) { return BinaryOp<kWrapTypes>(ctx, AddOp{}, "Add"); }
+Status Sub(CudaKernelContext& ctx) { return BinaryOp<kWrapTypes>(ctx, SubOp{}, "Sub"); }
+Status Mul(CudaKernelContext& ctx) { return BinaryOp<kWrapTypes>(ctx, MulOp{}, "Mul"); }
 Status Div(CudaKernelContext& ctx) { return BinaryOp<kArithTypes>(ctx, DivOp{}, "Div"); }
 Status Mod(CudaKernelContext& ctx) {
   VIGIL_ASSIGN_OR_RETURN(int64_t fmod, ops::IntAttr(ctx.node(), "fmod", 0));
@@ -338,9 +338,9 @@ Status Variadic(CudaKernelContext& ctx, Op op, bool mean, const char* name) {
       [&] { return ctx.Unsupported("dtype {} of input 0", ir::DataTypeName(dtype)); });
 }
 
-Status Max(CudaKernelContext& ctx) { return Variadic<kArithTypes>(ctx, MaxOp{}, false, "Max"); }
-Status Min(CudaKernelContext& ctx) { return Variadic<kArithTypes>(ctx, MinOp{}, false, "Min"); }
-Status Sum(CudaKernelContext& ctx) { return Variadic<kArithTypes>(ctx, AddOp{}, false, "Sum"); }
+Status Max(CudaKernelContext& ctx) { return Variadic<kWrapTypes>(ctx, MaxOp{}, false, "Max"); }
+Status Min(CudaKernelContext& ctx) { return Variadic<kWrapTypes>(ctx, MinOp{}, false, "Min"); }
+Status Sum(CudaKernelContext& ctx) { return Variadic<kWrapTypes>(ctx, AddOp{}, false, "Sum"); }
 Status Mean(CudaKernelContext& ctx) { return Variadic<kFloatTypes>(ctx, AddOp{}, true, "Mean"); }
 
 // --- Where --------------------------------------------------------------------------------
@@ -583,9 +583,9 @@ bool CastLikeSupports(const ir::Node& node, const runtime::NodeTypes& types, std
 }
 
 const CudaKernelDef kBinaryKernels[] = {
-    {"", "Add", 6, kLatest, Add, BinarySupports<kArithTypes>},
-    {"", "Sub", 6, kLatest, Sub, BinarySupports<kArithTypes>},
-    {"", "Mul", 6, kLatest, Mul, BinarySupports<kArithTypes>},
+    {"", "Add", 6, kLatest, Add, BinarySupports<kWrapTypes>},
+    {"", "Sub", 6, kLatest, Sub, BinarySupports<kWrapTypes>},
+    {"", "Mul", 6, kLatest, Mul, BinarySupports<kWrapTypes>},
     {"", "Div", 6, kLatest, Div, BinarySupports<kArithTypes>},
     {"", "Mod", 10, kLatest, Mod, ModSupports},
     {"", "Pow", 1, kLatest, Pow, PowSupports},
@@ -597,9 +597,9 @@ const CudaKernelDef kBinaryKernels[] = {
     {"", "And", 1, kLatest, And, BinarySupports<kBoolType>},
     {"", "Or", 1, kLatest, Or, BinarySupports<kBoolType>},
     {"", "Xor", 1, kLatest, Xor, BinarySupports<kBoolType>},
-    {"", "Max", 6, kLatest, Max, VariadicSupports<kArithTypes>},
-    {"", "Min", 6, kLatest, Min, VariadicSupports<kArithTypes>},
-    {"", "Sum", 6, kLatest, Sum, VariadicSupports<kArithTypes>},
+    {"", "Max", 6, kLatest, Max, VariadicSupports<kWrapTypes>},
+    {"", "Min", 6, kLatest, Min, VariadicSupports<kWrapTypes>},
+    {"", "Sum", 6, kLatest, Sum, VariadicSupports<kWrapTypes>},
     {"", "Mean", 6, kLatest, Mean, VariadicSupports<kFloatTypes>},
     {"", "Where", 9, kLatest, Where, WhereSupports},
     {"", "PRelu", 6, kLatest, PRelu, BinarySupports<kArithTypes>},

@@ -75,7 +75,12 @@ inline constexpr TypeMask kFloatTypes = Bit(DataType::kFloat32) | Bit(DataType::
 inline constexpr TypeMask kIndexTypes = Bit(DataType::kInt32) | Bit(DataType::kInt64);
 inline constexpr TypeMask kArithTypes = kFloatTypes | kIndexTypes;
 inline constexpr TypeMask kBoolType = Bit(DataType::kBool);
-inline constexpr TypeMask kCompareTypes = kArithTypes | kBoolType;
+inline constexpr TypeMask kSmallIntTypes = Bit(DataType::kInt8) | Bit(DataType::kUint8);
+// Add, Sub, Mul (wrapping, as numpy), Max, Min, Sum: every integer width.
+// Div and Mod keep kArithTypes: their integer edge cases (x / 0, MIN / -1)
+// are written for signed 32/64-bit values.
+inline constexpr TypeMask kWrapTypes = kArithTypes | kSmallIntTypes;
+inline constexpr TypeMask kCompareTypes = kArithTypes | kBoolType | kSmallIntTypes;
 // Cast converts between these.
 inline constexpr TypeMask kCastTypes = kCompareTypes | Bit(DataType::kFloat64) | Bit(DataType::kInt8) |
                                        Bit(DataType::kUint8);

@@ -241,6 +241,28 @@ TEST(CudaElementwise, BinaryArithmeticInteger) {
   ExpectCudaMatchesCpu(Case("Div", {big, ct::MakeTensor(DataType::kInt32, {1}, std::vector<int32_t>{-1})}, {}, 14), 0);
 }
 
+// int8 / uint8 Add, Sub and Mul wrap as numpy does (the values are chosen to
+// overflow often); Div and Mod stay on the CPU for these dtypes.
+TEST(CudaElementwise, BinaryArithmeticSmallIntegers) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  for (const char* op : {"Add", "Sub", "Mul"}) {
+    for (DataType t : {DataType::kInt8, DataType::kUint8}) {
+      const float lo = t == DataType::kInt8 ? -128 : 0, hi = t == DataType::kInt8 ? 128 : 256;
+      for (const auto& s : kBroadcasts) {
+        SCOPED_TRACE(std::string(op) + " " + std::string(ir::DataTypeName(t)));
+        ExpectCudaMatchesCpu(Case(op, {RandomTensor(t, s.a, 37, lo, hi), RandomTensor(t, s.b, 38, lo, hi)}, {}, 14), 0);
+      }
+    }
+  }
+  std::string why;
+  const ir::Node div = ct::MakeNode("Div", {"a", "b"}, {"c"});
+  const ir::TypeInfo u8 = ops::TensorType(DataType::kUint8, std::vector<int64_t>{13});
+  runtime::NodeTypes types;
+  types.inputs = {&u8, &u8};
+  EXPECT_FALSE(vigil::cuda::testing::CudaBackendForTests()->SupportsTyped(div, 14, types, &why));
+  EXPECT_NE(why.find("uint8"), std::string::npos) << why;
+}
+
 TEST(CudaElementwise, LegacyBroadcastAttribute) {
   VIGIL_SKIP_WITHOUT_CUDA();
   Tensor a = RandomTensor(DataType::kFloat32, {2, 127, 5, 3}, 41);
@@ -294,10 +316,12 @@ TEST(CudaElementwise, Pow) {
 TEST(CudaElementwise, Comparisons) {
   VIGIL_SKIP_WITHOUT_CUDA();
   for (const char* op : {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"}) {
-    for (DataType t : {DataType::kFloat32, DataType::kFloat16, DataType::kInt32, DataType::kInt64}) {
+    for (DataType t : {DataType::kFloat32, DataType::kFloat16, DataType::kInt32, DataType::kInt64, DataType::kInt8,
+                       DataType::kUint8}) {
       for (const auto& s : kBroadcasts) {
         SCOPED_TRACE(std::string(op) + " " + std::string(ir::DataTypeName(t)));
-        // A small range so that Equal finds equal pairs.
+        // A small range so that Equal finds equal pairs (uint8 takes the
+        // non-negative half).
         Tensor a = RandomTensor(t, s.a, 71, -3, 3);
         Tensor b = RandomTensor(t, s.b, 72, -3, 3);
         ExpectCudaMatchesCpu(Case(op, {a, b}, {}, 16), 0);
@@ -340,10 +364,14 @@ TEST(CudaElementwise, Variadic) {
     }
   }
   for (const char* op : {"Sum", "Max", "Min"}) {
-    std::vector<Tensor> inputs = {RandomTensor(DataType::kInt64, {3, 13}, 95, -50, 50),
-                                  RandomTensor(DataType::kInt64, {13}, 96, -50, 50),
-                                  RandomTensor(DataType::kInt64, {3, 1}, 97, -50, 50)};
-    ExpectCudaMatchesCpu(Case(op, inputs, {}, 13), 0);
+    for (DataType t : {DataType::kInt64, DataType::kInt8, DataType::kUint8}) {
+      SCOPED_TRACE(std::string(op) + " " + std::string(ir::DataTypeName(t)));
+      const float lo = t == DataType::kUint8 ? 0 : t == DataType::kInt8 ? -128 : -50;
+      const float hi = t == DataType::kUint8 ? 256 : t == DataType::kInt8 ? 128 : 50;
+      std::vector<Tensor> inputs = {RandomTensor(t, {3, 13}, 95, lo, hi), RandomTensor(t, {13}, 96, lo, hi),
+                                    RandomTensor(t, {3, 1}, 97, lo, hi)};
+      ExpectCudaMatchesCpu(Case(op, inputs, {}, 13), 0);
+    }
   }
 }
 
