@@ -1,6 +1,8 @@
 // Schemas and shape inference of the object-detection ops: NonMaxSuppression
 // (its output's length depends on the scores, so it is a fresh symbol) and
 // RoiAlign.
+#include "ops/detection.h"
+
 #include <string>
 #include <vector>
 
@@ -10,6 +12,23 @@
 #include "ops/families.h"
 
 namespace vigil::ops {
+
+Status CheckNmsShapes(const ir::Node& node, const std::vector<int64_t>& boxes, std::string_view boxes_text,
+                      const std::vector<int64_t>& scores, std::string_view scores_text) {
+  if (boxes.size() != 3 || boxes[2] != 4) {
+    return InvalidInputError("{}: input 0 (boxes) is {}, expected [num_batches, num_boxes, 4]", NodeLabel(node),
+                             boxes_text);
+  }
+  if (scores.size() != 3) {
+    return InvalidInputError("{}: input 1 (scores) is {}, expected [num_batches, num_classes, num_boxes]",
+                             NodeLabel(node), scores_text);
+  }
+  if (scores[0] != boxes[0] || scores[2] != boxes[1]) {
+    return InvalidInputError("{}: input 1 (scores) is {} but boxes {} need [{}, num_classes, {}]", NodeLabel(node),
+                             scores_text, boxes_text, boxes[0], boxes[1]);
+  }
+  return Status::Ok();
+}
 namespace {
 
 using Dims = std::vector<ir::Dim>;

@@ -46,6 +46,24 @@ Result<GridSampleAttrs> ReadGridSampleAttrs(const ir::Node& node, int64_t opset)
   return a;
 }
 
+Result<std::vector<int64_t>> GridSampleOutputDims(const ir::Node& node, int64_t opset,
+                                                  const std::vector<int64_t>& x, std::string_view x_text,
+                                                  const std::vector<int64_t>& grid, std::string_view grid_text) {
+  const bool modern = opset >= 20;
+  if (modern ? x.size() < 3 : x.size() != 4) {
+    return InvalidInputError("{}: input 0 (X) is {}; opset {} needs {}", NodeLabel(node), x_text, opset,
+                             modern ? "rank >= 3 (N x C x D1 x ...)" : "rank 4 (N x C x H x W)");
+  }
+  const size_t r = x.size() - 2;
+  if (grid.size() != x.size() || grid[0] != x[0] || grid.back() != static_cast<int64_t>(r)) {
+    return InvalidInputError("{}: input 1 (grid) is {}; X {} needs [{}, D1_out, ..., {}]", NodeLabel(node), grid_text,
+                             x_text, x[0], r);
+  }
+  std::vector<int64_t> out{x[0], x[1]};
+  out.insert(out.end(), grid.begin() + 1, grid.end() - 1);
+  return out;
+}
+
 namespace {
 
 // A dim carried to the output: kept when known or named, else a fresh symbol.

@@ -12,6 +12,7 @@
 
 #include "backends/cpu/element_codec.h"
 #include "backends/cpu/kernel.h"
+#include "ops/detection.h"
 #include "ops/attributes.h"
 #include "backends/cpu/kernel_families.h"
 
@@ -88,16 +89,8 @@ Status NonMaxSuppressionKernel(KernelContext& ctx) {
   VIGIL_RETURN_IF_ERROR(RequireInputs(ctx, 2));
   const runtime::Tensor& boxes = *ctx.input(0);
   const runtime::Tensor& scores = *ctx.input(1);
-  if (boxes.rank() != 3 || boxes.dim(2) != 4) {
-    return ctx.Fail("input 0 (boxes) is {}, expected [num_batches, num_boxes, 4]", boxes.Describe());
-  }
-  if (scores.rank() != 3) {
-    return ctx.Fail("input 1 (scores) is {}, expected [num_batches, num_classes, num_boxes]", scores.Describe());
-  }
-  if (scores.dim(0) != boxes.dim(0) || scores.dim(2) != boxes.dim(1)) {
-    return ctx.Fail("input 1 (scores) is {} but boxes {} need [{}, num_classes, {}]", scores.Describe(),
-                    boxes.Describe(), boxes.dim(0), boxes.dim(1));
-  }
+  VIGIL_RETURN_IF_ERROR(
+      ops::CheckNmsShapes(ctx.node(), boxes.shape(), boxes.Describe(), scores.shape(), scores.Describe()));
   if (boxes.dtype() != ir::DataType::kFloat32) return ctx.UnsupportedDtype(0);
   if (scores.dtype() != ir::DataType::kFloat32) return ctx.UnsupportedDtype(1);
   VIGIL_ASSIGN_OR_RETURN(int64_t center_point_box, ops::IntAttr(ctx.node(), "center_point_box", 0));

@@ -164,18 +164,10 @@ Status GridSampleKernel(KernelContext& ctx) {
   const runtime::Tensor& x = *ctx.input(0);
   const runtime::Tensor& grid = *ctx.input(1);
   VIGIL_ASSIGN_OR_RETURN(ops::GridSampleAttrs a, ops::ReadGridSampleAttrs(ctx.node(), ctx.opset()));
-  const bool modern = ctx.opset() >= 20;
-  if (modern ? x.rank() < 3 : x.rank() != 4) {
-    return ctx.Fail("input 0 (X) is {}; opset {} needs {}", x.Describe(), ctx.opset(),
-                    modern ? "rank >= 3 (N x C x D1 x ...)" : "rank 4 (N x C x H x W)");
-  }
+  VIGIL_ASSIGN_OR_RETURN(std::vector<int64_t> out_shape,
+                         ops::GridSampleOutputDims(ctx.node(), ctx.opset(), x.shape(), x.Describe(), grid.shape(),
+                                                   grid.Describe()));
   const size_t r = x.rank() - 2;
-  if (grid.rank() != x.rank() || grid.dim(0) != x.dim(0) || grid.dim(grid.rank() - 1) != static_cast<int64_t>(r)) {
-    return ctx.Fail("input 1 (grid) is {}; X {} needs [{}, D1_out, ..., {}]", grid.Describe(), x.Describe(), x.dim(0),
-                    r);
-  }
-  std::vector<int64_t> out_shape{x.dim(0), x.dim(1)};
-  out_shape.insert(out_shape.end(), grid.shape().begin() + 1, grid.shape().end() - 1);
   std::vector<AxisRange> ranges(r);
   int64_t image = 1, positions = 1;
   for (size_t d = 0; d < r; ++d) {

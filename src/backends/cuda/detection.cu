@@ -35,6 +35,7 @@
 #include "backends/cuda/data_movement_common.cuh"
 #include "backends/cuda/device_common.cuh"
 #include "backends/cuda/vision.h"
+#include "ops/detection.h"
 #include "ops/attributes.h"
 
 namespace vigil::cuda {
@@ -399,18 +400,14 @@ Status NonMaxSuppression(CudaKernelContext& ctx) {
   VIGIL_RETURN_IF_ERROR(RequireInputs(ctx, 2));
   const runtime::Tensor& boxes = *ctx.input(0);
   const runtime::Tensor& scores = *ctx.input(1);
-  if (boxes.rank() != 3 || boxes.dim(2) != 4) {
-    return ctx.Fail("input 0 (boxes) is {}, expected [num_batches, num_boxes, 4]", boxes.Describe());
+  VIGIL_RETURN_IF_ERROR(
+      ops::CheckNmsShapes(ctx.node(), boxes.shape(), boxes.Describe(), scores.shape(), scores.Describe()));
+  if (boxes.dtype() != ir::DataType::kFloat32) {
+    return ctx.Unsupported("dtype {} of input 0 (boxes)", ir::DataTypeName(boxes.dtype()));
   }
-  if (scores.rank() != 3) {
-    return ctx.Fail("input 1 (scores) is {}, expected [num_batches, num_classes, num_boxes]", scores.Describe());
+  if (scores.dtype() != ir::DataType::kFloat32) {
+    return ctx.Unsupported("dtype {} of input 1 (scores)", ir::DataTypeName(scores.dtype()));
   }
-  if (scores.dim(0) != boxes.dim(0) || scores.dim(2) != boxes.dim(1)) {
-    return ctx.Fail("input 1 (scores) is {} but boxes {} need [{}, num_classes, {}]", scores.Describe(),
-                    boxes.Describe(), boxes.dim(0), boxes.dim(1));
-  }
-  if (boxes.dtype() != ir::DataType::kFloat32) return ctx.Unsupported("dtype {} of input 0 (boxes)", ir::DataTypeName(boxes.dtype()));
-  if (scores.dtype() != ir::DataType::kFloat32) return ctx.Unsupported("dtype {} of input 1 (scores)", ir::DataTypeName(scores.dtype()));
   VIGIL_ASSIGN_OR_RETURN(int64_t center_point_box, ops::IntAttr(ctx.node(), "center_point_box", 0));
   if (center_point_box != 0 && center_point_box != 1) {
     return ctx.Fail("center_point_box is {}, expected 0 (corners) or 1 (center and size)", center_point_box);

@@ -219,16 +219,10 @@ Status GridSample(CudaKernelContext& ctx) {
   const runtime::Tensor& x = *ctx.input(0);
   const runtime::Tensor& grid = *ctx.input(1);
   VIGIL_ASSIGN_OR_RETURN(ops::GridSampleAttrs a, ops::ReadGridSampleAttrs(ctx.node(), ctx.opset()));
-  const bool modern = ctx.opset() >= 20;
-  if (modern ? x.rank() < 3 : x.rank() != 4) {
-    return ctx.Fail("input 0 (X) is {}; opset {} needs {}", x.Describe(), ctx.opset(),
-                    modern ? "rank >= 3 (N x C x D1 x ...)" : "rank 4 (N x C x H x W)");
-  }
+  VIGIL_ASSIGN_OR_RETURN(std::vector<int64_t> out_shape,
+                         ops::GridSampleOutputDims(ctx.node(), ctx.opset(), x.shape(), x.Describe(), grid.shape(),
+                                                   grid.Describe()));
   const size_t r = x.rank() - 2;
-  if (grid.rank() != x.rank() || grid.dim(0) != x.dim(0) || grid.dim(grid.rank() - 1) != static_cast<int64_t>(r)) {
-    return ctx.Fail("input 1 (grid) is {}; X {} needs [{}, D1_out, ..., {}]", grid.Describe(), x.Describe(), x.dim(0),
-                    r);
-  }
   if (r > static_cast<size_t>(kMaxAxes)) return ctx.Unsupported("{} spatial dims (at most {})", r, kMaxAxes);
   GridParams p;
   p.axes = static_cast<int>(r);
@@ -239,8 +233,6 @@ Status GridSample(CudaKernelContext& ctx) {
   p.channels = x.dim(1);
   p.image = 1;
   p.positions = 1;
-  std::vector<int64_t> out_shape{x.dim(0), x.dim(1)};
-  out_shape.insert(out_shape.end(), grid.shape().begin() + 1, grid.shape().end() - 1);
   for (size_t d = 0; d < r; ++d) {
     const int64_t size = x.dim(d + 2);
     p.size[d] = size;
