@@ -6,7 +6,10 @@
 // output dtype is chosen, which one inference function per op handles.
 #include <optional>
 
+#include <fmt/ranges.h>
+
 #include "ops/attributes.h"
+#include "ops/quant_layout.h"
 #include "ops/schema.h"
 #include "ops/shape_helpers.h"
 #include "ops/families.h"
@@ -137,8 +140,59 @@ const OpSchema kQuantizationSchemas[] = {
     {"", "DynamicQuantizeLinear", 11, kLatest, 1, 1, 3, 3, InferDynamicQuantizeLinear},
 };
 
+std::string ShapeText(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ",")); }
+
 }  // namespace
 
 std::span<const OpSchema> QuantizationSchemas() { return kQuantizationSchemas; }
+
+Result<QuantScaleLayout> ReadQuantScaleLayout(const ir::Node& node, int64_t opset, const std::vector<int64_t>& x,
+                                              std::string_view x_text, const std::vector<int64_t>& scale,
+                                              const std::vector<int64_t>* zero_point) {
+  auto count = [](const std::vector<int64_t>& s) {
+    int64_t n = 1;
+    for (int64_t d : s) n *= d;
+    return n;
+  };
+  const std::string label = NodeLabel(node);
+  if (zero_point && *zero_point != scale && !(count(*zero_point) == 1 && count(scale) == 1)) {
+    return InvalidInputError("{}: zero point shape {} differs from scale shape {}", label, ShapeText(*zero_point),
+                             ShapeText(scale));
+  }
+  VIGIL_ASSIGN_OR_RETURN(int64_t block_size, IntAttr(node, "block_size", 0));
+  if (opset < 21) block_size = 0;
+  if (block_size < 0) return InvalidInputError("{}: block_size must be >= 0, got {}", label, block_size);
+  QuantScaleLayout layout;
+  if (block_size == 0 && scale.size() <= 1 && count(scale) == 1) return layout;
+  VIGIL_ASSIGN_OR_RETURN(int64_t axis, IntAttr(node, "axis", 1));
+  VIGIL_ASSIGN_OR_RETURN(axis, NormalizeAxis(node, axis, static_cast<int64_t>(x.size())));
+  layout.axis_dim = x[axis];
+  for (size_t i = axis + 1; i < x.size(); ++i) layout.inner *= x[i];
+  if (block_size == 0) {
+    if (scale.size() != 1) {
+      return InvalidInputError("{}: scale has shape {}, expected a scalar or a 1-D tensor", label, ShapeText(scale));
+    }
+    if (opset < 13) {
+      return InvalidInputError("{}: scale must be a scalar before opset 13, got {}", label, ShapeText(scale));
+    }
+    if (scale[0] != layout.axis_dim) {
+      return InvalidInputError("{}: scale has {} values, x {} has {} along axis {}", label, scale[0], x_text,
+                               layout.axis_dim, axis);
+    }
+    layout.mode = QuantScaleLayout::Mode::kPerAxis;
+    return layout;
+  }
+  // Blocked: the scale's dim along the axis counts blocks (the last may be short).
+  std::vector<int64_t> want = x;
+  want[axis] = (x[axis] + block_size - 1) / block_size;
+  if (scale != want) {
+    return InvalidInputError("{}: blocked scale has shape {}, x {} with block_size {} along axis {} needs {}", label,
+                             ShapeText(scale), x_text, block_size, axis, ShapeText(want));
+  }
+  layout.mode = QuantScaleLayout::Mode::kBlocked;
+  layout.block_size = block_size;
+  layout.blocks = want[axis];
+  return layout;
+}
 
 }  // namespace vigil::ops

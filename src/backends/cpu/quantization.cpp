@@ -10,9 +10,9 @@
 #include <limits>
 #include <vector>
 
-#include <fmt/ranges.h>
 
 #include "backends/cpu/kernel.h"
+#include "ops/quant_layout.h"
 #include "vigil/float16.h"
 #include "backends/cpu/kernel_families.h"
 
@@ -21,69 +21,12 @@ namespace {
 
 using ir::DataType;
 
-// Which scale (and zero point) element applies to each element of x.
-struct ScaleLayout {
-  enum class Mode { kPerTensor, kPerAxis, kBlocked } mode = Mode::kPerTensor;
-  int64_t axis_dim = 1;    // x's size along the axis
-  int64_t inner = 1;       // product of x's dims after the axis
-  int64_t block_size = 0;  // kBlocked
-  int64_t blocks = 1;      // scale's size along the axis (kBlocked)
-
-  size_t IndexFor(size_t i) const {
-    if (mode == Mode::kPerTensor) return 0;
-    const int64_t n = static_cast<int64_t>(i);
-    const int64_t a = (n / inner) % axis_dim;
-    if (mode == Mode::kPerAxis) return static_cast<size_t>(a);
-    const int64_t outer = n / (inner * axis_dim);
-    return static_cast<size_t>((outer * blocks + a / block_size) * inner + n % inner);
-  }
-};
-
-std::string ShapeText(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ",")); }
-
-// Validates the scale (input 1) and zero point (input 2) against x and picks
-// the layout: per-tensor (one value), per-axis (1-D, opset >= 13) or blocked
-// (same rank as x, opset >= 21 with block_size > 0).
-Result<ScaleLayout> ReadScaleLayout(const KernelContext& ctx) {
-  const runtime::Tensor& x = *ctx.input(0);
-  const runtime::Tensor& scale = *ctx.input(1);
+// The scale layout, checked against x (ops/quant_layout.h, shared with the
+// CUDA kernels).
+Result<ops::QuantScaleLayout> ReadScaleLayout(const KernelContext& ctx) {
   const runtime::Tensor* zp = ctx.input(2);
-  if (zp && zp->shape() != scale.shape() && !(zp->element_count() == 1 && scale.element_count() == 1)) {
-    return ctx.Fail("zero point shape {} differs from scale shape {}", ShapeText(zp->shape()),
-                    ShapeText(scale.shape()));
-  }
-  VIGIL_ASSIGN_OR_RETURN(int64_t block_size, ops::IntAttr(ctx.node(), "block_size", 0));
-  if (ctx.opset() < 21) block_size = 0;
-  if (block_size < 0) return ctx.Fail("block_size must be >= 0, got {}", block_size);
-  ScaleLayout layout;
-  if (block_size == 0 && scale.rank() <= 1 && scale.element_count() == 1) return layout;
-  VIGIL_ASSIGN_OR_RETURN(int64_t axis, ops::IntAttr(ctx.node(), "axis", 1));
-  VIGIL_ASSIGN_OR_RETURN(axis, ops::NormalizeAxis(ctx.node(), axis, static_cast<int64_t>(x.rank())));
-  layout.axis_dim = x.dim(axis);
-  for (size_t i = axis + 1; i < x.rank(); ++i) layout.inner *= x.dim(i);
-  if (block_size == 0) {
-    if (scale.rank() != 1) {
-      return ctx.Fail("scale has shape {}, expected a scalar or a 1-D tensor", ShapeText(scale.shape()));
-    }
-    if (ctx.opset() < 13) return ctx.Fail("scale must be a scalar before opset 13, got {}", ShapeText(scale.shape()));
-    if (scale.dim(0) != layout.axis_dim) {
-      return ctx.Fail("scale has {} values, x {} has {} along axis {}", scale.dim(0), x.Describe(), layout.axis_dim,
-                      axis);
-    }
-    layout.mode = ScaleLayout::Mode::kPerAxis;
-    return layout;
-  }
-  // Blocked: scale's dim along the axis counts blocks (the last may be short).
-  std::vector<int64_t> want = x.shape();
-  want[axis] = (x.dim(axis) + block_size - 1) / block_size;
-  if (scale.shape() != want) {
-    return ctx.Fail("blocked scale has shape {}, x {} with block_size {} along axis {} needs {}",
-                    ShapeText(scale.shape()), x.Describe(), block_size, axis, ShapeText(want));
-  }
-  layout.mode = ScaleLayout::Mode::kBlocked;
-  layout.block_size = block_size;
-  layout.blocks = want[axis];
-  return layout;
+  return ops::ReadQuantScaleLayout(ctx.node(), ctx.opset(), ctx.input(0)->shape(), ctx.input(0)->Describe(),
+                                   ctx.input(1)->shape(), zp ? &zp->shape() : nullptr);
 }
 
 // A float-typed element as double (float16/bfloat16 widened exactly).
@@ -194,13 +137,13 @@ Status QuantizeLinear(KernelContext& ctx) {
   if (!IsScaleType(x.dtype()) && x.dtype() != DataType::kInt32) return ctx.UnsupportedDtype(0);
   if (!IsScaleType(scale.dtype())) return ctx.UnsupportedDtype(1);
   VIGIL_ASSIGN_OR_RETURN(DataType out_type, QuantizeOutputType(ctx));
-  VIGIL_ASSIGN_OR_RETURN(ScaleLayout layout, ReadScaleLayout(ctx));
+  VIGIL_ASSIGN_OR_RETURN(ops::QuantScaleLayout layout, ReadScaleLayout(ctx));
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, out_type, x.shape()));
   const runtime::Tensor* zp = ctx.input(2);
   const IntRange range = *QuantRange(out_type);
   const size_t n = x.element_count();
   for (size_t i = 0; i < n; ++i) {
-    const size_t k = layout.IndexFor(i);
+    const size_t k = static_cast<size_t>(ops::QuantScaleIndex(layout, static_cast<int64_t>(i)));
     const double xv = x.dtype() == DataType::kInt32 ? x.data<int32_t>()[i] : FloatAt(x, i);
     const double q = Quotient(x.dtype(), scale.dtype(), xv, FloatAt(scale, k));
     StoreInt(*y, i, Saturate(q, zp ? IntAt(*zp, k) : 0, range));
@@ -231,11 +174,11 @@ Status DequantizeLinear(KernelContext& ctx) {
     return ctx.Fail("zero point has dtype {}, x has {}", ir::DataTypeName(zp->dtype()), ir::DataTypeName(x.dtype()));
   }
   VIGIL_ASSIGN_OR_RETURN(DataType out_type, DequantizeOutputType(ctx));
-  VIGIL_ASSIGN_OR_RETURN(ScaleLayout layout, ReadScaleLayout(ctx));
+  VIGIL_ASSIGN_OR_RETURN(ops::QuantScaleLayout layout, ReadScaleLayout(ctx));
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, out_type, x.shape()));
   const size_t n = x.element_count();
   for (size_t i = 0; i < n; ++i) {
-    const size_t k = layout.IndexFor(i);
+    const size_t k = static_cast<size_t>(ops::QuantScaleIndex(layout, static_cast<int64_t>(i)));
     // float32 arithmetic, as the reference: (float(x) - zp) * scale.
     const float centered = static_cast<float>(IntAt(x, i)) - static_cast<float>(zp ? IntAt(*zp, k) : 0);
     StoreFloat(*y, i, centered * static_cast<float>(FloatAt(scale, k)));

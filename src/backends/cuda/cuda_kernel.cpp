@@ -4,6 +4,7 @@
 #include "backends/cuda/gelu.h"
 #include "backends/cuda/onnx_attention.h"
 #include "backends/cuda/pool_nhwc.h"
+#include "backends/cuda/quantize_linear.h"
 #include "backends/cuda/softmax.h"
 #include "backends/cuda/vision.h"
 
@@ -116,13 +117,13 @@ Status CudaKernelContext::SetOutput(size_t i, runtime::Tensor tensor) {
 namespace {
 
 using Family = std::span<const CudaKernelDef> (*)();
-constexpr std::array<Family, 21> kFamilies = {
+constexpr std::array<Family, 22> kFamilies = {
       ElementwiseCudaKernels,   DataMovementCudaKernels, DataMovementSpatialCudaKernels, ResizeCudaKernels,
       ReductionCudaKernels,     NormalizationCudaKernels, PoolCudaKernels,               ConvCudaKernels,
       MatMulCudaKernels,        ViewCudaKernels,          RecurrentCudaKernels,          ShapeSourceCudaKernels,
       FusedCudaKernels,         FaultInjectionCudaKernels, SoftmaxCudaKernels,            AttentionCudaKernels,
       PoolNhwcCudaKernels,      OnnxAttentionCudaKernels, RotaryEmbeddingCudaKernels, VisionCudaKernels,
-      DetectionCudaKernels};
+      DetectionCudaKernels,     QuantizeLinearCudaKernels};
 
 }  // namespace
 
