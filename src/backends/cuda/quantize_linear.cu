@@ -1,4 +1,5 @@
-// CUDA kernels of QuantizeLinear and DequantizeLinear (opsets 10 to latest):
+// CUDA kernels of QuantizeLinear and DequantizeLinear (opsets 10 to latest)
+// and DynamicQuantizeLinear (11):
 // per-tensor, per-axis and blocked scales (ops/quant_layout.h, the layout
 // the CPU kernels use), float32/float16/bfloat16 data and scales, and the
 // 8- and 16-bit integer types (int32 too as a DequantizeLinear input). The
@@ -13,7 +14,14 @@
 //                     the zero point.
 //   DequantizeLinear: (float(x) - float(zero point)) * scale in float32,
 //                     rounded once to the output type.
-// One thread per element; the scale and zero point are read on the device.
+//   DynamicQuantizeLinear: the range [min(0, min x), max(0, max x)] found by
+//                     one block, then the scale, zero point and every
+//                     element in float32 as the CPU kernel computes them.
+// One thread per element; the scale and zero point are read on the device,
+// so nothing waits for the host and a run can be recorded as a CUDA graph.
+// Where the CPU fails DynamicQuantizeLinear (x holds NaN: no range exists),
+// the GPU cannot report an error without synchronising; it writes a NaN
+// scale and zero point 0, so that everything dequantized from it is NaN.
 #pragma nv_diag_suppress 20208
 
 #include <cmath>
@@ -57,6 +65,56 @@ __global__ void DequantizeKernel(const Q* x, const S* scale, const Q* zero_point
   const float zp = zero_point ? static_cast<float>(zero_point[k]) : 0.0f;
   const float centered = __fsub_rn(static_cast<float>(x[i]), zp);
   y[i] = FromFloat<Y>(__fmul_rn(centered, ToFloat(scale[k])));
+}
+
+constexpr int kRangeThreads = 1024;
+
+// One block: lo = min(0, min x), hi = max(0, max x), compared as the CPU's
+// std::min/std::max do; then the scale and zero point, in float32 as the
+// CPU computes them.
+__global__ void DynamicRangeKernel(const float* x, int64_t n, float* scale_out, uint8_t* zp_out) {
+  __shared__ float lo_s[kRangeThreads], hi_s[kRangeThreads];
+  __shared__ int nan_s[kRangeThreads];
+  float lo = 0.0f, hi = 0.0f;
+  int nan = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const float v = x[i];
+    if (isnan(v)) nan = 1;
+    lo = v < lo ? v : lo;
+    hi = hi < v ? v : hi;
+  }
+  lo_s[threadIdx.x] = lo;
+  hi_s[threadIdx.x] = hi;
+  nan_s[threadIdx.x] = nan;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      const int o = threadIdx.x + half;
+      lo_s[threadIdx.x] = lo_s[o] < lo_s[threadIdx.x] ? lo_s[o] : lo_s[threadIdx.x];
+      hi_s[threadIdx.x] = hi_s[threadIdx.x] < hi_s[o] ? hi_s[o] : hi_s[threadIdx.x];
+      nan_s[threadIdx.x] |= nan_s[o];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x != 0) return;
+  lo = lo_s[0];
+  hi = hi_s[0];
+  if (nan_s[0]) {
+    *scale_out = NAN;
+    *zp_out = 0;
+    return;
+  }
+  const float scale = __fdiv_rn(hi == lo ? 1.0f : __fsub_rn(hi, lo), 255.0f);
+  const float zp_real = fminf(fmaxf(__fsub_rn(0.0f, __fdiv_rn(lo, scale)), 0.0f), 255.0f);
+  *scale_out = scale;
+  *zp_out = static_cast<uint8_t>(rintf(zp_real));
+}
+
+__global__ void DynamicQuantizeKernel(const float* x, int64_t n, const float* scale, const uint8_t* zp, uint8_t* y) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float q = __fadd_rn(rintf(__fdiv_rn(x[i], *scale)), static_cast<float>(*zp));
+  y[i] = static_cast<uint8_t>(fminf(fmaxf(q, 0.0f), 255.0f));
 }
 
 // Calls f(T{}) with T the element type of a quantized integer dtype (int32
@@ -202,9 +260,53 @@ Status DequantizeLinear(CudaKernelContext& ctx) {
   return Status::Ok();
 }
 
+bool DynamicQuantizeSupports(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
+  if (node.inputs.empty() || node.inputs[0].empty()) return Refuse(why_not, "input x is required");
+  const DataType x = InputDtype(types, 0);
+  if (x != DataType::kFloat32) return Refuse(why_not, "dtype " + Named(x) + " of input 0 (x); float32 runs here");
+  return true;
+}
+
+Status DynamicQuantizeLinear(CudaKernelContext& ctx) {
+  if (!ctx.has_input(0)) return ctx.Fail("input x is required");
+  const runtime::Tensor& x = *ctx.input(0);
+  if (x.dtype() != DataType::kFloat32) return ctx.Unsupported("dtype {} of input 0", ir::DataTypeName(x.dtype()));
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, DataType::kUint8, x.shape()));
+  // The scale and zero point go to the outputs when they are wanted, else to
+  // the stream's workspace (the quantizing kernel reads them there).
+  float* scale = nullptr;
+  uint8_t* zp = nullptr;
+  void* scratch = nullptr;
+  if (!ctx.output_wanted(1) || !ctx.output_wanted(2)) {
+    VIGIL_ASSIGN_OR_RETURN(scratch, ctx.stream_context().Workspace(2 * sizeof(float)));
+  }
+  if (ctx.output_wanted(1)) {
+    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * s, ctx.Output(1, DataType::kFloat32, {}));
+    scale = static_cast<float*>(s->raw_data());
+  } else {
+    scale = static_cast<float*>(scratch);
+  }
+  if (ctx.output_wanted(2)) {
+    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * z, ctx.Output(2, DataType::kUint8, {}));
+    zp = static_cast<uint8_t*>(z->raw_data());
+  } else {
+    zp = reinterpret_cast<uint8_t*>(static_cast<float*>(scratch) + 1);
+  }
+  const int64_t n = static_cast<int64_t>(x.element_count());
+  const float* xp = static_cast<const float*>(x.raw_data());
+  DynamicRangeKernel<<<1, kRangeThreads, 0, ctx.stream()>>>(xp, n, scale, zp);
+  VIGIL_CHECK_LAUNCH("DynamicQuantizeLinear (range)");
+  if (n == 0) return Status::Ok();
+  DynamicQuantizeKernel<<<BlocksFor(n, kThreads), kThreads, 0, ctx.stream()>>>(xp, n, scale, zp,
+                                                                               static_cast<uint8_t*>(y->raw_data()));
+  VIGIL_CHECK_LAUNCH("DynamicQuantizeLinear");
+  return Status::Ok();
+}
+
 const CudaKernelDef kQuantizeLinearKernels[] = {
     {"", "QuantizeLinear", 10, kLatest, QuantizeLinear, QuantizeSupports},
     {"", "DequantizeLinear", 10, kLatest, DequantizeLinear, DequantizeSupports},
+    {"", "DynamicQuantizeLinear", 11, kLatest, DynamicQuantizeLinear, DynamicQuantizeSupports},
 };
 
 }  // namespace

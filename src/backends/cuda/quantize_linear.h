@@ -1,4 +1,5 @@
-// CUDA kernels of QuantizeLinear and DequantizeLinear (quantize_linear.cu).
+// CUDA kernels of QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear
+// (quantize_linear.cu).
 // Kept apart from cuda_kernel.h so that adding them rebuilds only
 // cuda_kernel.cpp.
 #pragma once

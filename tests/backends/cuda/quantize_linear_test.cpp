@@ -7,7 +7,9 @@
 // DequantizeLinear); per-tensor, per-axis (axis 1 and -1) and blocked scales
 // with a short last block, on odd sizes (13, 127); with and without a zero
 // point; quotients exactly on a half (round half to even), NaN, infinities
-// and values far past the integer range (saturation). Also: the dtypes the
+// and values far past the integer range (saturation). DynamicQuantizeLinear
+// on sizes from 0 to 20,000 elements, ranges of both signs, all-zero input,
+// and NaN (the GPU's NaN scale where the CPU fails). Also: the dtypes the
 // kernels leave to the CPU are refused at load with the reason.
 #include <cmath>
 #include <cstdint>
@@ -175,11 +177,44 @@ TEST(CudaQuantizeLinear, RoundTripInOneSession) {
   }
 }
 
+TEST(CudaDynamicQuantizeLinear, MatchesCpuBitForBit) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  struct Range {
+    std::vector<int64_t> shape;
+    float lo, hi;
+  };
+  const Range ranges[] = {{{13}, -3, 5},       {{3, 127}, -1, 1},   {{2, 5, 127}, 0.5f, 9},
+                          {{127}, -7, -0.25f}, {{20000}, -60, 20},  {{1}, 2, 2},
+                          {{0}, -1, 1},        {{7, 13}, 0, 0}};
+  uint32_t seed = 900;
+  for (const Range& r : ranges) {
+    SCOPED_TRACE("values in [" + std::to_string(r.lo) + ", " + std::to_string(r.hi) + "), " +
+                 std::to_string(r.shape.size()) + "-D");
+    NodeCase c = testing::MakeCase(
+        "DynamicQuantizeLinear", {testing::RandomTensor(DataType::kFloat32, r.shape, ++seed, r.lo, r.hi)}, {}, 11);
+    c.outputs = 3;
+    ExpectCudaMatchesCpu(c, 0);
+  }
+}
+
+TEST(CudaDynamicQuantizeLinear, NanGivesANanScale) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  Tensor x = testing::RandomTensor(DataType::kFloat32, {127}, 3, -1, 1);
+  x.data<float>()[100] = NAN;
+  NodeCase c = testing::MakeCase("DynamicQuantizeLinear", {x}, {}, 11);
+  c.outputs = 3;
+  auto got = testing::RunOn(c, {testing::CudaBackendForTests(), cpu::MakeCpuBackend()}, /*no_fallback=*/true);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_TRUE(std::isnan(got[1].tensor.data<float>()[0]));
+  EXPECT_EQ(got[2].tensor.data<uint8_t>()[0], 0);
+}
+
 TEST(CudaQuantizeLinear, RefusesWhatStaysOnTheCpu) {
   VIGIL_SKIP_WITHOUT_CUDA();
   auto backend = testing::CudaBackendForTests();
   const ir::Node q = ct::MakeNode("QuantizeLinear", {"x", "s", "z"}, {"y"});
   const ir::Node dq = ct::MakeNode("DequantizeLinear", {"x", "s", "z"}, {"y"});
+  const ir::Node dyn = ct::MakeNode("DynamicQuantizeLinear", {"x"}, {"y", "s", "z"});
   auto type = [](DataType t) { return ops::TensorType(t, std::vector<int64_t>{13}); };
   const ir::TypeInfo f64 = type(DataType::kFloat64), f32 = type(DataType::kFloat32), u8 = type(DataType::kUint8),
                      i32 = type(DataType::kInt32), f8 = type(DataType::kFloat8E4M3FN), f16 = type(DataType::kFloat16);
@@ -194,6 +229,7 @@ TEST(CudaQuantizeLinear, RefusesWhatStaysOnTheCpu) {
       {&q, {&f32, &f32, &f8}, {&f8}, "float8_e4m3fn"},
       {&dq, {&f8, &f32, &f8}, {&f32}, "float8_e4m3fn"},
       {&dq, {&u8, &f64, &u8}, {&f64}, "float64"},
+      {&dyn, {&f16}, {&u8}, "float16"},
   };
   for (const Refusal& r : refusals) {
     runtime::NodeTypes types;
