@@ -110,23 +110,6 @@ Result<CudnnDescriptor> Vec32Tensor(int64_t uid, const std::vector<int64_t>& dim
   return t;
 }
 
-Result<CudnnDescriptor> Pointwise(cudnnPointwiseMode_t mode, const CudnnDescriptor& x, const CudnnDescriptor* b,
-                                  const CudnnDescriptor& y, std::vector<CudnnDescriptor>& keep) {
-  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor pw, CudnnDescriptor::Create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR));
-  cudnnDataType_t precision = CUDNN_DATA_FLOAT;
-  VIGIL_RETURN_IF_ERROR(pw.Set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode));
-  VIGIL_RETURN_IF_ERROR(pw.Set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision));
-  VIGIL_RETURN_IF_ERROR(pw.Finalize());
-  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor op, CudnnDescriptor::Create(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR));
-  VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw));
-  VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x));
-  if (b) VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b));
-  VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y));
-  VIGIL_RETURN_IF_ERROR(op.Finalize());
-  keep.push_back(std::move(pw));
-  return op;
-}
-
 // conv -> [* scale] -> + bias -> relu -> y. int8: x, w, y int8, int32
 // accumulation, float scale and bias; otherwise float16 data, float
 // accumulation, float16 bias.
@@ -176,7 +159,7 @@ Result<CudnnPlan> BuildPlan(cudnnHandle_t handle, const Geometry& g, int variant
     if (operand_uid) {
       VIGIL_ASSIGN_OR_RETURN(operand, Tensor(operand_uid, operand_type, per_channel, false));
     }
-    VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor pw, Pointwise(m, in, operand_uid ? &operand : nullptr, out, keep));
+    VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor pw, MakePointwiseOp(m, in, operand_uid ? &operand : nullptr, out, keep));
     ops.push_back(std::move(pw));
     if (operand_uid) keep.push_back(std::move(operand));
     keep.push_back(std::move(in));

@@ -94,31 +94,6 @@ std::string Key(const char* op, const ConvShape& s, ir::DataType t) {
                      j(s.w), j(s.y), j(s.pre), j(s.post), j(s.strides), j(s.dilations));
 }
 
-// `upper_clip` (RELU_FWD only, when > 0): min(relu(x), upper_clip).
-Result<CudnnDescriptor> PointwiseOp(cudnnPointwiseMode_t mode, const CudnnDescriptor& x, const CudnnDescriptor* b,
-                                    const CudnnDescriptor& y, std::vector<CudnnDescriptor>& keep,
-                                    float upper_clip = 0) {
-  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor pw, CudnnDescriptor::Create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR));
-  cudnnDataType_t precision = CUDNN_DATA_FLOAT;
-  VIGIL_RETURN_IF_ERROR(pw.Set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode));
-  VIGIL_RETURN_IF_ERROR(pw.Set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision));
-  if (upper_clip > 0) {
-    // The clip values take the math precision's type (float here).
-    float lower = 0;
-    VIGIL_RETURN_IF_ERROR(pw.Set(CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_FLOAT, 1, &lower));
-    VIGIL_RETURN_IF_ERROR(pw.Set(CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_FLOAT, 1, &upper_clip));
-  }
-  VIGIL_RETURN_IF_ERROR(pw.Finalize());
-  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor op, CudnnDescriptor::Create(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR));
-  VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw));
-  VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x));
-  if (b) VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b));
-  VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y));
-  VIGIL_RETURN_IF_ERROR(op.Finalize());
-  keep.push_back(std::move(pw));
-  return op;
-}
-
 // Appends the epilogue's pointwise ops, which read the convolution's virtual
 // float32 output `conv_out` and write `y`, each step into a virtual float32
 // tensor but the last; the bias is tensor kB [1, M, 1, 1], Z tensor kZ (Y's
@@ -156,7 +131,7 @@ Status AddEpilogue(const Epilogue& e, const ConvShape& s, cudnnDataType_t type, 
       VIGIL_ASSIGN_OR_RETURN(operand, strided(steps[i].operand_uid, type, steps[i].operand_uid == kB ? bias_dims : s.y,
                                               false));
     }
-    VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor op, PointwiseOp(steps[i].mode, in, steps[i].operand_uid ? &operand : nullptr,
+    VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor op, MakePointwiseOp(steps[i].mode, in, steps[i].operand_uid ? &operand : nullptr,
                                                            out, keep, steps[i].upper_clip));
     ops.push_back(std::move(op));
     if (steps[i].operand_uid != 0) keep.push_back(std::move(operand));

@@ -98,6 +98,30 @@ Result<CudnnDescriptor> MakeCudnnTensor(int64_t uid, cudnnDataType_t type, const
   return t;
 }
 
+Result<CudnnDescriptor> MakePointwiseOp(cudnnPointwiseMode_t mode, const CudnnDescriptor& x, const CudnnDescriptor* b,
+                                        const CudnnDescriptor& y, std::vector<CudnnDescriptor>& keep,
+                                        float upper_clip) {
+  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor pw, CudnnDescriptor::Create(CUDNN_BACKEND_POINTWISE_DESCRIPTOR));
+  cudnnDataType_t precision = CUDNN_DATA_FLOAT;
+  VIGIL_RETURN_IF_ERROR(pw.Set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode));
+  VIGIL_RETURN_IF_ERROR(pw.Set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision));
+  if (upper_clip > 0) {
+    // The clip values take the math precision's type (float here).
+    float lower = 0;
+    VIGIL_RETURN_IF_ERROR(pw.Set(CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_FLOAT, 1, &lower));
+    VIGIL_RETURN_IF_ERROR(pw.Set(CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_FLOAT, 1, &upper_clip));
+  }
+  VIGIL_RETURN_IF_ERROR(pw.Finalize());
+  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor op, CudnnDescriptor::Create(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR));
+  VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw));
+  VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x));
+  if (b) VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b));
+  VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y));
+  VIGIL_RETURN_IF_ERROR(op.Finalize());
+  keep.push_back(std::move(pw));
+  return op;
+}
+
 namespace {
 
 // The one deprecated cuDNN name we use. cuDNN 9.19 deprecates the HANDLE

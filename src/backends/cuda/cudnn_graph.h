@@ -56,6 +56,13 @@ Result<CudnnDescriptor> MakeCudnnTensor(int64_t uid, cudnnDataType_t type, const
 // Strides of logical NCHW (or OIHW) `dims` stored channels-last (NHWC/OHWI).
 std::vector<int64_t> ChannelsLastStrides(const std::vector<int64_t>& dims);
 
+// A pointwise operation (float32 math) y = mode(x[, b]), its pointwise
+// descriptor kept alive in `keep`. `upper_clip` (RELU_FWD only, when > 0):
+// min(relu(x), upper_clip).
+Result<CudnnDescriptor> MakePointwiseOp(cudnnPointwiseMode_t mode, const CudnnDescriptor& x, const CudnnDescriptor* b,
+                                        const CudnnDescriptor& y, std::vector<CudnnDescriptor>& keep,
+                                        float upper_clip = 0);
+
 struct PlanFilter {
   bool allow_tf32 = false;     // float32 graphs only
   bool deterministic = false;
