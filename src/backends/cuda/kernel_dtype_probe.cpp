@@ -50,8 +50,10 @@ struct Probe {
   }
 
   // Whether the support function takes a node of `inputs` inputs with main
-  // dtype `d`, for some dtypes of the other variables, at `rank`.
-  bool Takes(size_t inputs, DataType d, std::optional<size_t> rank, bool to_attribute) const {
+  // dtype `d`, for some dtypes of the other variables, at `rank`; output 0
+  // of dtype `output`, or unknown.
+  bool Takes(size_t inputs, DataType d, std::optional<size_t> rank, bool to_attribute,
+             std::optional<DataType> output) const {
     ir::Node node;
     node.op_type = def.op;
     node.domain = def.domain;
@@ -94,6 +96,11 @@ struct Probe {
         node_types.inputs.push_back(&types[i]);
       }
       node_types.outputs.assign(node.outputs.size(), nullptr);
+      ir::TypeInfo output_type;
+      if (output) {
+        output_type = TensorOf(*output, rank);
+        node_types.outputs[0] = &output_type;
+      }
       if (def.supports(node, node_types, nullptr)) return true;
       // The next combination: like an odometer over the candidate lists.
       size_t k = 0;
@@ -137,19 +144,37 @@ ProbedDtypes ProbeKernelDtypes(const CudaKernelDef& def) {
   if (declared != required) input_counts.push_back(declared);
 
   const std::optional<size_t> ranks[] = {std::nullopt, 4, 2, 1};
-  for (DataType d : DtypesOf(cpu::kAnyDtype, std::nullopt)) {
-    bool taken = false;
-    for (bool to_attribute : {false, true}) {
-      for (size_t inputs : input_counts) {
-        for (const std::optional<size_t>& rank : ranks) {
-          taken = probe.Takes(inputs, d, rank, to_attribute);
+  // `outputs`: the dtypes output 0 is tried at (nullopt: unknown).
+  auto probe_all = [&](auto&& outputs_for) {
+    uint64_t taken_mask = 0;
+    for (DataType d : DtypesOf(cpu::kAnyDtype, std::nullopt)) {
+      bool taken = false;
+      for (std::optional<DataType> output : outputs_for(d)) {
+        for (bool to_attribute : {false, true}) {
+          for (size_t inputs : input_counts) {
+            for (const std::optional<size_t>& rank : ranks) {
+              taken = probe.Takes(inputs, d, rank, to_attribute, output);
+              if (taken) break;
+            }
+            if (taken) break;
+          }
           if (taken) break;
         }
         if (taken) break;
       }
-      if (taken) break;
+      if (taken) taken_mask |= uint64_t{1} << static_cast<int>(d);
     }
-    if (taken) out.dtypes |= uint64_t{1} << static_cast<int>(d);
+    return taken_mask;
+  };
+  out.dtypes = probe_all([](DataType) { return std::vector<std::optional<DataType>>{std::nullopt}; });
+  if (out.dtypes == 0) {
+    // Support functions that also check the output's dtype (QuantizeLinear's
+    // integer output): output 0 at the main dtype, then at each other.
+    out.dtypes = probe_all([](DataType d) {
+      std::vector<std::optional<DataType>> outputs;
+      for (DataType e : DtypesOf(cpu::kAnyDtype, d)) outputs.push_back(e);
+      return outputs;
+    });
   }
   out.decided = out.dtypes != 0;
   return out;

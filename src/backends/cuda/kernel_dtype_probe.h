@@ -25,7 +25,9 @@ struct ProbedDtypes {
 // each candidate dtype of the main input is tried with: the required inputs
 // or every input the CPU declaration binds; the other inputs at each dtype
 // their CPU type variable takes (the main dtype first); ranks unknown, 4, 2
-// and 1; no attributes, then `to` set to the candidate (Cast).
+// and 1; no attributes, then `to` set to the candidate (Cast); the outputs'
+// dtypes unknown, and only where that finds none, output 0 at each dtype
+// (support functions that check it: QuantizeLinear's integer output).
 ProbedDtypes ProbeKernelDtypes(const CudaKernelDef& def);
 
 }  // namespace vigil::cuda

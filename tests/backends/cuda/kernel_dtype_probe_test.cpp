@@ -1,8 +1,8 @@
 // The CUDA kernel dtype probe (src/backends/cuda/kernel_dtype_probe.h) on
 // support functions written here, whose answers are known: it finds the
 // dtypes they take, tries the other inputs at their CPU-declared dtypes,
-// sets `to`, and says "undecided" where no synthesized node is taken. Host
-// code only: runs without a GPU.
+// sets `to`, tries output dtypes, and says "undecided" where no synthesized
+// node is taken. Host code only: runs without a GPU.
 #include "backends/cuda/kernel_dtype_probe.h"
 
 #include <gtest/gtest.h>
@@ -58,6 +58,12 @@ bool TwoRankTwoFloats(const ir::Node& node, const runtime::NodeTypes& t, std::st
   return true;
 }
 
+// float data quantized to an int8 or uint8 output, which must be known.
+bool FloatToInt8Output(const ir::Node&, const runtime::NodeTypes& t, std::string*) {
+  const DataType y = t.outputs.empty() || !t.outputs[0] ? DataType::kUndefined : t.outputs[0]->elem_type;
+  return Dtype(t, 0) == DataType::kFloat16 && (y == DataType::kInt8 || y == DataType::kUint8);
+}
+
 TEST(KernelDtypeProbe, NoSupportFunctionTakesAnyDtype) {
   const CudaKernelDef def{"", "Shape", 1, kLatest, NoKernel, nullptr};
   ProbedDtypes p = ProbeKernelDtypes(def);
@@ -85,6 +91,13 @@ TEST(KernelDtypeProbe, TriesVariadicInputsAndRanks) {
   ProbedDtypes p = ProbeKernelDtypes(def);
   EXPECT_TRUE(p.decided);
   EXPECT_EQ(p.dtypes, Bits({DataType::kFloat32}));
+}
+
+TEST(KernelDtypeProbe, TriesOutputDtypesWhereUnknownOnesFindNothing) {
+  const CudaKernelDef def{"", "QuantizeLinear", 21, kLatest, NoKernel, FloatToInt8Output};
+  ProbedDtypes p = ProbeKernelDtypes(def);
+  EXPECT_TRUE(p.decided);
+  EXPECT_EQ(p.dtypes, Bits({DataType::kFloat16}));
 }
 
 TEST(KernelDtypeProbe, UndecidedWhereNoSynthesizedNodeIsTaken) {
