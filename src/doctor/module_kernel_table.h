@@ -6,6 +6,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 
 extern "C" {
 struct VigilKernelInfo {
@@ -17,6 +18,14 @@ struct VigilKernelInfo {
   // kernels its attributes and ranks), whether it takes it (SupportsTyped);
   // 0: it takes any types.
   int checks_types;
+  // Version 2: the dtypes of the kernel's main input (its first type
+  // variable) that it takes, bit d for ONNX's TensorProto dtype d. For a
+  // kernel that checks types, found by calling its support function on
+  // synthesized nodes (src/backends/cuda/kernel_dtype_probe.h), not kept by
+  // hand. dtypes_decided is 0 where the probe found no node the support
+  // function takes: it decides per node, from attributes or shapes.
+  int dtypes_decided;
+  uint64_t dtypes;
 };
 
 struct VigilKernelTable {
@@ -30,7 +39,9 @@ typedef const struct VigilKernelTable* (*VigilKernelTableFn)(void);
 namespace vigil::doctor {
 
 // 1: domain, op, opset range, checks_types.
-inline constexpr int kKernelTableVersion = 1;
+// 2: and dtypes_decided, dtypes (VigilKernelInfo grew: a reader of version 1
+//    must not read a version 2 table).
+inline constexpr int kKernelTableVersion = 2;
 inline constexpr const char* kKernelTableSymbol = "vigil_backend_kernel_table";
 
 }  // namespace vigil::doctor

@@ -331,9 +331,12 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
       state->placement.push_back({i, node.Describe(i), std::string(state->control_flow->name()), {}});
       continue;
     }
+    std::vector<std::string> refusals;  // "cpu: dtype int8 of input 0 is not among ...", per backend
     for (size_t b = 0; b < state->options.backends.size(); ++b) {
       std::string why_not;
       if (!state->options.backends[b]->SupportsTyped(node, opset, types, &why_not)) {
+        refusals.push_back(fmt::format("{}: {}", state->options.backends[b]->name(),
+                                       why_not.empty() ? "not supported" : why_not));
         if (b == 0 && state->options.no_fallback) {
           return UnsupportedError("{} (op {}, opset {}) cannot run on the {} backend, and fallback is off",
                                   ops::NodeLabel(node), node.op_type, opset, state->options.backends[0]->name())
@@ -347,13 +350,17 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
       break;
     }
     if (!state->node_backend[i]) {
-      return UnsupportedError("{} (op {}, opset {}): no backend can run it", ops::NodeLabel(node), node.op_type,
-                              opset)
-          .WithFact("backends", [&] {
-            std::string s;
-            for (const auto& b : state->options.backends) s += fmt::format("{}{}", s.empty() ? "" : ", ", b->name());
-            return s;
-          }());
+      // The last backend (the CPU, the fallback) says why in the summary;
+      // every backend's reason is a fact.
+      Status error = UnsupportedError("{} (op {}, opset {}): no backend can run it ({})", ops::NodeLabel(node),
+                                      node.op_type, opset, refusals.empty() ? "no backend" : refusals.back());
+      error.WithFact("backends", [&] {
+        std::string s;
+        for (const auto& b : state->options.backends) s += fmt::format("{}{}", s.empty() ? "" : ", ", b->name());
+        return s;
+      }());
+      for (const std::string& r : refusals) error.WithFact("refused by", r);
+      return error;
     }
     auto reason = state->fallback_reasons.find(i);
     state->placement.push_back({i, node.Describe(i), std::string(state->node_backend[i]->name()),

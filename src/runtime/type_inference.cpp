@@ -177,7 +177,16 @@ class GraphInference {
   Status Fold(size_t index, const ir::Node& node, int64_t opset, const std::vector<const Tensor*>& inputs) {
     // Fault-injection ops must fail where they are placed, not at load.
     if (node.domain == ops::kTestOpDomain) return Status::Ok();
-    if (!folding_.evaluator || !folding_.evaluator->Supports(node, opset)) return Status::Ok();
+    if (!folding_.evaluator) return Status::Ok();
+    // Not where the evaluator refuses the node's dtypes (the CPU backend's
+    // declared kernel dtypes): the node stays, and the partition names why.
+    std::vector<ir::TypeInfo> input_types(inputs.size());
+    NodeTypes types;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i]) input_types[i] = TypeOf(*inputs[i]);
+      types.inputs.push_back(inputs[i] ? &input_types[i] : nullptr);
+    }
+    if (!folding_.evaluator->SupportsTyped(node, opset, types, nullptr)) return Status::Ok();
     if (folding_.max_output_elements) {
       uint64_t total = 0;
       for (const std::string& name : node.outputs) {

@@ -297,3 +297,71 @@ TEST(Session, PartitionFallsBackOrRefuses) {
 
 }  // namespace
 }  // namespace vigil::runtime
+
+namespace vigil::runtime {
+namespace {
+
+// ReduceLogSum over x of `dtype` (opset 18: no axes input, all dims).
+ir::Model LogSumModel(DataType dtype) {
+  ir::Model m;
+  m.ir_version = 8;
+  m.opset_imports = {{"", 18}};
+  m.graph.name = "logsum";
+  m.graph.inputs = {TensorValue("x", dtype, {2, 3})};
+  m.graph.outputs = {TensorValue("y", dtype, {1, 1})};
+  m.graph.nodes = {MakeNode("ReduceLogSum", {"x"}, {"y"}, "logsum")};
+  return m;
+}
+
+// ONNX's ReduceLogSum takes int32; the CPU kernel takes only floats. The
+// CPU (the last backend) refuses the node when the model loads, and the
+// error says why, instead of a failure when the node first runs.
+TEST(Session, CpuRefusesADtypeItsKernelDoesNotTakeAtLoad) {
+  auto ok = Session::Create(LogSumModel(DataType::kFloat32), CpuOnly());
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+
+  auto refused = Session::Create(LogSumModel(DataType::kInt32), CpuOnly());
+  ASSERT_FALSE(refused.ok());
+  const Status& st = refused.status();
+  EXPECT_EQ(st.code(), ErrorCode::kUnsupported);
+  EXPECT_NE(st.summary().find("node ReduceLogSum 'logsum'"), std::string::npos) << st.summary();
+  EXPECT_NE(st.summary().find("no backend can run it"), std::string::npos) << st.summary();
+  EXPECT_NE(st.summary().find("cpu: dtype int32 of input 0 is not among the CPU ReduceLogSum kernel's dtypes for T "
+                              "(float32, float16, float64, bfloat16)"),
+            std::string::npos)
+      << st.summary();
+
+  // The same when x is a constant: folding leaves the node to the partition.
+  ir::Model constant = LogSumModel(DataType::kInt32);
+  ir::Tensor x = Int64Constant("x", {1, 2, 3, 4, 5, 6});
+  auto int32_values = std::make_shared<std::vector<int32_t>>(std::vector<int32_t>{1, 2, 3, 4, 5, 6});
+  x.dtype = DataType::kInt32;
+  x.dims = {2, 3};
+  x.bytes = {reinterpret_cast<const uint8_t*>(int32_values->data()), int32_values->size() * 4};
+  x.keep_alive = int32_values;
+  constant.graph.inputs.clear();
+  constant.graph.initializers = {x};
+  auto folded = Session::Create(constant, CpuOnly());
+  ASSERT_FALSE(folded.ok());
+  EXPECT_NE(folded.status().summary().find("cpu: dtype int32 of input 0 is not among the CPU ReduceLogSum kernel's"),
+            std::string::npos)
+      << folded.status().summary();
+
+  // With a device backend in front that refuses it too, both say why.
+  SessionOptions o;
+  o.backends = {std::make_shared<RejectingBackend>(), cpu::MakeCpuBackend()};
+  auto both = Session::Create(LogSumModel(DataType::kInt32), o);
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().summary().find("cpu: dtype int32 of input 0"), std::string::npos)
+      << both.status().summary();
+  std::vector<std::string> refusals;
+  for (const Fact& f : both.status().diagnosis().facts) {
+    if (f.name == "refused by") refusals.push_back(f.value);
+  }
+  ASSERT_EQ(refusals.size(), 2u);
+  EXPECT_EQ(refusals[0], "picky: no kernel for this op at this opset");
+  EXPECT_NE(refusals[1].find("cpu: dtype int32 of input 0 is not among"), std::string::npos) << refusals[1];
+}
+
+}  // namespace
+}  // namespace vigil::runtime

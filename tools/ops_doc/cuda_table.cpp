@@ -35,7 +35,8 @@ Result<std::vector<KernelEntry>> ReadCudaKernelTable(const std::string& module_p
     if (k.op == nullptr || k.domain == nullptr) {
       return InternalError("the CUDA module {} has a kernel table entry {} without a name", module_path, i);
     }
-    kernels.push_back({k.domain, k.op, {k.since_version, k.until_version}, k.checks_types != 0});
+    kernels.push_back(
+        {k.domain, k.op, {k.since_version, k.until_version}, k.checks_types != 0, k.dtypes, k.dtypes_decided != 0});
   }
   return kernels;
 }

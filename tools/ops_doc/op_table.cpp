@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "backends/cpu/kernel.h"
+#include "backends/cpu/kernel_type_constraints.h"
 #include "ir/expand_flex_attention.h"
 #include "ops/control_flow.h"
 #include "ops/sequence.h"
@@ -55,7 +56,98 @@ std::string Coverage(const OpRow& row, const std::vector<OpsetRange>& kernels) {
 
 std::string DomainName(const std::string& domain) { return domain.empty() ? "ai.onnx" : domain; }
 
+// Sorted by opsets, with adjacent spans of the same dtypes joined.
+std::vector<DtypeSpan> MergeSpans(std::vector<DtypeSpan> spans) {
+  std::sort(spans.begin(), spans.end(),
+            [](const DtypeSpan& a, const DtypeSpan& b) { return a.opsets.since < b.opsets.since; });
+  std::vector<DtypeSpan> out;
+  for (const DtypeSpan& s : spans) {
+    if (!out.empty() && out.back().dtypes == s.dtypes && out.back().decided == s.decided &&
+        out.back().no_inputs == s.no_inputs && out.back().opsets.until != kLatest &&
+        s.opsets.since <= out.back().opsets.until + 1) {
+      out.back().opsets.until = std::max(out.back().opsets.until, s.opsets.until);
+    } else {
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+using ir::DataType;
+
+// Short names in the order the doc lists them; groups that are written as
+// one word when all of their members are there.
+struct ShortName {
+  DataType dtype;
+  const char* name;
+};
+constexpr ShortName kShortNames[] = {
+    {DataType::kFloat32, "f32"},   {DataType::kFloat16, "f16"},   {DataType::kBfloat16, "bf16"},
+    {DataType::kFloat64, "f64"},   {DataType::kInt8, "i8"},       {DataType::kInt16, "i16"},
+    {DataType::kInt32, "i32"},     {DataType::kInt64, "i64"},     {DataType::kUint8, "u8"},
+    {DataType::kUint16, "u16"},    {DataType::kUint32, "u32"},    {DataType::kUint64, "u64"},
+    {DataType::kBool, "bool"},     {DataType::kFloat8E4M3FN, "f8e4m3fn"}, {DataType::kFloat8E4M3FNUZ, "f8e4m3fnuz"},
+    {DataType::kFloat8E5M2, "f8e5m2"}, {DataType::kFloat8E5M2FNUZ, "f8e5m2fnuz"}, {DataType::kComplex64, "c64"},
+    {DataType::kComplex128, "c128"}, {DataType::kInt4, "i4"},     {DataType::kUint4, "u4"},
+    {DataType::kFloat4E2M1, "f4e2m1"}, {DataType::kString, "str"},
+};
+
+struct Group {
+  uint64_t mask;
+  const char* name;
+};
+constexpr uint64_t kFloat8Mask = cpu::Bit(DataType::kFloat8E4M3FN) | cpu::Bit(DataType::kFloat8E4M3FNUZ) |
+                                 cpu::Bit(DataType::kFloat8E5M2) | cpu::Bit(DataType::kFloat8E5M2FNUZ);
+constexpr Group kGroups[] = {
+    {cpu::kNumericTypes, "numeric"},
+    {kFloat8Mask, "float8"},
+};
+
 }  // namespace
+
+std::string FormatDtypes(uint64_t mask) {
+  if (mask == cpu::kAnyDtype) return "any";
+  if (mask == 0) return "none";
+  std::vector<std::string> words;
+  uint64_t written = 0;
+  for (const ShortName& n : kShortNames) {
+    const uint64_t bit = cpu::Bit(n.dtype);
+    if ((mask & bit) == 0 || (written & bit) != 0) continue;
+    const Group* group = nullptr;
+    for (const Group& g : kGroups) {
+      if ((g.mask & bit) != 0 && (mask & g.mask) == g.mask) group = &g;
+    }
+    if (group) {
+      words.push_back(group->name);
+      written |= group->mask;
+    } else {
+      words.push_back(n.name);
+      written |= bit;
+    }
+  }
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
+std::string FormatDtypeSpans(const std::vector<DtypeSpan>& spans) {
+  auto text = [](const DtypeSpan& s) -> std::string {
+    if (s.no_inputs) return "(no inputs)";
+    if (!s.decided) return "*per node*";
+    return FormatDtypes(s.dtypes);
+  };
+  std::vector<DtypeSpan> merged = MergeSpans(spans);
+  if (merged.empty()) return "";
+  bool all_same = true;
+  for (const DtypeSpan& s : merged) all_same = all_same && text(s) == text(merged[0]);
+  if (all_same) return text(merged[0]);
+  std::string out;
+  for (const DtypeSpan& s : merged) {
+    if (!out.empty()) out += "; ";
+    out += fmt::format("{} ({})", text(s), FormatRanges({s.opsets}));
+  }
+  return out;
+}
 
 std::string FormatRanges(const std::vector<OpsetRange>& ranges) {
   std::string out;
@@ -86,12 +178,23 @@ std::vector<OpRow> CollectRows(const std::vector<KernelEntry>& cuda) {
     row(s.domain, s.name).catalogue.push_back({s.since_version, s.until_version});
   }
   for (const cpu::KernelDef& k : cpu::AllKernels()) {
-    row(k.domain, k.op).cpu.push_back({k.since_version, k.until_version});
+    OpRow& r = row(k.domain, k.op);
+    r.cpu.push_back({k.since_version, k.until_version});
+    DtypeSpan span{{k.since_version, k.until_version}};
+    const cpu::KernelTypeConstraints* decl = cpu::FindKernelTypeConstraints(k);
+    if (decl == nullptr) {
+      span.decided = false;  // a kernel without a declaration (a test fails): it decides when it runs
+    } else if (decl->variable_count() == 0) {
+      span.no_inputs = true;
+    } else {
+      span.dtypes = decl->variables[0].dtypes;
+    }
+    r.cpu_dtypes.push_back(span);
   }
   for (const KernelEntry& k : cuda) {
     OpRow& r = row(k.domain, k.op);
     r.cuda.push_back(k.opsets);
-    if (!k.checks_types) r.cuda_any_type = true;
+    r.cuda_dtypes.push_back({k.opsets, k.dtypes, k.dtypes_decided});
   }
   std::vector<OpRow> out;
   for (auto& [key, r] : rows) {
@@ -146,12 +249,27 @@ std::string RenderMarkdown(const std::vector<OpRow>& rows, const std::vector<std
          "where the catalogue has its op at the model's opset.\n";
   out += "- **CPU**, **CUDA**: `yes` when the backend has kernels for every opset of the catalogue, `no` when it "
          "has none, otherwise the opsets it has kernels for.\n";
-  out += "- **Dtypes**: the CPU kernel table states none; each CPU kernel checks its inputs' dtypes when it runs and "
-         "names one it does not take (\"dtype float16 of input 0 is not supported by the CPU Conv kernel\"). The "
-         "CUDA table states none either: each CUDA kernel has a support function that decides per node, when the "
-         "model loads, from the node's dtypes (and for some kernels its attributes and ranks); a node it refuses "
-         "runs on the CPU. CUDA kernels marked *any dtype* take every dtype. `vigil inspect MODEL --backend cuda` "
-         "shows, for each node of a model, which backend runs it and why (docs/inspect.md).\n";
+  out += "- **CPU dtypes**: the dtypes the CPU kernel takes for its main type variable (its data input, mostly "
+         "input 0), as the kernel declares them (src/backends/cpu/kernel_type_constraints.cpp, one declaration per "
+         "kernel, which also names the dtypes of its other inputs: indices, shapes, scales). The CPU backend "
+         "refuses, when the model loads, a node whose input dtype is outside its kernel's declaration (\"dtype "
+         "int32 of input 0 is not among the CPU ReduceLogSum kernel's dtypes for T (float32, ...)\"); a value "
+         "whose dtype is not known at load (from a sequence or an optional) is checked when the node runs.\n";
+  out += "- **CUDA dtypes**: the dtypes of the same input that the CUDA kernel takes. Each CUDA kernel has a "
+         "support function that decides per node, when the model loads, from the node's dtypes (for some kernels "
+         "also its attributes and ranks); a node it refuses runs on the CPU. This column is what those functions "
+         "answer for nodes the module synthesizes (src/backends/cuda/kernel_dtype_probe.h: each dtype of the main "
+         "input, the other inputs at the dtypes of the CPU declaration, a few ranks, default attributes and `to` "
+         "set to the candidate, for Cast; the outputs' dtypes unknown, or where that finds nothing, output 0 at "
+         "each dtype); a dtype is listed when some such node is taken, so a kernel that also "
+         "looks at attributes or shapes may still refuse a node of it (Resize takes bool only in mode nearest, "
+         "its default). *per node* where no synthesized node was taken at all. "
+         "`vigil inspect MODEL --backend cuda` shows, for each node of a model, which backend runs it and why "
+         "(docs/inspect.md).\n";
+  out += "- Dtype names: f32 f16 bf16 f64 (floats), i8 i16 i32 i64, u8 u16 u32 u64, bool, str, c64 c128 "
+         "(complex), f8e4m3fn f8e4m3fnuz f8e5m2 f8e5m2fnuz (together: *float8*), i4 u4 f4e2m1; *numeric* is every "
+         "float and integer type (f32 f16 bf16 f64 i8 i16 i32 i64 u8 u16 u32 u64), *any* every dtype. Where the "
+         "kernels of an op differ between opsets, each list is followed by its opsets.\n";
   out += "- ***control flow***: If, Loop, Scan and SequenceMap have no kernels; the session runs them "
          "(src/runtime/control_flow.h, docs/runtime.md) and their bodies' nodes go to the CPU and CUDA kernels like "
          "any other node.\n";
@@ -159,20 +277,22 @@ std::string RenderMarkdown(const std::vector<OpRow>& rows, const std::vector<std
          "(src/runtime/sequence_ops.h); the tensors they take from or give to other nodes move as usual.\n";
   out += "- ***expanded***: FlexAttention has no kernels; a session replaces it by the ONNX ops it stands for, its "
          "modifier bodies inlined (src/ir/expand_flex_attention.h), and those run on either backend.\n\n";
-  out += "| Domain | Op | Opsets | CPU | CUDA |\n";
-  out += "|---|---|---|---|---|\n";
+  out += "| Domain | Op | Opsets | CPU | CPU dtypes | CUDA | CUDA dtypes |\n";
+  out += "|---|---|---|---|---|---|---|\n";
   for (const OpRow& r : rows) {
     std::string opsets = r.catalogue.empty() ? "not in the catalogue" : FormatRanges(r.catalogue);
     std::string cpu_cell = Coverage(r, r.cpu);
     std::string cuda_cell = Coverage(r, r.cuda);
-    if (r.cuda_any_type) cuda_cell += " (*any dtype*)";
+    std::string cpu_dtypes = FormatDtypeSpans(r.cpu_dtypes);
+    std::string cuda_dtypes = FormatDtypeSpans(r.cuda_dtypes);
     ir::Node probe;
     probe.op_type = r.op;
     probe.domain = r.domain;
     if (ops::IsControlFlowOp(probe)) cpu_cell = cuda_cell = "*control flow*";
     if (ops::IsSequenceOp(probe)) cpu_cell = cuda_cell = "*sequences*";
     if (r.op == ir::kFlexAttentionOp && r.domain == ir::kFlexAttentionDomain) cpu_cell = cuda_cell = "*expanded*";
-    out += fmt::format("| {} | {} | {} | {} | {} |\n", DomainName(r.domain), r.op, opsets, cpu_cell, cuda_cell);
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", DomainName(r.domain), r.op, opsets, cpu_cell,
+                       cpu_dtypes, cuda_cell, cuda_dtypes);
   }
   out += "\n## ONNX operators vigil does not implement\n\n";
   out += "Operators of ONNX 1.23.2 (src/ops/onnx_operators.cpp) with no schema in the catalogue: a model that uses "

@@ -3,6 +3,7 @@
 // the markdown written from them. Plain data in, text out: no I/O here.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,18 @@ struct KernelEntry {
   std::string op;
   OpsetRange opsets;
   bool checks_types = false;  // the kernel decides per node from its dtypes
+  // The dtypes of its main input it takes (bit d: ONNX dtype d); unknown
+  // (the kernel decides per node) when !dtypes_decided.
+  uint64_t dtypes = 0;
+  bool dtypes_decided = false;
+};
+
+// The dtypes a backend's kernels take over a range of opsets.
+struct DtypeSpan {
+  OpsetRange opsets;
+  uint64_t dtypes = 0;
+  bool decided = true;   // false: decided per node (no dtype list)
+  bool no_inputs = false;  // the op has no inputs (Constant)
 };
 
 struct OpRow {
@@ -27,8 +40,16 @@ struct OpRow {
   std::vector<OpsetRange> catalogue;  // one per schema, by first opset
   std::vector<OpsetRange> cpu;        // merged coverage of the CPU kernels
   std::vector<OpsetRange> cuda;       // merged coverage of the CUDA kernels
-  bool cuda_any_type = false;         // some CUDA kernel of the op takes any dtype
+  std::vector<DtypeSpan> cpu_dtypes;  // per CPU kernel: its declared main type variable's dtypes
+  std::vector<DtypeSpan> cuda_dtypes; // per CUDA kernel: what its support function takes (probed)
 };
+
+// "f32 f16 bf16 f64", "numeric bool", "any": the dtypes of `mask`, short.
+std::string FormatDtypes(uint64_t mask);
+
+// The Dtypes cell of a backend: one list, or one per opset range where the
+// kernels differ ("f32 f16 bf16 f64 (6-10); numeric (11+)").
+std::string FormatDtypeSpans(const std::vector<DtypeSpan>& spans);
 
 // The rows from the catalogue (AllSchemas), the CPU kernels (AllKernels) and
 // the CUDA module's `cuda` kernels; sorted: the default domain first, then

@@ -2,6 +2,7 @@
 
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel.h"
+#include "backends/cpu/kernel_type_constraints.h"
 
 namespace vigil::cpu {
 namespace {
@@ -13,6 +14,19 @@ class CpuBackend final : public runtime::Backend {
 
   bool Supports(const ir::Node& node, int64_t opset) const override {
     return FindKernel(node.domain, node.op_type, opset) != nullptr;
+  }
+
+  // Also refuses a node whose known input dtypes its kernel does not take
+  // (kernel_type_constraints.h), so that the model fails when it loads, not
+  // when the node runs.
+  bool SupportsTyped(const ir::Node& node, int64_t opset, const runtime::NodeTypes& types,
+                     std::string* why_not) const override {
+    const KernelDef* def = FindKernel(node.domain, node.op_type, opset);
+    if (!def) {
+      if (why_not) *why_not = fmt::format("the CPU backend has no kernel for {} at opset {}", node.op_type, opset);
+      return false;
+    }
+    return KernelTakesInputTypes(*def, node, types, why_not);
   }
 
   Status Run(const ir::Node& node, int64_t opset, std::span<const runtime::Tensor* const> inputs,

@@ -8,6 +8,7 @@
 
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_kernel_list.h"
+#include "backends/cuda/kernel_dtype_probe.h"
 #include "doctor/module_kernel_table.h"
 #include "doctor/module_loader.h"
 
@@ -96,12 +97,15 @@ extern "C" __attribute__((visibility("default"))) const VigilBackendEntry* vigil
 }
 
 // Built once from the kernel families: the domain and op strings are the
-// tables' own literals, so they live as long as the module.
+// tables' own literals, so they live as long as the module. The dtypes come
+// from the support functions, probed on the host (no GPU).
 extern "C" __attribute__((visibility("default"))) const VigilKernelTable* vigil_backend_kernel_table(void) {
   static const std::vector<VigilKernelInfo> kernels = [] {
     std::vector<VigilKernelInfo> v;
     for (const vigil::cuda::CudaKernelDef* def : vigil::cuda::AllCudaKernels()) {
-      v.push_back({def->domain, def->op, def->since_version, def->until_version, def->supports != nullptr ? 1 : 0});
+      const vigil::cuda::ProbedDtypes probed = vigil::cuda::ProbeKernelDtypes(*def);
+      v.push_back({def->domain, def->op, def->since_version, def->until_version, def->supports != nullptr ? 1 : 0,
+                   probed.decided ? 1 : 0, probed.dtypes});
     }
     return v;
   }();
