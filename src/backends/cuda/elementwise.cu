@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backends/cuda/elementwise_common.cuh"
+#include "backends/cuda/unknown_dtype.h"
 
 namespace vigil::cuda::elementwise {
 namespace {
@@ -587,8 +588,13 @@ bool WhereSupports(const ir::Node& node, const runtime::NodeTypes& types, std::s
   return RanksFit(types, why_not);
 }
 
+// An input 0 whose dtype is not known at load time (unknown_dtype.h) is
+// taken: CastKernel refuses, with Unsupported, a dtype outside kCastTypes
+// when it runs.
 bool CastSupports(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
-  if (!UnarySupports<kCastTypes>(node, types, why_not)) return false;
+  if (!HasNodeInput(node, 0)) return WhyNot(why_not, "input 0 is missing");
+  if (!UnknownTensorDtype(types, 0) && !UnarySupports<kCastTypes>(node, types, why_not)) return false;
+  if (!RanksFit(types, why_not)) return false;
   auto to = ops::RequiredIntAttr(node, "to");
   if (!to.ok() || *to <= 0 || *to >= 64 || !InMask(kCastTypes, static_cast<DataType>(*to))) {
     return WhyNot(why_not, "cast to this dtype is not implemented");
@@ -597,15 +603,16 @@ bool CastSupports(const ir::Node& node, const runtime::NodeTypes& types, std::st
 }
 
 bool CastLikeSupports(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
-  if (!HasNodeInput(node, 1)) return WhyNot(why_not, "input 1 is missing");
-  return UnarySupports<kCastTypes>(node, types, why_not) && InputIn(types, 1, kCastTypes, why_not);
+  if (!HasNodeInput(node, 0) || !HasNodeInput(node, 1)) return WhyNot(why_not, "an input is missing");
+  if (!UnknownTensorDtype(types, 0) && !UnarySupports<kCastTypes>(node, types, why_not)) return false;
+  return RanksFit(types, why_not) && InputIn(types, 1, kCastTypes, why_not);
 }
 
 const CudaKernelDef kBinaryKernels[] = {
     {"", "Add", 6, kLatest, Add, BinarySupports<kWrapTypes>},
     {"", "Sub", 6, kLatest, Sub, BinarySupports<kWrapTypes>},
     {"", "Mul", 6, kLatest, Mul, BinarySupports<kWrapTypes>},
-    {"", "Div", 6, kLatest, Div, BinarySupports<kArithTypes>},
+    {"", "Div", 6, kLatest, Div, BinarySupports<kWrapTypes>},
     {"", "Mod", 10, kLatest, Mod, ModSupports},
     {"", "Pow", 1, kLatest, Pow, PowSupports},
     {"", "Equal", 1, kLatest, Equal, BinarySupports<kCompareTypes>},
