@@ -1,7 +1,9 @@
 // CUDA kernels of the data-movement ops: Transpose, Concat, Split, Slice,
 // Gather, GatherElements, Expand and Tile (Pad, DepthToSpace, SpaceToDepth
 // and Trilu are in data_movement_spatial.cu). They copy whole elements
-// (DispatchBySize), so any dtype of 1, 2, 4 or 8 bytes works. Shapes and
+// (DispatchBySize), so any dtype of 1, 2, 4 or 8 bytes works; an input whose
+// dtype is not known at load time is taken, and its width checked when the
+// kernel runs (unknown_dtype.h, InputElementBytes). Shapes and
 // parameters are worked out on the host as the CPU kernels
 // (backends/cpu/shape_ops_*.cpp) do, through src/ops where shared; the
 // device only maps each output element to the input element it copies.
@@ -359,11 +361,18 @@ Status Tile(CudaKernelContext& ctx) {
 }
 
 
+// Inputs of one dtype of 1, 2, 4 or 8 bytes; those whose dtype is not known
+// at load time are taken too (the kernel checks every input's dtype and
+// width when it runs).
 bool SupportsConcat(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
   if (node.inputs.empty()) return Why(why_not, "no inputs"), false;
+  ir::DataType known = ir::DataType::kUndefined;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
-    if (!FixedSizeInput(types, i, why_not)) return false;
-    if (InputDtype(types, i) != InputDtype(types, 0)) return Why(why_not, "inputs of mixed dtypes"), false;
+    if (!FixedSizeOrUnknownInput(types, i, why_not)) return false;
+    const ir::DataType t = InputDtype(types, i);
+    if (t == ir::DataType::kUndefined) continue;
+    if (known != ir::DataType::kUndefined && t != known) return Why(why_not, "inputs of mixed dtypes"), false;
+    known = t;
   }
   return true;
 }

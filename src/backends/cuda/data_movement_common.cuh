@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/unknown_dtype.h"
 #include "backends/cuda/device_common.cuh"
 #include "ops/op_params.h"
 
@@ -333,11 +334,14 @@ inline bool AttrIn(const ir::Node& node, const char* name, const char* def, std:
   return false;
 }
 
+// Input 0 of 1, 2, 4 or 8 bytes, or of a dtype not known at load time
+// (unknown_dtype.h): every kernel here checks the width when it runs
+// (InputElementBytes).
 inline bool AnyMovable(const ir::Node&, const runtime::NodeTypes& types, std::string* why_not) {
-  return FixedSizeInput(types, 0, why_not);
+  return FixedSizeOrUnknownInput(types, 0, why_not);
 }
 inline bool MovableRanked(const ir::Node&, const runtime::NodeTypes& types, std::string* why_not) {
-  return FixedSizeInput(types, 0, why_not) && RankAtMost(types, 0, true, why_not) &&
+  return FixedSizeOrUnknownInput(types, 0, why_not) && RankAtMost(types, 0, true, why_not) &&
          RankAtMost(types, 0, false, why_not);
 }
 

@@ -8,7 +8,9 @@
 // ElementwiseCudaKernels().
 //
 // One difference from the CPU: an integer Div or Mod by zero gives 0 here
-// (the CPU reports an error; finding the zero would need a device read).
+// (the CPU reports an error naming the element; finding the zero here would
+// need a device read and a stream synchronisation in every integer Div and
+// Mod, and would break CUDA graph capture). No input traps the GPU.
 #include <iterator>
 #include <limits>
 #include <string>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "backends/cuda/elementwise_common.cuh"
+#include "backends/cuda/unknown_dtype.h"
 
 namespace vigil::cuda::elementwise {
 namespace {
@@ -108,13 +111,18 @@ struct MulOp {
   template <typename C>
   __device__ C operator()(C a, C b) const { return WrapMul(a, b); }
 };
-// Integer division truncates toward zero; MIN / -1 wraps to MIN; x / 0 is 0.
+// Integer division truncates toward zero; for signed types MIN / -1 wraps to
+// MIN (numpy; C++ would trap); x / 0 is 0 (the CPU reports an error instead:
+// see the file comment). An unsigned divisor of all ones is just a large
+// number, so the -1 case exists only for signed types.
 struct DivOp {
   template <typename C>
   __device__ C operator()(C a, C b) const {
     if constexpr (std::is_integral_v<C>) {
       if (b == C(0)) return C(0);
-      if (b == C(-1)) return WrapSub(C(0), a);
+      if constexpr (std::is_signed_v<C>) {
+        if (b == C(-1)) return WrapSub(C(0), a);
+      }
       return static_cast<C>(a / b);
     } else {
       return a / b;
@@ -126,19 +134,27 @@ struct DivOp {
 template <typename C>
 __device__ __forceinline__ C TruncMod(C a, C b) {
   if constexpr (std::is_integral_v<C>) {
-    if (b == C(0) || b == C(-1)) return C(0);  // MIN % -1 would trap
+    if (b == C(0)) return C(0);
+    if constexpr (std::is_signed_v<C>) {
+      if (b == C(-1)) return C(0);  // MIN % -1 would trap
+    }
     return static_cast<C>(a % b);
+  } else if constexpr (std::is_same_v<C, double>) {
+    return fmod(a, b);
   } else {
     return fmodf(a, b);
   }
 }
-// fmod=1: C's remainder; fmod=0: Python's (the sign of the divisor).
+// fmod=1: C's remainder; fmod=0: Python's (the sign of the divisor). Unsigned
+// remainders are the same either way. |r + b| < |b|, so the sum never wraps.
 struct ModOp {
   bool fmod;
   template <typename C>
   __device__ C operator()(C a, C b) const {
     C r = TruncMod(a, b);
-    if (!fmod && r != C(0) && ((r < C(0)) != (b < C(0)))) r = WrapAdd(r, b);
+    if constexpr (std::is_signed_v<C> || std::is_floating_point_v<C>) {
+      if (!fmod && r != C(0) && ((r < C(0)) != (b < C(0)))) r = static_cast<C>(r + b);
+    }
     return r;
   }
 };
@@ -146,11 +162,11 @@ struct ModOp {
 Status Add(CudaKernelContext& ctx) { return BinaryOp<kWrapTypes>(ctx, AddOp{}, "Add"); }
 Status Sub(CudaKernelContext& ctx) { return BinaryOp<kWrapTypes>(ctx, SubOp{}, "Sub"); }
 Status Mul(CudaKernelContext& ctx) { return BinaryOp<kWrapTypes>(ctx, MulOp{}, "Mul"); }
-Status Div(CudaKernelContext& ctx) { return BinaryOp<kArithTypes>(ctx, DivOp{}, "Div"); }
+Status Div(CudaKernelContext& ctx) { return BinaryOp<kWrapTypes>(ctx, DivOp{}, "Div"); }
 Status Mod(CudaKernelContext& ctx) {
   VIGIL_ASSIGN_OR_RETURN(int64_t fmod, ops::IntAttr(ctx.node(), "fmod", 0));
   if (fmod != 0 && fmod != 1) return ctx.Fail("attribute fmod is {}, expected 0 or 1", fmod);
-  return BinaryOp<kArithTypes>(ctx, ModOp{fmod == 1}, "Mod");
+  return BinaryOp<kWrapTypes>(ctx, ModOp{fmod == 1}, "Mod");
 }
 
 // --- Conversions ------------------------------------------------------------------
@@ -224,12 +240,16 @@ struct PowOp {
   }
 };
 
+// Exponents: every integer width (converted to int64 as the CPU does) and the
+// float dtypes of the base.
+constexpr TypeMask kPowExponentTypes = kArithTypes | kIntTypes;
+
 Status Pow(CudaKernelContext& ctx) {
   VIGIL_ASSIGN_OR_RETURN(BinaryPlan p, PlanBinary(ctx, /*same_dtype=*/false));
   return Dispatch<kArithTypes>(
       p.a->dtype(),
       [&](auto base_tag) -> Status {
-        return Dispatch<kArithTypes>(
+        return Dispatch<kPowExponentTypes>(
             p.b->dtype(),
             [&](auto exp_tag) -> Status {
               using EB = Elem<decltype(base_tag)>;
@@ -531,7 +551,7 @@ bool BinarySupports(const ir::Node& node, const runtime::NodeTypes& types, std::
 }
 
 bool ModSupports(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
-  if (!BinarySupports<kArithTypes>(node, types, why_not)) return false;
+  if (!BinarySupports<kWrapTypes>(node, types, why_not)) return false;
   auto fmod = ops::IntAttr(node, "fmod", 0);
   if (!fmod.ok() || (*fmod != 0 && *fmod != 1)) return WhyNot(why_not, "attribute fmod is not 0 or 1");
   return true;
@@ -539,7 +559,7 @@ bool ModSupports(const ir::Node& node, const runtime::NodeTypes& types, std::str
 
 bool PowSupports(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
   if (!HasNodeInput(node, 0) || !HasNodeInput(node, 1)) return WhyNot(why_not, "an input is missing");
-  return InputIn(types, 0, kArithTypes, why_not) && InputIn(types, 1, kArithTypes, why_not) &&
+  return InputIn(types, 0, kArithTypes, why_not) && InputIn(types, 1, kPowExponentTypes, why_not) &&
          RanksFit(types, why_not);
 }
 
@@ -568,8 +588,13 @@ bool WhereSupports(const ir::Node& node, const runtime::NodeTypes& types, std::s
   return RanksFit(types, why_not);
 }
 
+// An input 0 whose dtype is not known at load time (unknown_dtype.h) is
+// taken: CastKernel refuses, with Unsupported, a dtype outside kCastTypes
+// when it runs.
 bool CastSupports(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
-  if (!UnarySupports<kCastTypes>(node, types, why_not)) return false;
+  if (!HasNodeInput(node, 0)) return WhyNot(why_not, "input 0 is missing");
+  if (!UnknownTensorDtype(types, 0) && !UnarySupports<kCastTypes>(node, types, why_not)) return false;
+  if (!RanksFit(types, why_not)) return false;
   auto to = ops::RequiredIntAttr(node, "to");
   if (!to.ok() || *to <= 0 || *to >= 64 || !InMask(kCastTypes, static_cast<DataType>(*to))) {
     return WhyNot(why_not, "cast to this dtype is not implemented");
@@ -578,15 +603,16 @@ bool CastSupports(const ir::Node& node, const runtime::NodeTypes& types, std::st
 }
 
 bool CastLikeSupports(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
-  if (!HasNodeInput(node, 1)) return WhyNot(why_not, "input 1 is missing");
-  return UnarySupports<kCastTypes>(node, types, why_not) && InputIn(types, 1, kCastTypes, why_not);
+  if (!HasNodeInput(node, 0) || !HasNodeInput(node, 1)) return WhyNot(why_not, "an input is missing");
+  if (!UnknownTensorDtype(types, 0) && !UnarySupports<kCastTypes>(node, types, why_not)) return false;
+  return RanksFit(types, why_not) && InputIn(types, 1, kCastTypes, why_not);
 }
 
 const CudaKernelDef kBinaryKernels[] = {
     {"", "Add", 6, kLatest, Add, BinarySupports<kWrapTypes>},
     {"", "Sub", 6, kLatest, Sub, BinarySupports<kWrapTypes>},
     {"", "Mul", 6, kLatest, Mul, BinarySupports<kWrapTypes>},
-    {"", "Div", 6, kLatest, Div, BinarySupports<kArithTypes>},
+    {"", "Div", 6, kLatest, Div, BinarySupports<kWrapTypes>},
     {"", "Mod", 10, kLatest, Mod, ModSupports},
     {"", "Pow", 1, kLatest, Pow, PowSupports},
     {"", "Equal", 1, kLatest, Equal, BinarySupports<kCompareTypes>},

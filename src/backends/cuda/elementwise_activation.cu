@@ -4,8 +4,9 @@
 // CPU backend's semantics (backends/cpu/elementwise_unary.cpp and
 // elementwise_activation.cpp): the same stable formulas, NaN kept where the
 // CPU keeps it, round half to even, Neg/Abs of integers wrapping. float16
-// and bfloat16 compute in float; Abs, Neg, Sign, Relu and Clip also take
-// int32/int64.
+// and bfloat16 compute in float; the plain math functions (Exp, Log, Sqrt,
+// ...) also take float64, computed in double; Abs, Neg, Sign and Relu also
+// take int32/int64, and Clip every integer width and float64.
 #include <string>
 #include <type_traits>
 
@@ -83,6 +84,9 @@ Status Neg(CudaKernelContext& ctx) { return MapUnary<kArithTypes>(ctx, NegOp{}, 
 Status Sign(CudaKernelContext& ctx) { return MapUnary<kArithTypes>(ctx, SignOp{}, "Sign"); }
 Status Relu(CudaKernelContext& ctx) { return MapUnary<kArithTypes>(ctx, ReluOp{}, "Relu"); }
 Status Not(CudaKernelContext& ctx) { return MapUnary<kBoolType>(ctx, NotOp{}, "Not"); }
+// The float dtypes of the math functions below: float64 as well.
+constexpr TypeMask kMathTypes = kFloatTypes | Bit(DataType::kFloat64);
+
 Status IsNaN(CudaKernelContext& ctx) { return MapUnary<kFloatTypes, true>(ctx, IsNaNOp{}, "IsNaN"); }
 Status IsInf(CudaKernelContext& ctx) {
   VIGIL_ASSIGN_OR_RETURN(int64_t neg, ops::IntAttr(ctx.node(), "detect_negative", 1));
@@ -90,35 +94,37 @@ Status IsInf(CudaKernelContext& ctx) {
   return MapUnary<kFloatTypes, true>(ctx, IsInfOp{neg != 0, pos != 0}, "IsInf");
 }
 
-// Float-only functions of one argument (computed in float for every float
-// dtype).
-#define VIGIL_EW_FLOAT_FN_(Name, expr)                                                         \
+// Float-only functions of one argument: computed in float for float32,
+// float16 and bfloat16, in double for float64 (the CPU computes float64 in
+// double too).
+#define VIGIL_EW_FLOAT_FN_(Name, expr, dexpr)                                                   \
   struct Name##Op {                                                                          \
     __device__ float operator()(float x) const { return expr; }                              \
+    __device__ double operator()(double x) const { return dexpr; }                           \
   };                                                                                         \
-  Status Name(CudaKernelContext& ctx) { return MapUnary<kFloatTypes>(ctx, Name##Op{}, #Name); }
+  Status Name(CudaKernelContext& ctx) { return MapUnary<kMathTypes>(ctx, Name##Op{}, #Name); }
 
-VIGIL_EW_FLOAT_FN_(Reciprocal, 1.0f / x)
-VIGIL_EW_FLOAT_FN_(Floor, floorf(x))
-VIGIL_EW_FLOAT_FN_(Ceil, ceilf(x))
-VIGIL_EW_FLOAT_FN_(Round, rintf(x))  // round to nearest, halves to even (numpy's round)
-VIGIL_EW_FLOAT_FN_(Sqrt, sqrtf(x))
-VIGIL_EW_FLOAT_FN_(Exp, expf(x))
-VIGIL_EW_FLOAT_FN_(Log, logf(x))
-VIGIL_EW_FLOAT_FN_(Sin, sinf(x))
-VIGIL_EW_FLOAT_FN_(Cos, cosf(x))
-VIGIL_EW_FLOAT_FN_(Tan, tanf(x))
-VIGIL_EW_FLOAT_FN_(Asin, asinf(x))
-VIGIL_EW_FLOAT_FN_(Acos, acosf(x))
-VIGIL_EW_FLOAT_FN_(Atan, atanf(x))
-VIGIL_EW_FLOAT_FN_(Sinh, sinhf(x))
-VIGIL_EW_FLOAT_FN_(Cosh, coshf(x))
-VIGIL_EW_FLOAT_FN_(Asinh, asinhf(x))
-VIGIL_EW_FLOAT_FN_(Acosh, acoshf(x))
-VIGIL_EW_FLOAT_FN_(Atanh, atanhf(x))
-VIGIL_EW_FLOAT_FN_(Erf, erff(x))
-VIGIL_EW_FLOAT_FN_(Tanh, tanhf(x))
-VIGIL_EW_FLOAT_FN_(Softsign, x / (1.0f + fabsf(x)))
+VIGIL_EW_FLOAT_FN_(Reciprocal, 1.0f / x, 1.0 / x)
+VIGIL_EW_FLOAT_FN_(Floor, floorf(x), floor(x))
+VIGIL_EW_FLOAT_FN_(Ceil, ceilf(x), ceil(x))
+VIGIL_EW_FLOAT_FN_(Round, rintf(x), rint(x))  // round to nearest, halves to even (numpy's round)
+VIGIL_EW_FLOAT_FN_(Sqrt, sqrtf(x), sqrt(x))
+VIGIL_EW_FLOAT_FN_(Exp, expf(x), exp(x))
+VIGIL_EW_FLOAT_FN_(Log, logf(x), log(x))
+VIGIL_EW_FLOAT_FN_(Sin, sinf(x), sin(x))
+VIGIL_EW_FLOAT_FN_(Cos, cosf(x), cos(x))
+VIGIL_EW_FLOAT_FN_(Tan, tanf(x), tan(x))
+VIGIL_EW_FLOAT_FN_(Asin, asinf(x), asin(x))
+VIGIL_EW_FLOAT_FN_(Acos, acosf(x), acos(x))
+VIGIL_EW_FLOAT_FN_(Atan, atanf(x), atan(x))
+VIGIL_EW_FLOAT_FN_(Sinh, sinhf(x), sinh(x))
+VIGIL_EW_FLOAT_FN_(Cosh, coshf(x), cosh(x))
+VIGIL_EW_FLOAT_FN_(Asinh, asinhf(x), asinh(x))
+VIGIL_EW_FLOAT_FN_(Acosh, acoshf(x), acosh(x))
+VIGIL_EW_FLOAT_FN_(Atanh, atanhf(x), atanh(x))
+VIGIL_EW_FLOAT_FN_(Erf, erff(x), erf(x))
+VIGIL_EW_FLOAT_FN_(Tanh, tanhf(x), tanh(x))
+VIGIL_EW_FLOAT_FN_(Softsign, x / (1.0f + fabsf(x)), x / (1.0 + fabs(x)))
 #undef VIGIL_EW_FLOAT_FN_
 
 // --- Activations -------------------------------------------------------------------
@@ -298,7 +304,7 @@ Status Clip11(CudaKernelContext& ctx) {
     return InternalError("{}: output {} does not match input {}", ops::NodeLabel(ctx.node()), y->Describe(),
                          x->Describe());
   }
-  return Dispatch<kArithTypes>(
+  return Dispatch<kWrapTypes>(
       x->dtype(),
       [&](auto tag) -> Status {
         using T = decltype(tag);
@@ -330,7 +336,7 @@ bool GeluSupports(const ir::Node& node, const runtime::NodeTypes& types, std::st
 }
 
 bool Clip11Supports(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
-  if (!UnarySupports<kArithTypes>(node, types, why_not)) return false;
+  if (!UnarySupports<kWrapTypes>(node, types, why_not)) return false;
   for (size_t i = 1; i <= 2; ++i) {
     if (HasNodeInput(node, i) && !SameAsInput0(types, i, why_not)) return false;
   }
@@ -339,6 +345,7 @@ bool Clip11Supports(const ir::Node& node, const runtime::NodeTypes& types, std::
 
 constexpr auto kFloatOnly = UnarySupports<kFloatTypes>;
 constexpr auto kArith = UnarySupports<kArithTypes>;
+constexpr auto kMath = UnarySupports<kMathTypes>;
 
 const CudaKernelDef kActivationKernels[] = {
     {"", "Abs", 6, kLatest, Abs, kArith},
@@ -348,29 +355,29 @@ const CudaKernelDef kActivationKernels[] = {
     {"", "Not", 1, kLatest, Not, UnarySupports<kBoolType>},
     {"", "IsNaN", 9, kLatest, IsNaN, kFloatOnly},
     {"", "IsInf", 10, kLatest, IsInf, kFloatOnly},
-    {"", "Reciprocal", 6, kLatest, Reciprocal, kFloatOnly},
-    {"", "Floor", 6, kLatest, Floor, kFloatOnly},
-    {"", "Ceil", 6, kLatest, Ceil, kFloatOnly},
-    {"", "Round", 11, kLatest, Round, kFloatOnly},
-    {"", "Sqrt", 6, kLatest, Sqrt, kFloatOnly},
-    {"", "Exp", 6, kLatest, Exp, kFloatOnly},
-    {"", "Log", 6, kLatest, Log, kFloatOnly},
-    {"", "Sin", 7, kLatest, Sin, kFloatOnly},
-    {"", "Cos", 7, kLatest, Cos, kFloatOnly},
-    {"", "Tan", 7, kLatest, Tan, kFloatOnly},
-    {"", "Asin", 7, kLatest, Asin, kFloatOnly},
-    {"", "Acos", 7, kLatest, Acos, kFloatOnly},
-    {"", "Atan", 7, kLatest, Atan, kFloatOnly},
-    {"", "Sinh", 9, kLatest, Sinh, kFloatOnly},
-    {"", "Cosh", 9, kLatest, Cosh, kFloatOnly},
-    {"", "Asinh", 9, kLatest, Asinh, kFloatOnly},
-    {"", "Acosh", 9, kLatest, Acosh, kFloatOnly},
-    {"", "Atanh", 9, kLatest, Atanh, kFloatOnly},
-    {"", "Erf", 9, kLatest, Erf, kFloatOnly},
-    {"", "Tanh", 6, kLatest, Tanh, kFloatOnly},
+    {"", "Reciprocal", 6, kLatest, Reciprocal, kMath},
+    {"", "Floor", 6, kLatest, Floor, kMath},
+    {"", "Ceil", 6, kLatest, Ceil, kMath},
+    {"", "Round", 11, kLatest, Round, kMath},
+    {"", "Sqrt", 6, kLatest, Sqrt, kMath},
+    {"", "Exp", 6, kLatest, Exp, kMath},
+    {"", "Log", 6, kLatest, Log, kMath},
+    {"", "Sin", 7, kLatest, Sin, kMath},
+    {"", "Cos", 7, kLatest, Cos, kMath},
+    {"", "Tan", 7, kLatest, Tan, kMath},
+    {"", "Asin", 7, kLatest, Asin, kMath},
+    {"", "Acos", 7, kLatest, Acos, kMath},
+    {"", "Atan", 7, kLatest, Atan, kMath},
+    {"", "Sinh", 9, kLatest, Sinh, kMath},
+    {"", "Cosh", 9, kLatest, Cosh, kMath},
+    {"", "Asinh", 9, kLatest, Asinh, kMath},
+    {"", "Acosh", 9, kLatest, Acosh, kMath},
+    {"", "Atanh", 9, kLatest, Atanh, kMath},
+    {"", "Erf", 9, kLatest, Erf, kMath},
+    {"", "Tanh", 6, kLatest, Tanh, kMath},
     {"", "Sigmoid", 6, kLatest, Sigmoid, kFloatOnly},
     {"", "Softplus", 1, kLatest, Softplus, kFloatOnly},
-    {"", "Softsign", 1, kLatest, Softsign, kFloatOnly},
+    {"", "Softsign", 1, kLatest, Softsign, kMath},
     {"", "Mish", 18, kLatest, Mish, kFloatOnly},
     {"", "HardSwish", 14, kLatest, HardSwish, kFloatOnly},
     {"", "LeakyRelu", 6, kLatest, LeakyRelu, kFloatOnly},

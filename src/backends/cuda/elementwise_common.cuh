@@ -76,14 +76,16 @@ inline constexpr TypeMask kIndexTypes = Bit(DataType::kInt32) | Bit(DataType::kI
 inline constexpr TypeMask kArithTypes = kFloatTypes | kIndexTypes;
 inline constexpr TypeMask kBoolType = Bit(DataType::kBool);
 inline constexpr TypeMask kSmallIntTypes = Bit(DataType::kInt8) | Bit(DataType::kUint8);
-// Add, Sub, Mul (wrapping, as numpy), Max, Min, Sum: every integer width.
-// Div and Mod keep kArithTypes: their integer edge cases (x / 0, MIN / -1)
-// are written for signed 32/64-bit values.
-inline constexpr TypeMask kWrapTypes = kArithTypes | kSmallIntTypes;
-inline constexpr TypeMask kCompareTypes = kArithTypes | kBoolType | kSmallIntTypes;
-// Cast converts between these.
-inline constexpr TypeMask kCastTypes = kCompareTypes | Bit(DataType::kFloat64) | Bit(DataType::kInt8) |
-                                       Bit(DataType::kUint8);
+// Every integer width, signed and unsigned.
+inline constexpr TypeMask kIntTypes = kIndexTypes | kSmallIntTypes | Bit(DataType::kInt16) | Bit(DataType::kUint16) |
+                                      Bit(DataType::kUint32) | Bit(DataType::kUint64);
+// Add, Sub, Mul (wrapping, as numpy), Div, Mod, Max, Min, Sum and Clip: every
+// integer width and the four float dtypes. (Div and Mod pick their integer
+// edge cases per type: MIN / -1 only exists for signed types.)
+inline constexpr TypeMask kWrapTypes = kFloatTypes | Bit(DataType::kFloat64) | kIntTypes;
+inline constexpr TypeMask kCompareTypes = kWrapTypes | kBoolType;
+// Cast converts between these (each pair is a kernel: the list stays short).
+inline constexpr TypeMask kCastTypes = kArithTypes | kBoolType | Bit(DataType::kFloat64) | kSmallIntTypes;
 
 constexpr bool InMask(TypeMask mask, DataType d) {
   return static_cast<int>(d) > 0 && static_cast<int>(d) < 64 && (mask & Bit(d)) != 0;
@@ -104,8 +106,12 @@ Status Dispatch(DataType t, F&& f, U&& unsupported) {
     VIGIL_EW_CASE_(DataType::kFloat64, double)
     VIGIL_EW_CASE_(DataType::kInt8, int8_t)
     VIGIL_EW_CASE_(DataType::kUint8, uint8_t)
+    VIGIL_EW_CASE_(DataType::kInt16, int16_t)
+    VIGIL_EW_CASE_(DataType::kUint16, uint16_t)
     VIGIL_EW_CASE_(DataType::kInt32, int32_t)
+    VIGIL_EW_CASE_(DataType::kUint32, uint32_t)
     VIGIL_EW_CASE_(DataType::kInt64, int64_t)
+    VIGIL_EW_CASE_(DataType::kUint64, uint64_t)
     VIGIL_EW_CASE_(DataType::kBool, Bool8)
     default:
       break;

@@ -8,8 +8,9 @@
 // dims); adjacent dims of the same kind are merged and size-1 dims dropped.
 // Each output element is then folded by one thread (small sets, or when
 // neighbouring outputs are neighbours in memory) or by one block with a
-// shared-memory tree. Floats accumulate in float; int32/int64 Sum, Prod, Max
-// and Min in their own type, wrapping like numpy.
+// shared-memory tree. float32/float16/bfloat16 accumulate in float, float64
+// in double; int32/int64 Sum, Prod, Max and Min in their own type, wrapping
+// like numpy; bool Max and Min (any, all) as bool.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -50,6 +51,8 @@ template <Kind K, typename A>
 __device__ __forceinline__ A Identity() {
   if constexpr (K == Kind::kProd) {
     return A(1);
+  } else if constexpr (std::is_same_v<A, bool>) {
+    return K == Kind::kMin;  // the empty "all" is true, the empty "any" false
   } else if constexpr (K == Kind::kMax) {
     if constexpr (std::is_same_v<A, int32_t>) {
       return INT32_MIN;
@@ -91,14 +94,36 @@ __device__ __forceinline__ A Combine(A a, A b) {
   }
 }
 
+// The float functions in the accumulator's precision (float or double).
+template <typename A>
+__device__ __forceinline__ A AbsOf(A v) {
+  if constexpr (std::is_same_v<A, double>) return fabs(v); else return fabsf(v);
+}
+template <typename A>
+__device__ __forceinline__ A ExpOf(A v) {
+  if constexpr (std::is_same_v<A, double>) return exp(v); else return expf(v);
+}
+template <typename A>
+__device__ __forceinline__ A LogOf(A v) {
+  if constexpr (std::is_same_v<A, double>) return log(v); else return logf(v);
+}
+template <typename A>
+__device__ __forceinline__ A SqrtOf(A v) {
+  if constexpr (std::is_same_v<A, double>) return sqrt(v); else return sqrtf(v);
+}
+template <typename A>
+__device__ __forceinline__ A MaxOf(A a, A b) {
+  if constexpr (std::is_same_v<A, double>) return fmax(a, b); else return fmaxf(a, b);
+}
+
 template <Kind K, typename A>
 __device__ __forceinline__ A Pre(A v, A shift) {
   if constexpr (K == Kind::kL1) {
-    return fabsf(v);
+    return AbsOf(v);
   } else if constexpr (K == Kind::kL2 || K == Kind::kSumSquare) {
     return v * v;
   } else if constexpr (K == Kind::kLogSumExp) {
-    return expf(v - shift);
+    return ExpOf(v - shift);
   } else {
     return v;
   }
@@ -107,21 +132,23 @@ __device__ __forceinline__ A Pre(A v, A shift) {
 template <Kind K, typename A>
 __device__ __forceinline__ A Finish(A acc, int64_t count, A shift) {
   if constexpr (K == Kind::kMean) {
-    return acc / static_cast<float>(count);  // 0 / 0 = NaN for an empty set
+    return acc / static_cast<A>(count);  // 0 / 0 = NaN for an empty set
   } else if constexpr (K == Kind::kL2) {
-    return sqrtf(acc);
+    return SqrtOf(acc);
   } else if constexpr (K == Kind::kLogSum) {
-    return logf(acc);
+    return LogOf(acc);
   } else if constexpr (K == Kind::kLogSumExp) {
-    return logf(acc) + shift;
+    return LogOf(acc) + shift;
   } else {
     return acc;
   }
 }
 
+// Storage to accumulator and back: the same type (double, integers) as is,
+// bool from any non-zero byte, the 16-bit floats through float.
 template <typename A, typename T>
 __device__ __forceinline__ A Load(T v) {
-  if constexpr (std::is_integral_v<A>) {
+  if constexpr (std::is_same_v<A, T> || std::is_integral_v<A>) {
     return static_cast<A>(v);
   } else {
     return ToFloat<T>(v);
@@ -129,7 +156,7 @@ __device__ __forceinline__ A Load(T v) {
 }
 template <typename T, typename A>
 __device__ __forceinline__ T Store(A v) {
-  if constexpr (std::is_integral_v<A>) {
+  if constexpr (std::is_same_v<A, T> || std::is_integral_v<A>) {
     return static_cast<T>(v);
   } else {
     return FromFloat<T>(v);
@@ -138,8 +165,10 @@ __device__ __forceinline__ T Store(A v) {
 
 // LogSumExp shifts by the largest finite value (0 when there is none), so
 // that exp cannot overflow and infinities pass through as they are.
-__device__ __forceinline__ float FiniteOrLowest(float v) { return isfinite(v) ? v : -INFINITY; }
-__device__ __forceinline__ float ShiftFrom(float m) { return isfinite(m) ? m : 0.0f; }
+template <typename A>
+__device__ __forceinline__ A FiniteOrLowest(A v) { return isfinite(v) ? v : A(-INFINITY); }
+template <typename A>
+__device__ __forceinline__ A ShiftFrom(A m) { return isfinite(m) ? m : A(0); }
 
 // --- index plan ---------------------------------------------------------------
 
@@ -216,8 +245,8 @@ __global__ void ReduceThreadKernel(const T* __restrict__ x, T* __restrict__ y, R
     const T* base = x + p.kept.Offset(o);
     A shift = A(0);
     if constexpr (K == Kind::kLogSumExp) {
-      float m = -INFINITY;
-      for (int64_t r = 0; r < p.count; ++r) m = fmaxf(m, FiniteOrLowest(Load<A>(base[MapOffset(p.reduced, r)])));
+      A m = A(-INFINITY);
+      for (int64_t r = 0; r < p.count; ++r) m = MaxOf(m, FiniteOrLowest(Load<A>(base[MapOffset(p.reduced, r)])));
       shift = ShiftFrom(m);
     }
     A acc = Identity<K, A>();
@@ -235,11 +264,11 @@ __global__ void ReduceBlockKernel(const T* __restrict__ x, T* __restrict__ y, Re
     const T* base = x + p.kept.Offset(o);
     A shift = A(0);
     if constexpr (K == Kind::kLogSumExp) {
-      float m = -INFINITY;
+      A m = A(-INFINITY);
       for (int64_t r = threadIdx.x; r < p.count; r += blockDim.x) {
-        m = fmaxf(m, FiniteOrLowest(Load<A>(base[MapOffset(p.reduced, r)])));
+        m = MaxOf(m, FiniteOrLowest(Load<A>(base[MapOffset(p.reduced, r)])));
       }
-      shift = ShiftFrom(BlockReduce<A>(m, buf, [](A a, A b) { return fmaxf(a, b); }));
+      shift = ShiftFrom(BlockReduce<A>(m, buf, [](A a, A b) { return MaxOf(a, b); }));
     }
     A acc = Identity<K, A>();
     for (int64_t r = threadIdx.x; r < p.count; r += blockDim.x) {
@@ -336,6 +365,14 @@ Status ReduceKernel(CudaKernelContext& ctx) {
       x->dtype(),
       [&](auto tag) { return LaunchReduce<K, decltype(tag), float>(ctx, x->raw_data(), y->raw_data(), plan); },
       [&]() -> Status {
+        if (x->dtype() == ir::DataType::kFloat64) {
+          return LaunchReduce<K, double, double>(ctx, x->raw_data(), y->raw_data(), plan);
+        }
+        if constexpr (K == Kind::kMax || K == Kind::kMin) {
+          if (x->dtype() == ir::DataType::kBool) {
+            return LaunchReduce<K, uint8_t, bool>(ctx, x->raw_data(), y->raw_data(), plan);
+          }
+        }
         if constexpr (IntegerKind(K)) {
           if (x->dtype() == ir::DataType::kInt32) {
             return LaunchReduce<K, int32_t, int32_t>(ctx, x->raw_data(), y->raw_data(), plan);
@@ -370,6 +407,16 @@ bool DtypeIn(const runtime::NodeTypes& types, bool integers, std::string* why_no
 template <bool kIntegers>
 bool SupportsReduce(const ir::Node&, const runtime::NodeTypes& types, std::string* why_not) {
   return DtypeIn(types, kIntegers, why_not) && RankAtMost8(types, why_not);
+}
+
+// The Reduce* ops: the float dtypes and float64 for every kind, int32/int64
+// for Sum, Prod, Max and Min, bool for Max and Min.
+template <Kind K>
+bool SupportsReduceKind(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
+  const ir::DataType t = InputDtype(types, 0);
+  const bool extra = t == ir::DataType::kFloat64 || ((K == Kind::kMax || K == Kind::kMin) && t == ir::DataType::kBool);
+  if (extra) return RankAtMost8(types, why_not);
+  return SupportsReduce<IntegerKind(K)>(node, types, why_not);
 }
 
 // --- ArgMax / ArgMin -------------------------------------------------------------
@@ -617,21 +664,21 @@ Status TopKKernel(CudaKernelContext& ctx) {
       });
 }
 
-#define VIGIL_CUDA_REDUCE(name, kind, since, ints)                                         \
-  CudaKernelDef{"", name, 1, since - 1, ReduceKernel<kind, since>, SupportsReduce<ints>}, \
-      CudaKernelDef{"", name, since, kLatest, ReduceKernel<kind, since>, SupportsReduce<ints>, HostInput(1)}
+#define VIGIL_CUDA_REDUCE(name, kind, since)                                                      \
+  CudaKernelDef{"", name, 1, since - 1, ReduceKernel<kind, since>, SupportsReduceKind<kind>},    \
+      CudaKernelDef{"", name, since, kLatest, ReduceKernel<kind, since>, SupportsReduceKind<kind>, HostInput(1)}
 
 const CudaKernelDef kReductionKernels[] = {
-    VIGIL_CUDA_REDUCE("ReduceSum", Kind::kSum, 13, true),
-    VIGIL_CUDA_REDUCE("ReduceMean", Kind::kMean, 18, false),
-    VIGIL_CUDA_REDUCE("ReduceMax", Kind::kMax, 18, true),
-    VIGIL_CUDA_REDUCE("ReduceMin", Kind::kMin, 18, true),
-    VIGIL_CUDA_REDUCE("ReduceProd", Kind::kProd, 18, true),
-    VIGIL_CUDA_REDUCE("ReduceL1", Kind::kL1, 18, false),
-    VIGIL_CUDA_REDUCE("ReduceL2", Kind::kL2, 18, false),
-    VIGIL_CUDA_REDUCE("ReduceSumSquare", Kind::kSumSquare, 18, false),
-    VIGIL_CUDA_REDUCE("ReduceLogSum", Kind::kLogSum, 18, false),
-    VIGIL_CUDA_REDUCE("ReduceLogSumExp", Kind::kLogSumExp, 18, false),
+    VIGIL_CUDA_REDUCE("ReduceSum", Kind::kSum, 13),
+    VIGIL_CUDA_REDUCE("ReduceMean", Kind::kMean, 18),
+    VIGIL_CUDA_REDUCE("ReduceMax", Kind::kMax, 18),
+    VIGIL_CUDA_REDUCE("ReduceMin", Kind::kMin, 18),
+    VIGIL_CUDA_REDUCE("ReduceProd", Kind::kProd, 18),
+    VIGIL_CUDA_REDUCE("ReduceL1", Kind::kL1, 18),
+    VIGIL_CUDA_REDUCE("ReduceL2", Kind::kL2, 18),
+    VIGIL_CUDA_REDUCE("ReduceSumSquare", Kind::kSumSquare, 18),
+    VIGIL_CUDA_REDUCE("ReduceLogSum", Kind::kLogSum, 18),
+    VIGIL_CUDA_REDUCE("ReduceLogSumExp", Kind::kLogSumExp, 18),
     {"", "ArgMax", 1, kLatest, ArgKernel<true>, SupportsReduce<true>},
     {"", "ArgMin", 1, kLatest, ArgKernel<false>, SupportsReduce<true>},
     {"", "TopK", 1, 9, TopKKernel, SupportsReduce<true>},

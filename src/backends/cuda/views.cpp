@@ -3,8 +3,11 @@
 // view of input 0 with the shape that shape inference planned (Reshape's 0
 // and -1 and Squeeze's axes are already resolved there); the session keeps
 // the input's memory alive for as long as the view is read
-// (runtime/execution.cpp, MayAliasInput).
+// (runtime/execution.cpp, MayAliasInput). Any dtype of 1, 2, 4 or 8 bytes;
+// Reshape, Flatten, Squeeze and Unsqueeze also one not known at load time,
+// checked when they run (unknown_dtype.h).
 #include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/unknown_dtype.h"
 #include "ops/shape_helpers.h"
 
 namespace vigil::cuda {
@@ -75,7 +78,14 @@ Result<std::vector<int64_t>> RunTimeShape(CudaKernelContext& ctx, const runtime:
 
 Status PlannedView(CudaKernelContext& ctx) {
   const runtime::Tensor* in = ctx.input(0);
+  if (in && !in->is_dense()) {  // its type was not known at load (unknown_dtype.h)
+    return ctx.Unsupported("input 0 is a sequence or an optional, not a tensor");
+  }
   if (!in || in->on_host()) return InternalError("{}: input 0 is not on the device", ops::NodeLabel(ctx.node()));
+  const int bits = in->dtype() == ir::DataType::kString ? 0 : ir::DataTypeBits(in->dtype());
+  if (bits != 8 && bits != 16 && bits != 32 && bits != 64) {
+    return ctx.Unsupported("dtype {} of input 0", ir::DataTypeName(in->dtype()));
+  }
   const std::vector<int64_t>* planned = ctx.PlannedDims(0);
   std::vector<int64_t> run_time;
   if (!planned) {
@@ -94,6 +104,14 @@ bool AnyFixedSize(const ir::Node& node, const runtime::NodeTypes& types, std::st
   return FixedSizeInput(types, 0, why_not);
 }
 
+// Reshape, Flatten, Squeeze and Unsqueeze also take a dtype not known at load
+// time (PlannedView checks it when it runs). Identity and Dropout do not: a
+// sequence or an optional of no recorded type may reach them, and those run
+// on the host.
+bool FixedSizeOrUnknown(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
+  return FixedSizeOrUnknownInput(types, 0, why_not);
+}
+
 bool DropoutInference(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
   if (node.outputs.size() > 1 && !node.outputs[1].empty()) {
     if (why_not) *why_not = "the mask output is not implemented";
@@ -110,12 +128,12 @@ bool DropoutInference(const ir::Node& node, const runtime::NodeTypes& types, std
 
 std::span<const CudaKernelDef> ViewCudaKernels() {
   static const CudaKernelDef kDefs[] = {
-      {"", "Reshape", 5, kLatest, PlannedView, AnyFixedSize, HostInput(1)},
-      {"", "Flatten", 1, kLatest, PlannedView, AnyFixedSize, 0},
-      {"", "Squeeze", 1, 12, PlannedView, AnyFixedSize, 0},
-      {"", "Squeeze", 13, kLatest, PlannedView, AnyFixedSize, HostInput(1)},
-      {"", "Unsqueeze", 1, 12, PlannedView, AnyFixedSize, 0},
-      {"", "Unsqueeze", 13, kLatest, PlannedView, AnyFixedSize, HostInput(1)},
+      {"", "Reshape", 5, kLatest, PlannedView, FixedSizeOrUnknown, HostInput(1)},
+      {"", "Flatten", 1, kLatest, PlannedView, FixedSizeOrUnknown, 0},
+      {"", "Squeeze", 1, 12, PlannedView, FixedSizeOrUnknown, 0},
+      {"", "Squeeze", 13, kLatest, PlannedView, FixedSizeOrUnknown, HostInput(1)},
+      {"", "Unsqueeze", 1, 12, PlannedView, FixedSizeOrUnknown, 0},
+      {"", "Unsqueeze", 13, kLatest, PlannedView, FixedSizeOrUnknown, HostInput(1)},
       {"", "Identity", 1, kLatest, PlannedView, AnyFixedSize, 0},
       {"", "Dropout", 1, kLatest, PlannedView, DropoutInference, HostInput(1)},
   };
