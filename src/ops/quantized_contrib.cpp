@@ -2,8 +2,9 @@
 // onnxruntime.quantization emits in QOperator format (opset 1 of that
 // domain): QLinearAdd, QLinearMul (numpy broadcasting), QLinearSigmoid,
 // QLinearLeakyRelu (same shape), QLinearGlobalAveragePool, QLinearAveragePool
-// (channels_last picks NCHW or NHWC) and QLinearConcat. Data and zero points
-// are int8 or uint8, scales float32, all per tensor (one element).
+// (channels_last picks NCHW or NHWC), QLinearConcat and QLinearSoftmax. Data
+// and zero points are int8 or uint8, scales float32, all per tensor (one
+// element).
 #include <optional>
 #include <string>
 #include <vector>
@@ -243,6 +244,24 @@ Status InferQLinearConcat(InferenceContext& ctx) {
   return Status::Ok();
 }
 
+// QLinearSoftmax: as QLinearSigmoid, plus the required attribute opset (of
+// the ONNX Softmax it mimics: < 13 coerces X to 2-D at axis, 13 reduces one
+// axis) and axis (default -1 for every opset, as onnxruntime's schema has it).
+Status InferQLinearSoftmax(InferenceContext& ctx) {
+  VIGIL_RETURN_IF_ERROR(CheckUnaryParams(ctx));
+  VIGIL_ASSIGN_OR_RETURN(int64_t opset, RequiredIntAttr(ctx.node(), "opset"));
+  if (opset < 1) return ctx.Fail("attribute opset is {}, expected the ONNX Softmax opset (>= 1)", opset);
+  VIGIL_ASSIGN_OR_RETURN(int64_t axis, IntAttr(ctx.node(), "axis", -1));
+  const ir::TypeInfo* x = TensorInput(ctx, 0);
+  if (!x) return Status::Ok();
+  if (HasRank(x)) {
+    if (x->shape.dims.empty()) return ctx.Fail("input 0 (X) is a scalar, expected rank >= 1");
+    VIGIL_RETURN_IF_ERROR(NormalizeAxis(ctx.node(), axis, static_cast<int64_t>(x->shape.dims.size())).status());
+  }
+  ctx.set_output(0, *x);
+  return Status::Ok();
+}
+
 const OpSchema kQuantizedContribSchemas[] = {
     {kMsDomain, "QLinearAdd", 1, kLatest, 5, 8, 1, 1, InferQLinearBinary},
     {kMsDomain, "QLinearMul", 1, kLatest, 5, 8, 1, 1, InferQLinearBinary},
@@ -251,6 +270,7 @@ const OpSchema kQuantizedContribSchemas[] = {
     {kMsDomain, "QLinearGlobalAveragePool", 1, kLatest, 5, 5, 1, 1, InferQLinearGlobalAveragePool},
     {kMsDomain, "QLinearAveragePool", 1, kLatest, 4, 5, 1, 1, InferQLinearAveragePool},
     {kMsDomain, "QLinearConcat", 1, kLatest, 5, kVariadic, 1, 1, InferQLinearConcat},
+    {kMsDomain, "QLinearSoftmax", 1, kLatest, 4, 5, 1, 1, InferQLinearSoftmax},
 };
 
 }  // namespace

@@ -103,6 +103,40 @@ def configs(rng, rounds):
                 ins += [data((2, n, 3)), np.array(xs_i), np.array(params(rng, dt, 1)[0])]
                 const += [len(ins) - 2, len(ins) - 1]
             yield "QLinearConcat", "QLinearConcat", ins, {"axis": 1}, dt, tuple(const)
+            yield from softmax_configs(rng, r, dt)
+
+
+def softmax_configs(rng, r, dt):
+    """QLinearSoftmax: both opset semantics, several axes; y_scale 1/256 with
+    onnxruntime.quantization's output zero point (0 or -128) or random; rows
+    of equal values whose quotient is an exact .5 tie (D = 512) or repeats."""
+    info = np.iinfo(dt)
+
+    def data(shape, lo=info.min, hi=info.max):
+        return rng.integers(lo, hi + 1, shape).astype(dt)
+
+    xs = F(rng.uniform(0.01, 0.3))
+    zx = params(rng, dt, 1)[0]
+    if r % 2:
+        ys, zy = F(1 / 256), dt(0 if dt == np.uint8 else -128)
+    else:
+        ys, zy = F(rng.uniform(1 / 300, 1 / 100)), params(rng, dt, 1)[0]
+    for shape, attrs in (((13, 127), {"opset": 13}), ((2, 13, 11), {"opset": 13, "axis": 1}),
+                         ((2, 13, 11), {"opset": 13, "axis": 0}), ((3, 5, 7), {"opset": 12, "axis": 1}),
+                         ((3, 5, 7), {"opset": 11}), ((4, 127), {"opset": 12, "axis": -1})):
+        yield "QLinearSoftmax", "QLinearSoftmax", [data(shape), np.array(xs), np.array(zx), np.array(ys),
+                                                   np.array(zy)], attrs, dt, (1, 2, 3, 4)
+    # Ties and saturation: equal rows (D = 512 gives y = 0.5 with y_scale
+    # 1/256), two-level rows, a narrow range where one element dominates.
+    v = data((1,))[0]
+    x = np.full((3, 512), v, dtype=dt)
+    x[1, ::2] = max(info.min, int(v) - int(rng.integers(1, 4)))
+    yield ("QLinearSoftmax", "QLinearSoftmax", [x, np.array(xs), np.array(zx), np.array(F(1 / 256)),
+                                                np.array(zy if r % 2 else params(rng, dt, 1)[0])],
+           {"opset": 13}, dt, (1, 2, 3, 4))
+    x = data((13, 6), int(info.max) - 3, int(info.max))
+    yield ("QLinearSoftmax", "QLinearSoftmax", [x, np.array(F(rng.uniform(0.5, 3))), np.array(zx),
+                                                np.array(F(1 / 256)), np.array(zy)], {"opset": 13}, dt, (1, 2, 3, 4))
 
 
 def main():

@@ -1,7 +1,8 @@
 // CPU kernels of the com.microsoft quantized ops of onnxruntime's QOperator
 // format: QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
-// QLinearGlobalAveragePool, QLinearAveragePool and QLinearConcat, int8 and
-// uint8, per-tensor scales and zero points (an omitted zero point is 0).
+// QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat and
+// QLinearSoftmax, int8 and uint8, per-tensor scales and zero points (an
+// omitted zero point is 0).
 //
 // onnxruntime computes these ops in float32, and its integer outputs depend
 // on the order of that arithmetic at round-half-to-even ties. To match it bit
@@ -23,12 +24,16 @@
 //                count_include_pad the count is the kernel size, also where
 //                a ceil_mode window runs past the padding (onnxruntime's).
 //   Concat       per input a table round(float(q-zx)*sx / sy) + zy.
+//   Softmax      a float32 table of exp((j-255)*sx + b) (double, rounded),
+//                the float32 sum of a row's entries in order, then
+//                round(e * floor(1/sy) / sum) + zy (see QLinearSoftmaxKernel).
 // round is round-half-to-even (std::nearbyint in the default rounding mode);
 // results saturate to the output type; a NaN gives the zero point.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -412,6 +417,66 @@ Status QLinearConcatKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// QLinearSoftmax: X, X_scale, X_zero_point?, Y_scale, Y_zero_point?.
+// onnxruntime's arithmetic: a 256-entry float32 table of
+// exp((j - 255 + b/sx) * sx), j = 0..255, formed in double and rounded to
+// float, with b = max(0, log(FLT_MAX / D) - 5) so that a sum of D entries
+// cannot overflow (D: the reduced length). Entry 255 belongs to the row's
+// maximum, entry 255-k to a value k below it (X's zero point cancels). Per
+// row: the float32 sum of the entries in order, then
+// round((e * floor(1/sy)) / sum) + zy, saturated. The axis defaults to -1
+// for every opset (onnxruntime's schema default; ONNX Softmax before opset
+// 13 had 1).
+Status QLinearSoftmaxKernel(KernelContext& ctx) {
+  VIGIL_RETURN_IF_ERROR(CheckData(ctx, 0, "X"));
+  const runtime::Tensor& x = *ctx.input(0);
+  const DataType dt = x.dtype();
+  VIGIL_ASSIGN_OR_RETURN(const float sx, ReadScale(ctx, 1, "X_scale"));
+  VIGIL_ASSIGN_OR_RETURN(const int32_t zx, ReadZeroPoint(ctx, 2, "X_zero_point", dt));
+  (void)zx;  // softmax is shift invariant: only the distance to the row's maximum matters
+  VIGIL_ASSIGN_OR_RETURN(const float sy, ReadScale(ctx, 3, "Y_scale"));
+  VIGIL_ASSIGN_OR_RETURN(const int32_t zy, ReadZeroPoint(ctx, 4, "Y_zero_point", dt));
+  VIGIL_ASSIGN_OR_RETURN(const int64_t opset, ops::RequiredIntAttr(ctx.node(), "opset"));
+  VIGIL_ASSIGN_OR_RETURN(int64_t axis, ops::IntAttr(ctx.node(), "axis", -1));
+  const int64_t rank = static_cast<int64_t>(x.rank());
+  if (rank == 0) return ctx.Fail("input 0 (X) is {}, expected rank >= 1", x.Describe());
+  VIGIL_ASSIGN_OR_RETURN(axis, ops::NormalizeAxis(ctx.node(), axis, rank));
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, dt, x.shape()));
+  if (x.element_count() == 0) return Status::Ok();
+  // Rows of D elements, `inner` apart: opset < 13 coerces X to 2-D at axis,
+  // opset 13 reduces along the one axis.
+  int64_t outer = 1, d = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= x.dim(i);
+  for (int64_t i = axis; i < rank; ++i) (opset < 13 || i == axis ? d : inner) *= x.dim(i);
+  double shift = std::log(static_cast<double>(std::numeric_limits<float>::max() / static_cast<float>(d)));
+  shift = std::max(0.0, shift - 5.0) / static_cast<double>(sx);
+  float table[256];  // table[255 - k]: a value k below its row's maximum
+  for (int j = 0; j < 256; ++j) {
+    table[j] = static_cast<float>(std::exp((static_cast<double>(j) - 255.0 + shift) * static_cast<double>(sx)));
+  }
+  const float y_mult = std::floor(1.0f / sy);
+  uint8_t* out = Bytes(*y);
+  std::vector<int32_t> q(static_cast<size_t>(d));
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t r = 0; r < inner; ++r) {
+      const int64_t base = o * d * inner + r;
+      int32_t qmax = std::numeric_limits<int32_t>::min();
+      for (int64_t k = 0; k < d; ++k) {
+        q[k] = Load(x, static_cast<size_t>(base + k * inner));
+        qmax = std::max(qmax, q[k]);
+      }
+      float sum = 0.0f;
+      for (int64_t k = 0; k < d; ++k) sum += table[255 - (qmax - q[k])];
+      for (int64_t k = 0; k < d; ++k) {
+        // A zero sum (onnxruntime leaves such a row unwritten) gives the zero point.
+        const float e = table[255 - (qmax - q[k])];
+        out[base + k * inner] = sum == 0.0f ? static_cast<uint8_t>(zy) : Saturate(dt, (e * y_mult) / sum, zy);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 const KernelDef kQuantizedContribKernels[] = {
     {kMsDomain, "QLinearAdd", 1, kLatest, QLinearBinaryKernel<true>},
     {kMsDomain, "QLinearMul", 1, kLatest, QLinearBinaryKernel<false>},
@@ -420,6 +485,7 @@ const KernelDef kQuantizedContribKernels[] = {
     {kMsDomain, "QLinearGlobalAveragePool", 1, kLatest, QLinearGlobalAveragePoolKernel},
     {kMsDomain, "QLinearAveragePool", 1, kLatest, QLinearAveragePoolKernel},
     {kMsDomain, "QLinearConcat", 1, kLatest, QLinearConcatKernel},
+    {kMsDomain, "QLinearSoftmax", 1, kLatest, QLinearSoftmaxKernel},
 };
 
 }  // namespace
