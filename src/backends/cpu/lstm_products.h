@@ -30,4 +30,7 @@ class LstmProducts {
 // their shapes are checked here.
 [[nodiscard]] Status RunLstmWithProducts(KernelContext& ctx, const LstmProducts& products);
 
+// com.microsoft DynamicQuantizeLSTM (dynamic_quantize_lstm.cpp).
+[[nodiscard]] Status DynamicQuantizeLstmKernel(KernelContext& ctx);
+
 }  // namespace vigil::cpu

@@ -2,7 +2,8 @@
 // format: QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
 // QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat and
 // QLinearSoftmax, int8 and uint8, per-tensor scales and zero points (an
-// omitted zero point is 0).
+// omitted zero point is 0). The family's list also holds DynamicQuantizeLSTM
+// (dynamic_quantize_lstm.cpp).
 //
 // onnxruntime computes these ops in float32, and its integer outputs depend
 // on the order of that arithmetic at round-half-to-even ties. To match it bit
@@ -39,6 +40,7 @@
 
 #include "backends/cpu/broadcast.h"
 #include "backends/cpu/kernel_families.h"
+#include "backends/cpu/lstm_products.h"
 #include "ops/attributes.h"
 #include "ops/qlinear_pool_geometry.h"
 
@@ -486,6 +488,7 @@ const KernelDef kQuantizedContribKernels[] = {
     {kMsDomain, "QLinearAveragePool", 1, kLatest, QLinearAveragePoolKernel},
     {kMsDomain, "QLinearConcat", 1, kLatest, QLinearConcatKernel},
     {kMsDomain, "QLinearSoftmax", 1, kLatest, QLinearSoftmaxKernel},
+    {kMsDomain, "DynamicQuantizeLSTM", 1, kLatest, DynamicQuantizeLstmKernel},
 };
 
 }  // namespace
