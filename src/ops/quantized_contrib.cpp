@@ -4,8 +4,9 @@
 // QLinearLeakyRelu (same shape), QLinearGlobalAveragePool, QLinearAveragePool
 // (channels_last picks NCHW or NHWC), QLinearConcat and QLinearSoftmax. Data
 // and zero points are int8 or uint8, scales float32, all per tensor (one
-// element). Also DynamicQuantizeLSTM (an LSTM with int8/uint8 W and R,
-// per-direction or per-column scales and zero points).
+// element). Also QGemm (B's scale and zero point per tensor or per column)
+// and DynamicQuantizeLSTM (an LSTM with int8/uint8 W and R, per-direction or
+// per-column scales and zero points).
 #include <optional>
 #include <string>
 #include <vector>
@@ -367,6 +368,64 @@ Status InferDynamicQuantizeLstm(InferenceContext& ctx) {
   return Status::Ok();
 }
 
+// QGemm: A [M,K] ([K,M] with transA), B [K,N] ([N,K] with transB), int8 or
+// uint8 each; a_scale, y_scale float32 scalars; a_zero_point and
+// y_zero_point scalars of A's dtype; b_scale (float32) and b_zero_point
+// (B's dtype) one element or [N]; C int32 broadcastable to [M,N] -> Y [M,N]
+// of A's dtype with y_zero_point, float32 without.
+Status InferQGemm(InferenceContext& ctx) {
+  VIGIL_RETURN_IF_ERROR(CheckData(ctx, 0, "A"));
+  VIGIL_RETURN_IF_ERROR(CheckData(ctx, 3, "B"));
+  VIGIL_RETURN_IF_ERROR(CheckScale(ctx, 1, "a_scale"));
+  VIGIL_RETURN_IF_ERROR(CheckZeroPoint(ctx, 2, "a_zero_point", 0, "A"));
+  VIGIL_RETURN_IF_ERROR(CheckScale(ctx, 7, "y_scale"));
+  VIGIL_RETURN_IF_ERROR(CheckZeroPoint(ctx, 8, "y_zero_point", 0, "A"));
+  VIGIL_RETURN_IF_ERROR(CheckDtype(ctx, 4, "b_scale", DataType::kFloat32));
+  VIGIL_RETURN_IF_ERROR(CheckDtype(ctx, 6, "C", DataType::kInt32));
+  const ir::TypeInfo* bz = TensorInput(ctx, 5);
+  const ir::TypeInfo* b = TensorInput(ctx, 3);
+  if (bz && b && bz->elem_type != b->elem_type) {
+    return ctx.Fail("input 5 (b_zero_point) has dtype {}, expected {} like input 3 (B)", ir::DataTypeName(bz->elem_type),
+                    ir::DataTypeName(b->elem_type));
+  }
+  if (ctx.has_input(8) && !ctx.has_input(7)) return ctx.Fail("input 8 (y_zero_point) is given without input 7 (y_scale)");
+  VIGIL_ASSIGN_OR_RETURN(int64_t trans_a, IntAttr(ctx.node(), "transA", 0));
+  VIGIL_ASSIGN_OR_RETURN(int64_t trans_b, IntAttr(ctx.node(), "transB", 0));
+  const ir::TypeInfo* a = TensorInput(ctx, 0);
+  VIGIL_RETURN_IF_ERROR(CheckDims(ctx, 0, "A", {std::nullopt, std::nullopt}, "a matrix (rank 2)"));
+  VIGIL_RETURN_IF_ERROR(CheckDims(ctx, 3, "B", {std::nullopt, std::nullopt}, "a matrix (rank 2)"));
+  const std::optional<int64_t> k = Known(a, trans_a ? 0 : 1), kb = Known(b, trans_b ? 1 : 0);
+  if (k && kb && *k != *kb) {
+    return ctx.Fail("inputs 0 (A) {} and 3 (B) {} do not multiply (transA {}, transB {})",
+                    ir::ShapeToString(a->shape), ir::ShapeToString(b->shape), trans_a, trans_b);
+  }
+  const std::optional<int64_t> n = Known(b, trans_b ? 0 : 1);
+  for (size_t i : {4, 5}) {
+    const ir::TypeInfo* t = TensorInput(ctx, i);
+    if (!HasRank(t)) continue;
+    int64_t count = 1;
+    bool known = true;
+    for (const ir::Dim& d : t->shape.dims) {
+      if (!d.value) known = false;
+      else count *= *d.value;
+    }
+    const bool per_column = t->shape.dims.size() == 1 && (!t->shape.dims[0].value || !n || *t->shape.dims[0].value == *n);
+    if (known && count != 1 && !per_column) {
+      return ctx.Fail("input {} ({}) has shape {}, expected one element or [N] (N = {})", i,
+                      i == 4 ? "b_scale" : "b_zero_point", ir::ShapeToString(t->shape),
+                      n ? std::to_string(*n) : std::string("B's columns"));
+    }
+  }
+  auto dim = [&](const ir::TypeInfo* t, size_t i) {
+    return HasRank(t) && t->shape.dims.size() == 2 ? t->shape.dims[i] : ctx.NewSymbol();
+  };
+  const ir::Dim dm = dim(a, trans_a ? 1 : 0), dn = dim(b, trans_b ? 0 : 1);
+  if (ctx.has_input(8) && !a) return Status::Ok();  // the output has A's dtype, not known yet
+  const DataType out = ctx.has_input(8) ? a->elem_type : DataType::kFloat32;
+  ctx.set_output(0, TensorType(out, std::vector<ir::Dim>{dm, dn}));
+  return Status::Ok();
+}
+
 const OpSchema kQuantizedContribSchemas[] = {
     {kMsDomain, "QLinearAdd", 1, kLatest, 5, 8, 1, 1, InferQLinearBinary},
     {kMsDomain, "QLinearMul", 1, kLatest, 5, 8, 1, 1, InferQLinearBinary},
@@ -377,6 +436,7 @@ const OpSchema kQuantizedContribSchemas[] = {
     {kMsDomain, "QLinearConcat", 1, kLatest, 5, kVariadic, 1, 1, InferQLinearConcat},
     {kMsDomain, "QLinearSoftmax", 1, kLatest, 4, 5, 1, 1, InferQLinearSoftmax},
     {kMsDomain, "DynamicQuantizeLSTM", 1, kLatest, 12, 12, 0, 3, InferDynamicQuantizeLstm},
+    {kMsDomain, "QGemm", 1, kLatest, 6, 9, 1, 1, InferQGemm},
 };
 
 }  // namespace

@@ -52,7 +52,7 @@ import onnxruntime as ort
 from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic,
                                       quantize_static)
 
-INTEGER_OPS = ("MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv")
+INTEGER_OPS = ("MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv", "QGemm")
 INT_TYPES = {onnx.TensorProto.INT8, onnx.TensorProto.UINT8, onnx.TensorProto.INT32, onnx.TensorProto.INT16,
              onnx.TensorProto.UINT16}
 
@@ -158,13 +158,26 @@ def per_channel(v, ndim):
 
 def exact_integer_output(node, values):
     """The exact output of an integer node (MatMulInteger, ConvInteger: int32;
-    QLinearMatMul, QLinearConv: the int32 product requantized in float64)
+    QLinearMatMul, QLinearConv, QGemm with y_zero_point: the int32 product
+    requantized in float64)
     from the given values of its inputs; None for other ops."""
     ins = [values.get(i) if i else None for i in node.input]
     if node.op_type == "QLinearMatMul":
         a, sa, za, b, sb, zb, sy, zy = ins
         acc = (a.astype(np.int64) - za.astype(np.int64)) @ (b.astype(np.int64) - zb.astype(np.int64))
         scale = np.float64(sa) * sb.astype(np.float64) / np.float64(sy)
+        return requantize(acc, scale, zy, zy.dtype)
+    if node.op_type == "QGemm":
+        if len(ins) < 9 or ins[8] is None:
+            return None  # float output
+        a, sa, za, b, sb, zb, c, sy, zy = ins[:9]
+        attrs = {x.name: onnx.helper.get_attribute_value(x) for x in node.attribute}
+        a = a.T if attrs.get("transA", 0) else a
+        b = b.T if attrs.get("transB", 0) else b
+        acc = (a.astype(np.int64) - za.astype(np.int64)) @ (b.astype(np.int64) - zb.astype(np.int64).reshape(-1))
+        if c is not None:
+            acc = acc + c.astype(np.int64)
+        scale = np.float64(attrs.get("alpha", 1.0)) * np.float64(sa) * sb.astype(np.float64).reshape(-1) / np.float64(sy)
         return requantize(acc, scale, zy, zy.dtype)
     if node.op_type == "QLinearConv":
         x, sx, zx, w, sw, zw, sy, zy = ins[:8]

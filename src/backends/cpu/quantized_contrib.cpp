@@ -2,7 +2,8 @@
 // format: QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
 // QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat and
 // QLinearSoftmax, int8 and uint8, per-tensor scales and zero points (an
-// omitted zero point is 0). The family's list also holds DynamicQuantizeLSTM
+// omitted zero point is 0), and QGemm (B's scale and zero point per tensor
+// or per column). The family's list also holds DynamicQuantizeLSTM
 // (dynamic_quantize_lstm.cpp).
 //
 // onnxruntime computes these ops in float32, and its integer outputs depend
@@ -479,6 +480,106 @@ Status QLinearSoftmaxKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// A per-tensor value or one per column of B: one element, or [N].
+Result<std::vector<float>> ReadColumnScales(const KernelContext& ctx, size_t i, const char* name, int64_t n) {
+  const runtime::Tensor* t = ctx.input(i);
+  if (!t) return ctx.Fail("required input {} ({}) is missing", i, name);
+  if (t->dtype() != DataType::kFloat32 || !(t->element_count() == 1 || t->shape() == std::vector<int64_t>{n})) {
+    return ctx.Fail("input {} ({}) is {}, expected float32 with one element or [{}] (per column)", i, name,
+                    t->Describe(), n);
+  }
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t c = 0; c < n; ++c) v[c] = t->data<float>()[t->element_count() == 1 ? 0 : c];
+  return v;
+}
+
+// QGemm: A, a_scale, a_zero_point, B, b_scale, b_zero_point, C?, y_scale?,
+// y_zero_point?; alpha, transA, transB. The exact int32 product
+// sum((a-za)*(b-zb[n])) plus C (int32, broadcast to [M,N]), times
+// (alpha*sa*sb[n]) (/ sy where y_scale is given) in float32, as onnxruntime
+// forms it; with y_zero_point round and add zy, saturated to its type, else
+// the float32 value.
+Status QGemmKernel(KernelContext& ctx) {
+  VIGIL_RETURN_IF_ERROR(CheckData(ctx, 0, "A"));
+  VIGIL_RETURN_IF_ERROR(CheckData(ctx, 3, "B"));
+  const runtime::Tensor& a = *ctx.input(0);
+  const runtime::Tensor& b = *ctx.input(3);
+  VIGIL_ASSIGN_OR_RETURN(const float alpha, ops::FloatAttr(ctx.node(), "alpha", 1.0f));
+  VIGIL_ASSIGN_OR_RETURN(const int64_t trans_a, ops::IntAttr(ctx.node(), "transA", 0));
+  VIGIL_ASSIGN_OR_RETURN(const int64_t trans_b, ops::IntAttr(ctx.node(), "transB", 0));
+  if (a.rank() != 2 || b.rank() != 2) {
+    return ctx.Fail("inputs 0 (A) {} and 3 (B) {} must be matrices (rank 2)", a.Describe(), b.Describe());
+  }
+  const int64_t m = a.dim(trans_a ? 1 : 0), k = a.dim(trans_a ? 0 : 1);
+  const int64_t kb = b.dim(trans_b ? 1 : 0), n = b.dim(trans_b ? 0 : 1);
+  if (k != kb) {
+    return ctx.Fail("inputs 0 (A) {} and 3 (B) {} do not multiply (transA {}, transB {}): K {} vs {}", a.Describe(),
+                    b.Describe(), trans_a, trans_b, k, kb);
+  }
+  VIGIL_ASSIGN_OR_RETURN(const float sa, ReadScale(ctx, 1, "a_scale"));
+  VIGIL_ASSIGN_OR_RETURN(const int32_t za, ReadZeroPoint(ctx, 2, "a_zero_point", a.dtype()));
+  VIGIL_ASSIGN_OR_RETURN(std::vector<float> sb, ReadColumnScales(ctx, 4, "b_scale", n));
+  std::vector<int32_t> zb(static_cast<size_t>(n), 0);
+  if (const runtime::Tensor* z = ctx.input(5)) {
+    if (z->dtype() != b.dtype() || !(z->element_count() == 1 || z->shape() == std::vector<int64_t>{n})) {
+      return ctx.Fail("input 5 (b_zero_point) is {}, expected {} with one element or [{}] like input 3 (B)",
+                      z->Describe(), ir::DataTypeName(b.dtype()), n);
+    }
+    for (int64_t c = 0; c < n; ++c) zb[c] = Load(*z, z->element_count() == 1 ? 0 : static_cast<size_t>(c));
+  }
+  const runtime::Tensor* bias = ctx.input(6);
+  std::vector<int64_t> bias_stride{0, 0};  // element strides along M and N
+  if (bias) {
+    const auto& s = bias->shape();
+    const bool ok = bias->dtype() == DataType::kInt32 && s.size() <= 2 &&
+                    (s.empty() || s.back() == 1 || s.back() == n) && (s.size() < 2 || s[0] == 1 || s[0] == m);
+    if (!ok) {
+      return ctx.Fail("input 6 (C) is {}, expected int32 broadcastable to [{},{}]", bias->Describe(), m, n);
+    }
+    if (!s.empty() && s.back() == n && n != 1) bias_stride[1] = 1;
+    if (s.size() == 2 && s[0] == m && m != 1) bias_stride[0] = s[1];
+  }
+  const runtime::Tensor* ys = ctx.input(7);
+  float sy = 1.0f;
+  if (ys) {
+    VIGIL_ASSIGN_OR_RETURN(sy, ReadScale(ctx, 7, "y_scale"));
+  }
+  const runtime::Tensor* yz = ctx.input(8);
+  if (yz && !ys) return ctx.Fail("input 8 (y_zero_point) is given without input 7 (y_scale)");
+  if (yz && (yz->dtype() != a.dtype() || yz->element_count() != 1)) {
+    return ctx.Fail("input 8 (y_zero_point) is {}, expected a {} scalar like input 0 (A)", yz->Describe(),
+                    ir::DataTypeName(a.dtype()));
+  }
+  const int32_t zy = yz ? Load(*yz, 0) : 0;
+  std::vector<float> scale(static_cast<size_t>(n));
+  for (int64_t c = 0; c < n; ++c) {
+    scale[c] = alpha * sa * sb[c];
+    if (ys) scale[c] /= sy;
+  }
+  const DataType out_type = yz ? a.dtype() : DataType::kFloat32;
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, out_type, {m, n}));
+  std::vector<int64_t> acc(static_cast<size_t>(n));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t c = 0; c < n; ++c) {
+      acc[c] = bias ? bias->data<int32_t>()[i * bias_stride[0] + c * bias_stride[1]] : 0;
+    }
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t qa = Load(a, static_cast<size_t>(trans_a ? j * m + i : i * k + j)) - za;
+      if (qa == 0) continue;
+      for (int64_t c = 0; c < n; ++c) {
+        acc[c] += qa * (Load(b, static_cast<size_t>(trans_b ? c * k + j : j * n + c)) - zb[c]);
+      }
+    }
+    for (int64_t c = 0; c < n; ++c) {
+      // The int32 accumulator, as onnxruntime's (wrapping where it overflows).
+      const float v = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(acc[c]))) * scale[c];
+      if (yz) Bytes(*y)[i * n + c] = Saturate(a.dtype(), v, zy);
+      else y->data<float>()[i * n + c] = v;
+    }
+  }
+  return Status::Ok();
+}
+
 const KernelDef kQuantizedContribKernels[] = {
     {kMsDomain, "QLinearAdd", 1, kLatest, QLinearBinaryKernel<true>},
     {kMsDomain, "QLinearMul", 1, kLatest, QLinearBinaryKernel<false>},
@@ -488,6 +589,7 @@ const KernelDef kQuantizedContribKernels[] = {
     {kMsDomain, "QLinearAveragePool", 1, kLatest, QLinearAveragePoolKernel},
     {kMsDomain, "QLinearConcat", 1, kLatest, QLinearConcatKernel},
     {kMsDomain, "QLinearSoftmax", 1, kLatest, QLinearSoftmaxKernel},
+    {kMsDomain, "QGemm", 1, kLatest, QGemmKernel},
     {kMsDomain, "DynamicQuantizeLSTM", 1, kLatest, DynamicQuantizeLstmKernel},
 };
 
