@@ -423,7 +423,7 @@ Status QLinearConcatKernel(KernelContext& ctx) {
 // QLinearSoftmax: X, X_scale, X_zero_point?, Y_scale, Y_zero_point?.
 // onnxruntime's arithmetic: a 256-entry float32 table of
 // exp((j - 255 + b/sx) * sx), j = 0..255, formed in double and rounded to
-// float, with b = max(0, log(FLT_MAX / D) - 5) so that a sum of D entries
+// float, with b = max(0, logf(FLT_MAX / D) - 5) so that a sum of D entries
 // cannot overflow (D: the reduced length). Entry 255 belongs to the row's
 // maximum, entry 255-k to a value k below it (X's zero point cancels). Per
 // row: the float32 sum of the entries in order, then
@@ -451,7 +451,8 @@ Status QLinearSoftmaxKernel(KernelContext& ctx) {
   int64_t outer = 1, d = 1, inner = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= x.dim(i);
   for (int64_t i = axis; i < rank; ++i) (opset < 13 || i == axis ? d : inner) *= x.dim(i);
-  double shift = std::log(static_cast<double>(std::numeric_limits<float>::max() / static_cast<float>(d)));
+  // log in float32 (onnxruntime's std::log of a float), the rest in double.
+  double shift = static_cast<double>(std::log(std::numeric_limits<float>::max() / static_cast<float>(d)));
   shift = std::max(0.0, shift - 5.0) / static_cast<double>(sx);
   float table[256];  // table[255 - k]: a value k below its row's maximum
   for (int j = 0; j < 256; ++j) {
