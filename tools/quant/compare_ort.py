@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Runs each com.microsoft QLinear* op in onnxruntime CPU and in `vigil run`
-on the same inputs and compares the integer outputs exactly.
+"""Runs each com.microsoft QLinear* op and QGemm in onnxruntime CPU and in
+`vigil run` on the same inputs and compares the outputs exactly.
 
     python3 tools/quant/compare_ort.py [--vigil build/src/cli/vigil] [--rounds N]
 

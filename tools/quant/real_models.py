@@ -102,6 +102,12 @@ def expose_integer_tensors(path, dst):
     inferred = onnx.shape_inference.infer_shapes(m)
     types = {v.name: v.type.tensor_type.elem_type for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
     present = {o.name for o in m.graph.output}
+    # onnx's shape inference does not know com.microsoft QGemm: its output has
+    # y_zero_point's type (float32 without one).
+    init_types = {i.name: i.data_type for i in m.graph.initializer}
+    for node in m.graph.node:
+        if node.op_type == "QGemm" and len(node.input) > 8 and node.input[8] in init_types:
+            types.setdefault(node.output[0], init_types[node.input[8]])
     added = []
     for node in m.graph.node:
         for out in node.output:
@@ -171,6 +177,8 @@ def exact_integer_output(node, values):
         if len(ins) < 9 or ins[8] is None:
             return None  # float output
         a, sa, za, b, sb, zb, c, sy, zy = ins[:9]
+        if any(v is None for v in (a, sa, za, b, sb, zb, sy)):
+            return None  # an input this run did not capture
         attrs = {x.name: onnx.helper.get_attribute_value(x) for x in node.attribute}
         a = a.T if attrs.get("transA", 0) else a
         b = b.T if attrs.get("transB", 0) else b
