@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Runs each com.microsoft QLinear* op in onnxruntime CPU and in `vigil run`
-on the same inputs and compares the integer outputs exactly.
+"""Runs each com.microsoft QLinear* op and QGemm in onnxruntime CPU and in
+`vigil run` on the same inputs and compares the outputs exactly.
 
     python3 tools/quant/compare_ort.py [--vigil build/src/cli/vigil] [--rounds N]
 
@@ -103,6 +103,72 @@ def configs(rng, rounds):
                 ins += [data((2, n, 3)), np.array(xs_i), np.array(params(rng, dt, 1)[0])]
                 const += [len(ins) - 2, len(ins) - 1]
             yield "QLinearConcat", "QLinearConcat", ins, {"axis": 1}, dt, tuple(const)
+            yield from softmax_configs(rng, r, dt)
+            yield from qgemm_configs(rng, r, dt)
+
+
+def qgemm_configs(rng, r, dt):
+    """QGemm with A of dtype dt: B int8 (values in [-64, 63]: onnxruntime's
+    x86 u8*s8 kernel adds pairs of products in saturating int16, so wider
+    weights make its products inexact) or uint8 (with uint8 A); per-tensor
+    or per-column B scales and zero points; int32 bias of every broadcast
+    shape; transA/transB/alpha; quantized and float outputs."""
+    info = np.iinfo(dt)
+    m, k, n = 13, 127, 11
+    for bt in ((np.int8, np.uint8) if dt == np.uint8 else (np.int8,)):
+        a = rng.integers(info.min, info.max + 1, (m, k)).astype(dt)
+        b = rng.integers(-64, 64, (k, n)).astype(bt) if bt == np.int8 else rng.integers(0, 256, (k, n)).astype(bt)
+        sa, sy = F(rng.uniform(0.01, 0.1)), F(rng.uniform(0.05, 0.5))
+        per_col = r % 2 == 1
+        sb = rng.uniform(0.001, 0.02, n).astype(F) if per_col else np.array(F(rng.uniform(0.001, 0.02)))
+        zb = (np.zeros(n, bt) if per_col else np.array(bt(0))) if bt == np.int8 else \
+            (rng.integers(100, 156, n).astype(bt) if per_col else np.array(bt(rng.integers(100, 156))))
+        za, zy = params(rng, dt, 2)
+        bias = [None, rng.integers(-5000, 5000, n).astype(np.int32), rng.integers(-5000, 5000, (m, n)).astype(np.int32),
+                rng.integers(-5000, 5000, (m, 1)).astype(np.int32), np.array(np.int32(1234))][r % 5]
+        attrs = {"transA": r % 3 == 2, "transB": r % 4 == 3}
+        if r % 3 == 1:
+            attrs["alpha"] = float(F(rng.uniform(0.5, 2)))
+        aa = np.ascontiguousarray(a.T) if attrs["transA"] else a
+        bb = np.ascontiguousarray(b.T) if attrs["transB"] else b
+        attrs = {key: int(v) if isinstance(v, bool) else v for key, v in attrs.items()}
+        yield ("QGemm", "QGemm", [aa, np.array(sa), np.array(za), bb, sb, zb, bias, np.array(sy), np.array(zy)], attrs,
+               dt, (1, 2, 3, 4, 5, 6, 7, 8))
+        yield (f"QGemm float ({np.dtype(dt).name} A)", "QGemm", [aa, np.array(sa), np.array(za), bb, sb, zb, bias], attrs, np.float32,
+               (1, 2, 3, 4, 5, 6))
+
+
+def softmax_configs(rng, r, dt):
+    """QLinearSoftmax: both opset semantics, several axes; y_scale 1/256 with
+    onnxruntime.quantization's output zero point (0 or -128) or random; rows
+    of equal values whose quotient is an exact .5 tie (D = 512) or repeats."""
+    info = np.iinfo(dt)
+
+    def data(shape, lo=info.min, hi=info.max):
+        return rng.integers(lo, hi + 1, shape).astype(dt)
+
+    xs = F(rng.uniform(0.01, 0.3))
+    zx = params(rng, dt, 1)[0]
+    if r % 2:
+        ys, zy = F(1 / 256), dt(0 if dt == np.uint8 else -128)
+    else:
+        ys, zy = F(rng.uniform(1 / 300, 1 / 100)), params(rng, dt, 1)[0]
+    for shape, attrs in (((13, 127), {"opset": 13}), ((2, 13, 11), {"opset": 13, "axis": 1}),
+                         ((2, 13, 11), {"opset": 13, "axis": 0}), ((3, 5, 7), {"opset": 12, "axis": 1}),
+                         ((3, 5, 7), {"opset": 11}), ((4, 127), {"opset": 12, "axis": -1})):
+        yield "QLinearSoftmax", "QLinearSoftmax", [data(shape), np.array(xs), np.array(zx), np.array(ys),
+                                                   np.array(zy)], attrs, dt, (1, 2, 3, 4)
+    # Ties and saturation: equal rows (D = 512 gives y = 0.5 with y_scale
+    # 1/256), two-level rows, a narrow range where one element dominates.
+    v = data((1,))[0]
+    x = np.full((3, 512), v, dtype=dt)
+    x[1, ::2] = max(info.min, int(v) - int(rng.integers(1, 4)))
+    yield ("QLinearSoftmax", "QLinearSoftmax", [x, np.array(xs), np.array(zx), np.array(F(1 / 256)),
+                                                np.array(zy if r % 2 else params(rng, dt, 1)[0])],
+           {"opset": 13}, dt, (1, 2, 3, 4))
+    x = data((13, 6), int(info.max) - 3, int(info.max))
+    yield ("QLinearSoftmax", "QLinearSoftmax", [x, np.array(F(rng.uniform(0.5, 3))), np.array(zx),
+                                                np.array(F(1 / 256)), np.array(zy)], {"opset": 13}, dt, (1, 2, 3, 4))
 
 
 def main():
@@ -115,8 +181,8 @@ def main():
     compared, mismatched, models = defaultdict(int), defaultdict(int), defaultdict(int)
     with tempfile.TemporaryDirectory() as tmp:
         for label, op, inputs, attrs, dt, const in configs(rng, args.rounds):
-            inputs = [np.asarray(a, dtype=F) if np.asarray(a).dtype == np.float64 else a for a in inputs]
-            inputs = [a.astype(F) if a.dtype == np.float32 else a for a in inputs]
+            inputs = [None if a is None else np.asarray(a, dtype=F) if np.asarray(a).dtype == np.float64 else a
+                      for a in inputs]
             model, feeds = make_model(op, inputs, attrs, dt, constants=const)
             want = run_ort(model, feeds)
             got = vigil_run(args.vigil, model, feeds, tmp)
@@ -128,6 +194,9 @@ def main():
                 compared[key] += want.size
                 continue
             compared[key] += want.size
+            if want.dtype == np.float32:  # QGemm's float output: float32 products, compared exactly too
+                mismatched[key] += int((got.view(np.int32) != want.view(np.int32)).sum())
+                continue
             mismatched[key] += int((got != want).sum())
     width = max(len(k) for k in compared)
     total_c = total_m = 0

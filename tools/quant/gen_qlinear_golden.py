@@ -134,6 +134,34 @@ def concat_cases(dt):
         add_case("QLinearConcat", dt, data, scales, zps, {"axis": axis}, ins)
 
 
+def softmax_cases(dt, rng):
+    """QLinearSoftmax, both opset semantics; rows of equal values (D = 512:
+    near .5 ties with y_scale 1/256, decided by the float32 sum) and a
+    dominant element (256 - 128 saturates to 127 in int8)."""
+    info = np.iinfo(dt)
+    zq = dt(0 if dt == np.uint8 else -128)
+    for shape, attrs in (((5, 13), {"opset": 13, "axis": -1}), ((2, 13, 3), {"opset": 13, "axis": 1}),
+                         ((3, 4, 5), {"opset": 12, "axis": 1}), ((3, 127), {"opset": 1})):
+        x = rng.integers(info.min, info.max + 1, shape).astype(dt)
+        xs, ys = F(rng.uniform(0.02, 0.3)), F([1 / 256, rng.uniform(1 / 300, 1 / 100)][len(shape) % 2])
+        zx, zy = dt(rng.integers(info.min, info.max + 1)), [zq, dt(rng.integers(info.min, info.max + 1))][len(shape) % 2]
+        add_case("QLinearSoftmax", dt, [x], [xs, ys], [zx, zy], attrs,
+                 [x, scalar(xs, F), scalar(zx, dt), scalar(ys, F), scalar(zy, dt)])
+    x = np.full((3, 512), dt(rng.integers(info.min, info.max + 1)), dtype=dt)
+    x[1, ::3] = max(int(info.min), int(x[0, 0]) - 2)
+    x[2, 7] = info.max
+    x[2, 8:] = info.min
+    xs = F(0.5)
+    add_case("QLinearSoftmax", dt, [x], [xs, F(1 / 256)], [dt(0), zq], {"opset": 13},
+             [x, scalar(xs, F), scalar(0, dt), scalar(F(1 / 256), F), scalar(zq, dt)])
+    # Two equal values along axis 0: the quotient 189/2 lies at a tie that
+    # the table's float32 log decides (a double log rounds it the other way).
+    x = np.full((2, 3), 57, dtype=dt)
+    xs, ys, zy = F(0.18634318), F(0.0052828165), dt(-77 if dt == np.int8 else 20)
+    add_case("QLinearSoftmax", dt, [x], [xs, ys], [dt(0), zy], {"opset": 13, "axis": 0},
+             [x, scalar(xs, F), scalar(0, dt), scalar(ys, F), scalar(zy, dt)])
+
+
 for dt in (np.uint8, np.int8):
     binary_cases("QLinearAdd", dt)
     binary_cases("QLinearMul", dt)
@@ -141,6 +169,12 @@ for dt in (np.uint8, np.int8):
     unary_cases("QLinearLeakyRelu", dt)
     pool_cases(dt)
     concat_cases(dt)
+
+
+# A generator of its own, so that the cases above stay as they were.
+softmax_rng = np.random.default_rng(20261127)
+for dt in (np.uint8, np.int8):
+    softmax_cases(dt, softmax_rng)
 
 
 def ints(a):

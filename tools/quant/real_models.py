@@ -52,7 +52,7 @@ import onnxruntime as ort
 from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic,
                                       quantize_static)
 
-INTEGER_OPS = ("MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv")
+INTEGER_OPS = ("MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv", "QGemm")
 INT_TYPES = {onnx.TensorProto.INT8, onnx.TensorProto.UINT8, onnx.TensorProto.INT32, onnx.TensorProto.INT16,
              onnx.TensorProto.UINT16}
 
@@ -102,6 +102,12 @@ def expose_integer_tensors(path, dst):
     inferred = onnx.shape_inference.infer_shapes(m)
     types = {v.name: v.type.tensor_type.elem_type for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
     present = {o.name for o in m.graph.output}
+    # onnx's shape inference does not know com.microsoft QGemm: its output has
+    # y_zero_point's type (float32 without one).
+    init_types = {i.name: i.data_type for i in m.graph.initializer}
+    for node in m.graph.node:
+        if node.op_type == "QGemm" and len(node.input) > 8 and node.input[8] in init_types:
+            types.setdefault(node.output[0], init_types[node.input[8]])
     added = []
     for node in m.graph.node:
         for out in node.output:
@@ -158,13 +164,28 @@ def per_channel(v, ndim):
 
 def exact_integer_output(node, values):
     """The exact output of an integer node (MatMulInteger, ConvInteger: int32;
-    QLinearMatMul, QLinearConv: the int32 product requantized in float64)
+    QLinearMatMul, QLinearConv, QGemm with y_zero_point: the int32 product
+    requantized in float64)
     from the given values of its inputs; None for other ops."""
     ins = [values.get(i) if i else None for i in node.input]
     if node.op_type == "QLinearMatMul":
         a, sa, za, b, sb, zb, sy, zy = ins
         acc = (a.astype(np.int64) - za.astype(np.int64)) @ (b.astype(np.int64) - zb.astype(np.int64))
         scale = np.float64(sa) * sb.astype(np.float64) / np.float64(sy)
+        return requantize(acc, scale, zy, zy.dtype)
+    if node.op_type == "QGemm":
+        if len(ins) < 9 or ins[8] is None:
+            return None  # float output
+        a, sa, za, b, sb, zb, c, sy, zy = ins[:9]
+        if any(v is None for v in (a, sa, za, b, sb, zb, sy)):
+            return None  # an input this run did not capture
+        attrs = {x.name: onnx.helper.get_attribute_value(x) for x in node.attribute}
+        a = a.T if attrs.get("transA", 0) else a
+        b = b.T if attrs.get("transB", 0) else b
+        acc = (a.astype(np.int64) - za.astype(np.int64)) @ (b.astype(np.int64) - zb.astype(np.int64).reshape(-1))
+        if c is not None:
+            acc = acc + c.astype(np.int64)
+        scale = np.float64(attrs.get("alpha", 1.0)) * np.float64(sa) * sb.astype(np.float64).reshape(-1) / np.float64(sy)
         return requantize(acc, scale, zy, zy.dtype)
     if node.op_type == "QLinearConv":
         x, sx, zx, w, sw, zw, sy, zy = ins[:8]

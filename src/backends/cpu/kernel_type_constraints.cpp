@@ -293,6 +293,23 @@ const KernelTypeConstraints kDeclarations[] = {
     {kMs, "QLinearAveragePool", 1, kLatest, {{"T", In(0, 2, 4), kInt8Pair}, {"scales", In(1, 3), kFloat32}}},
     // Then (X, X_scale, X_zero_point) triples, which the kernel checks.
     {kMs, "QLinearConcat", 1, kLatest, {{"T", In(1, 2), kInt8Pair}, {"scales", In(0), kFloat32}}},
+    {kMs, "QLinearSoftmax", 1, kLatest, {{"T", In(0, 2, 4), kInt8Pair}, {"scales", In(1, 3), kFloat32}}},
+    {kMs,
+     "QGemm",
+     1,
+     kLatest,
+     {{"TA", In(0, 2, 8), kInt8Pair},
+      {"TB", In(3, 5), kInt8Pair},
+      {"scales", In(1, 4, 7), kFloat32},
+      {"TC", In(6), Bit(D::kInt32)}}},
+    // --- dynamic_quantize_lstm.cpp (com.microsoft) ---
+    {kMs,
+     "DynamicQuantizeLSTM",
+     1,
+     kLatest,
+     {{"T", In(0, 3, 5, 6, 7, 8, 10), kFloat32},
+      {"T2", In(1, 2, 9, 11), kInt8Pair},
+      {"T1", In(4), Bit(D::kInt32)}}},
 
     // --- dropout.cpp: X is handed on as a view ---
     {"", "Dropout", 7, kLatest, {{"T", In(0), kAny}, {"T1", In(1), kFloats}, {"T2", In(2), kBool}}},

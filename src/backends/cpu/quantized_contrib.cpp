@@ -1,7 +1,10 @@
 // CPU kernels of the com.microsoft quantized ops of onnxruntime's QOperator
 // format: QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
-// QLinearGlobalAveragePool, QLinearAveragePool and QLinearConcat, int8 and
-// uint8, per-tensor scales and zero points (an omitted zero point is 0).
+// QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat and
+// QLinearSoftmax, int8 and uint8, per-tensor scales and zero points (an
+// omitted zero point is 0), and QGemm (B's scale and zero point per tensor
+// or per column). The family's list also holds DynamicQuantizeLSTM
+// (dynamic_quantize_lstm.cpp).
 //
 // onnxruntime computes these ops in float32, and its integer outputs depend
 // on the order of that arithmetic at round-half-to-even ties. To match it bit
@@ -23,17 +26,22 @@
 //                count_include_pad the count is the kernel size, also where
 //                a ceil_mode window runs past the padding (onnxruntime's).
 //   Concat       per input a table round(float(q-zx)*sx / sy) + zy.
+//   Softmax      a float32 table of exp((j-255)*sx + b) (double, rounded),
+//                the float32 sum of a row's entries in order, then
+//                round(e * floor(1/sy) / sum) + zy (see QLinearSoftmaxKernel).
 // round is round-half-to-even (std::nearbyint in the default rounding mode);
 // results saturate to the output type; a NaN gives the zero point.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/broadcast.h"
 #include "backends/cpu/kernel_families.h"
+#include "backends/cpu/lstm_products.h"
 #include "ops/attributes.h"
 #include "ops/qlinear_pool_geometry.h"
 
@@ -412,6 +420,167 @@ Status QLinearConcatKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// QLinearSoftmax: X, X_scale, X_zero_point?, Y_scale, Y_zero_point?.
+// onnxruntime's arithmetic: a 256-entry float32 table of
+// exp((j - 255 + b/sx) * sx), j = 0..255, formed in double and rounded to
+// float, with b = max(0, logf(FLT_MAX / D) - 5) so that a sum of D entries
+// cannot overflow (D: the reduced length). Entry 255 belongs to the row's
+// maximum, entry 255-k to a value k below it (X's zero point cancels). Per
+// row: the float32 sum of the entries in order, then
+// round((e * floor(1/sy)) / sum) + zy, saturated. The axis defaults to -1
+// for every opset (onnxruntime's schema default; ONNX Softmax before opset
+// 13 had 1).
+Status QLinearSoftmaxKernel(KernelContext& ctx) {
+  VIGIL_RETURN_IF_ERROR(CheckData(ctx, 0, "X"));
+  const runtime::Tensor& x = *ctx.input(0);
+  const DataType dt = x.dtype();
+  VIGIL_ASSIGN_OR_RETURN(const float sx, ReadScale(ctx, 1, "X_scale"));
+  VIGIL_ASSIGN_OR_RETURN(const int32_t zx, ReadZeroPoint(ctx, 2, "X_zero_point", dt));
+  (void)zx;  // softmax is shift invariant: only the distance to the row's maximum matters
+  VIGIL_ASSIGN_OR_RETURN(const float sy, ReadScale(ctx, 3, "Y_scale"));
+  VIGIL_ASSIGN_OR_RETURN(const int32_t zy, ReadZeroPoint(ctx, 4, "Y_zero_point", dt));
+  VIGIL_ASSIGN_OR_RETURN(const int64_t opset, ops::RequiredIntAttr(ctx.node(), "opset"));
+  VIGIL_ASSIGN_OR_RETURN(int64_t axis, ops::IntAttr(ctx.node(), "axis", -1));
+  const int64_t rank = static_cast<int64_t>(x.rank());
+  if (rank == 0) return ctx.Fail("input 0 (X) is {}, expected rank >= 1", x.Describe());
+  VIGIL_ASSIGN_OR_RETURN(axis, ops::NormalizeAxis(ctx.node(), axis, rank));
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, dt, x.shape()));
+  if (x.element_count() == 0) return Status::Ok();
+  // Rows of D elements, `inner` apart: opset < 13 coerces X to 2-D at axis,
+  // opset 13 reduces along the one axis.
+  int64_t outer = 1, d = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= x.dim(i);
+  for (int64_t i = axis; i < rank; ++i) (opset < 13 || i == axis ? d : inner) *= x.dim(i);
+  // log in float32 (onnxruntime's std::log of a float), the rest in double.
+  double shift = static_cast<double>(std::log(std::numeric_limits<float>::max() / static_cast<float>(d)));
+  shift = std::max(0.0, shift - 5.0) / static_cast<double>(sx);
+  float table[256];  // table[255 - k]: a value k below its row's maximum
+  for (int j = 0; j < 256; ++j) {
+    table[j] = static_cast<float>(std::exp((static_cast<double>(j) - 255.0 + shift) * static_cast<double>(sx)));
+  }
+  const float y_mult = std::floor(1.0f / sy);
+  uint8_t* out = Bytes(*y);
+  std::vector<int32_t> q(static_cast<size_t>(d));
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t r = 0; r < inner; ++r) {
+      const int64_t base = o * d * inner + r;
+      int32_t qmax = std::numeric_limits<int32_t>::min();
+      for (int64_t k = 0; k < d; ++k) {
+        q[k] = Load(x, static_cast<size_t>(base + k * inner));
+        qmax = std::max(qmax, q[k]);
+      }
+      float sum = 0.0f;
+      for (int64_t k = 0; k < d; ++k) sum += table[255 - (qmax - q[k])];
+      for (int64_t k = 0; k < d; ++k) {
+        // A zero sum (onnxruntime leaves such a row unwritten) gives the zero point.
+        const float e = table[255 - (qmax - q[k])];
+        out[base + k * inner] = sum == 0.0f ? static_cast<uint8_t>(zy) : Saturate(dt, (e * y_mult) / sum, zy);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// A per-tensor value or one per column of B: one element, or [N].
+Result<std::vector<float>> ReadColumnScales(const KernelContext& ctx, size_t i, const char* name, int64_t n) {
+  const runtime::Tensor* t = ctx.input(i);
+  if (!t) return ctx.Fail("required input {} ({}) is missing", i, name);
+  if (t->dtype() != DataType::kFloat32 || !(t->element_count() == 1 || t->shape() == std::vector<int64_t>{n})) {
+    return ctx.Fail("input {} ({}) is {}, expected float32 with one element or [{}] (per column)", i, name,
+                    t->Describe(), n);
+  }
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t c = 0; c < n; ++c) v[c] = t->data<float>()[t->element_count() == 1 ? 0 : c];
+  return v;
+}
+
+// QGemm: A, a_scale, a_zero_point, B, b_scale, b_zero_point, C?, y_scale?,
+// y_zero_point?; alpha, transA, transB. The exact int32 product
+// sum((a-za)*(b-zb[n])) plus C (int32, broadcast to [M,N]), times
+// (alpha*sa*sb[n]) (/ sy where y_scale is given) in float32, as onnxruntime
+// forms it; with y_zero_point round and add zy, saturated to its type, else
+// the float32 value.
+Status QGemmKernel(KernelContext& ctx) {
+  VIGIL_RETURN_IF_ERROR(CheckData(ctx, 0, "A"));
+  VIGIL_RETURN_IF_ERROR(CheckData(ctx, 3, "B"));
+  const runtime::Tensor& a = *ctx.input(0);
+  const runtime::Tensor& b = *ctx.input(3);
+  VIGIL_ASSIGN_OR_RETURN(const float alpha, ops::FloatAttr(ctx.node(), "alpha", 1.0f));
+  VIGIL_ASSIGN_OR_RETURN(const int64_t trans_a, ops::IntAttr(ctx.node(), "transA", 0));
+  VIGIL_ASSIGN_OR_RETURN(const int64_t trans_b, ops::IntAttr(ctx.node(), "transB", 0));
+  if (a.rank() != 2 || b.rank() != 2) {
+    return ctx.Fail("inputs 0 (A) {} and 3 (B) {} must be matrices (rank 2)", a.Describe(), b.Describe());
+  }
+  const int64_t m = a.dim(trans_a ? 1 : 0), k = a.dim(trans_a ? 0 : 1);
+  const int64_t kb = b.dim(trans_b ? 1 : 0), n = b.dim(trans_b ? 0 : 1);
+  if (k != kb) {
+    return ctx.Fail("inputs 0 (A) {} and 3 (B) {} do not multiply (transA {}, transB {}): K {} vs {}", a.Describe(),
+                    b.Describe(), trans_a, trans_b, k, kb);
+  }
+  VIGIL_ASSIGN_OR_RETURN(const float sa, ReadScale(ctx, 1, "a_scale"));
+  VIGIL_ASSIGN_OR_RETURN(const int32_t za, ReadZeroPoint(ctx, 2, "a_zero_point", a.dtype()));
+  VIGIL_ASSIGN_OR_RETURN(std::vector<float> sb, ReadColumnScales(ctx, 4, "b_scale", n));
+  std::vector<int32_t> zb(static_cast<size_t>(n), 0);
+  if (const runtime::Tensor* z = ctx.input(5)) {
+    if (z->dtype() != b.dtype() || !(z->element_count() == 1 || z->shape() == std::vector<int64_t>{n})) {
+      return ctx.Fail("input 5 (b_zero_point) is {}, expected {} with one element or [{}] like input 3 (B)",
+                      z->Describe(), ir::DataTypeName(b.dtype()), n);
+    }
+    for (int64_t c = 0; c < n; ++c) zb[c] = Load(*z, z->element_count() == 1 ? 0 : static_cast<size_t>(c));
+  }
+  const runtime::Tensor* bias = ctx.input(6);
+  std::vector<int64_t> bias_stride{0, 0};  // element strides along M and N
+  if (bias) {
+    const auto& s = bias->shape();
+    const bool ok = bias->dtype() == DataType::kInt32 && s.size() <= 2 &&
+                    (s.empty() || s.back() == 1 || s.back() == n) && (s.size() < 2 || s[0] == 1 || s[0] == m);
+    if (!ok) {
+      return ctx.Fail("input 6 (C) is {}, expected int32 broadcastable to [{},{}]", bias->Describe(), m, n);
+    }
+    if (!s.empty() && s.back() == n && n != 1) bias_stride[1] = 1;
+    if (s.size() == 2 && s[0] == m && m != 1) bias_stride[0] = s[1];
+  }
+  const runtime::Tensor* ys = ctx.input(7);
+  float sy = 1.0f;
+  if (ys) {
+    VIGIL_ASSIGN_OR_RETURN(sy, ReadScale(ctx, 7, "y_scale"));
+  }
+  const runtime::Tensor* yz = ctx.input(8);
+  if (yz && !ys) return ctx.Fail("input 8 (y_zero_point) is given without input 7 (y_scale)");
+  if (yz && (yz->dtype() != a.dtype() || yz->element_count() != 1)) {
+    return ctx.Fail("input 8 (y_zero_point) is {}, expected a {} scalar like input 0 (A)", yz->Describe(),
+                    ir::DataTypeName(a.dtype()));
+  }
+  const int32_t zy = yz ? Load(*yz, 0) : 0;
+  std::vector<float> scale(static_cast<size_t>(n));
+  for (int64_t c = 0; c < n; ++c) {
+    scale[c] = alpha * sa * sb[c];
+    if (ys) scale[c] /= sy;
+  }
+  const DataType out_type = yz ? a.dtype() : DataType::kFloat32;
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, out_type, {m, n}));
+  std::vector<int64_t> acc(static_cast<size_t>(n));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t c = 0; c < n; ++c) {
+      acc[c] = bias ? bias->data<int32_t>()[i * bias_stride[0] + c * bias_stride[1]] : 0;
+    }
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t qa = Load(a, static_cast<size_t>(trans_a ? j * m + i : i * k + j)) - za;
+      if (qa == 0) continue;
+      for (int64_t c = 0; c < n; ++c) {
+        acc[c] += qa * (Load(b, static_cast<size_t>(trans_b ? c * k + j : j * n + c)) - zb[c]);
+      }
+    }
+    for (int64_t c = 0; c < n; ++c) {
+      // The int32 accumulator, as onnxruntime's (wrapping where it overflows).
+      const float v = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(acc[c]))) * scale[c];
+      if (yz) Bytes(*y)[i * n + c] = Saturate(a.dtype(), v, zy);
+      else y->data<float>()[i * n + c] = v;
+    }
+  }
+  return Status::Ok();
+}
+
 const KernelDef kQuantizedContribKernels[] = {
     {kMsDomain, "QLinearAdd", 1, kLatest, QLinearBinaryKernel<true>},
     {kMsDomain, "QLinearMul", 1, kLatest, QLinearBinaryKernel<false>},
@@ -420,6 +589,9 @@ const KernelDef kQuantizedContribKernels[] = {
     {kMsDomain, "QLinearGlobalAveragePool", 1, kLatest, QLinearGlobalAveragePoolKernel},
     {kMsDomain, "QLinearAveragePool", 1, kLatest, QLinearAveragePoolKernel},
     {kMsDomain, "QLinearConcat", 1, kLatest, QLinearConcatKernel},
+    {kMsDomain, "QLinearSoftmax", 1, kLatest, QLinearSoftmaxKernel},
+    {kMsDomain, "QGemm", 1, kLatest, QGemmKernel},
+    {kMsDomain, "DynamicQuantizeLSTM", 1, kLatest, DynamicQuantizeLstmKernel},
 };
 
 }  // namespace

@@ -4,16 +4,19 @@
 // step. Inputs are converted once to a compute type (double for float64,
 // float otherwise) in a canonical layout — time-major X, direction-major
 // states — so the layout attribute touches only loading and storing.
-// Eigen does the per-step matrix products.
+// Eigen does the per-step matrix products, except for an LSTM run through
+// RunLstmWithProducts (lstm_products.h), whose caller supplies them.
 #include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <Eigen/Dense>
 
 #include "backends/cpu/kernel.h"
+#include "backends/cpu/lstm_products.h"
 #include "ops/recurrent_params.h"
 #include "vigil/float16.h"
 #include "backends/cpu/kernel_families.h"
@@ -58,6 +61,9 @@ struct Config {
   std::optional<double> clip;
   bool input_forget = false;
   bool linear_before_reset = false;
+  // W [num_dir, input, gates*hidden] and R [num_dir, hidden, gates*hidden],
+  // read by an LstmProducts, not loaded here.
+  bool external_weights = false;
 };
 
 // ---- element conversion -------------------------------------------------
@@ -104,6 +110,7 @@ Status CheckShape(const KernelContext& ctx, size_t i, const char* name, const st
 
 Status ReadConfig(const KernelContext& ctx, Cell cell, Config& cfg) {
   cfg.cell = cell;
+  const bool ext = cfg.external_weights;
   const ir::Node& node = ctx.node();
   VIGIL_ASSIGN_OR_RETURN(ops::RecurrentAttrs attrs, ops::ReadRecurrentAttrs(node, cell, ctx.opset() >= 14));
   cfg.gates = attrs.gates;
@@ -126,14 +133,19 @@ Status ReadConfig(const KernelContext& ctx, Cell cell, Config& cfg) {
   cfg.seq = x->dim(cfg.layout == 0 ? 0 : 1);
   cfg.batch = x->dim(cfg.layout == 0 ? 1 : 0);
   cfg.input = x->dim(2);
-  cfg.hidden = r->dim(2);
+  cfg.hidden = r->dim(ext ? 1 : 2);
   VIGIL_ASSIGN_OR_RETURN(int64_t hidden_attr, ops::IntAttr(node, "hidden_size", cfg.hidden));
   if (hidden_attr != cfg.hidden) {
     return ctx.Fail("hidden_size is {} but R ({}) implies {}", hidden_attr, r->Describe(), cfg.hidden);
   }
   const int64_t gh = cfg.gates * cfg.hidden;
-  VIGIL_RETURN_IF_ERROR(CheckShape(ctx, 1, "W", {cfg.num_dir, gh, cfg.input}));
-  VIGIL_RETURN_IF_ERROR(CheckShape(ctx, 2, "R", {cfg.num_dir, gh, cfg.hidden}));
+  if (ext) {
+    VIGIL_RETURN_IF_ERROR(CheckShape(ctx, 1, "W", {cfg.num_dir, cfg.input, gh}));
+    VIGIL_RETURN_IF_ERROR(CheckShape(ctx, 2, "R", {cfg.num_dir, cfg.hidden, gh}));
+  } else {
+    VIGIL_RETURN_IF_ERROR(CheckShape(ctx, 1, "W", {cfg.num_dir, gh, cfg.input}));
+    VIGIL_RETURN_IF_ERROR(CheckShape(ctx, 2, "R", {cfg.num_dir, gh, cfg.hidden}));
+  }
   if (ctx.has_input(3)) VIGIL_RETURN_IF_ERROR(CheckShape(ctx, 3, "B", {cfg.num_dir, 2 * gh}));
   if (ctx.has_input(4)) VIGIL_RETURN_IF_ERROR(CheckShape(ctx, 4, "sequence_lens", {cfg.batch}));
   std::vector<int64_t> state = cfg.layout == 0 ? std::vector<int64_t>{cfg.num_dir, cfg.batch, cfg.hidden}
@@ -143,8 +155,9 @@ Status ReadConfig(const KernelContext& ctx, Cell cell, Config& cfg) {
   if (cell == Cell::kLstm && ctx.has_input(7)) {
     VIGIL_RETURN_IF_ERROR(CheckShape(ctx, 7, "P", {cfg.num_dir, 3 * cfg.hidden}));
   }
-  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    if (i == 4 || !ctx.has_input(i)) continue;
+  // Inputs past P (DynamicQuantizeLSTM's scales and zero points) are the caller's.
+  for (size_t i = 0; i < std::min<size_t>(ctx.num_inputs(), 8); ++i) {
+    if (i == 4 || !ctx.has_input(i) || (ext && (i == 1 || i == 2))) continue;
     if (ctx.input(i)->dtype() != x->dtype()) {
       return ctx.Fail("input {} has dtype {}, expected {} like X", i, ir::DataTypeName(ctx.input(i)->dtype()),
                       ir::DataTypeName(x->dtype()));
@@ -245,15 +258,16 @@ void GruStep(const Config& cfg, const Direction<C>& dir, const Mat<C>& gx, const
     }
 }
 
+// `hr` is H_{t-1}*R^T.
 template <typename C>
-void LstmStep(const Config& cfg, const Direction<C>& dir, const Mat<C>& gx, const Mat<C>& h, const Mat<C>& c,
+void LstmStep(const Config& cfg, const Direction<C>& dir, const Mat<C>& gx, const Mat<C>& hr, const Mat<C>& c,
               Mat<C>& h_out, Mat<C>& c_out) {
   const Eigen::Index hs = cfg.hidden;
-  Mat<C> pre = gx + h * dir.r.transpose();  // gate order i, o, f, c
+  Mat<C> pre = gx + hr;  // gate order i, o, f, c
   const C* pi = dir.p;
   const C* po = dir.p + hs;
   const C* pf = dir.p + 2 * hs;
-  for (Eigen::Index b = 0; b < h.rows(); ++b)
+  for (Eigen::Index b = 0; b < pre.rows(); ++b)
     for (Eigen::Index j = 0; j < hs; ++j) {
       const C cp = c(b, j);
       C i = Apply(dir.act[0], Clip(cfg, pre(b, j) + pi[j] * cp));
@@ -281,18 +295,51 @@ struct Loaded {
   std::vector<int64_t> lens;
 };
 
+// hr = H_{t-1}*R^T for step s, by Eigen or by `products` (float only). The
+// products see the rows of sequences that ended before step s-1 as zero, as
+// onnxruntime's LSTM, which zeroes their output rows, feeds them to its
+// quantized product (where a row can move the quantization range).
 template <typename C>
-void RunDirection(const Config& cfg, const Loaded<C>& in, int64_t d, Outputs<C>& out) {
+void RecurrentProduct(const Config& cfg, const Direction<C>& dir, int64_t d, const std::vector<int64_t>& lens, int64_t s,
+                      const Mat<C>& h, const LstmProducts* products, Mat<C>& hr) {
+  if constexpr (std::is_same_v<C, float>) {
+    if (products) {
+      Mat<C> hin = h;
+      for (int64_t b = 0; b < cfg.batch; ++b) {
+        if (s > 0 && lens[b] < s) hin.row(b).setZero();
+      }
+      products->Recurrent(d, hin.data(), cfg.batch, hr.data());
+      return;
+    }
+  }
+  hr.noalias() = h * dir.r.transpose();
+}
+
+// `products` (float only) replaces the Eigen products of an LSTM whose W
+// and R were not loaded (cfg.external_weights).
+template <typename C>
+void RunDirection(const Config& cfg, const Loaded<C>& in, int64_t d, Outputs<C>& out, const LstmProducts* products) {
   const int64_t hs = cfg.hidden, gh = cfg.gates * hs, batch = cfg.batch;
-  Direction<C> dir{ConstMap<C>(in.w.data() + d * gh * cfg.input, gh, cfg.input),
-                   ConstMap<C>(in.r.data() + d * gh * hs, gh, hs),
+  const bool ext = cfg.external_weights;
+  Direction<C> dir{ConstMap<C>(ext ? nullptr : in.w.data() + d * gh * cfg.input, ext ? 0 : gh, cfg.input),
+                   ConstMap<C>(ext ? nullptr : in.r.data() + d * gh * hs, ext ? 0 : gh, hs),
                    in.b.data() + d * 2 * gh,
                    in.b.data() + d * 2 * gh + gh,
                    in.p.data() + d * 3 * hs,
                    cfg.acts.data() + d * cfg.acts_per_dir};
   // X_t*W^T for every step at once, plus the biases that sit outside activations.
-  ConstMap<C> xall(in.x.data(), cfg.seq * batch, cfg.input);
-  Mat<C> xw = xall * dir.w.transpose();
+  Mat<C> xw;
+  if constexpr (std::is_same_v<C, float>) {
+    if (products) {  // up to the longest sequence, as onnxruntime quantizes them
+      const int64_t longest = in.lens.empty() ? 0 : *std::max_element(in.lens.begin(), in.lens.end());
+      xw = Mat<C>::Zero(cfg.seq * batch, gh);
+      products->Input(d, in.x.data(), longest * batch, xw.data());
+    }
+  }
+  if (!products) {
+    ConstMap<C> xall(in.x.data(), cfg.seq * batch, cfg.input);
+    xw = xall * dir.w.transpose();
+  }
   for (int64_t j = 0; j < gh; ++j) {
     const bool keep_rb_out = cfg.linear_before_reset && j >= 2 * hs;
     const C bias = dir.wb[j] + (keep_rb_out ? C(0) : dir.rb[j]);
@@ -300,7 +347,7 @@ void RunDirection(const Config& cfg, const Loaded<C>& in, int64_t d, Outputs<C>&
   }
   Mat<C> h = ConstMap<C>(in.h0.data() + d * batch * hs, batch, hs);
   Mat<C> c = ConstMap<C>(in.c0.data() + d * batch * hs, batch, hs);
-  Mat<C> h_new(batch, hs), c_new(batch, hs), gx(batch, gh);
+  Mat<C> h_new(batch, hs), c_new(batch, hs), gx(batch, gh), hr(batch, gh);
   // The second direction of a bidirectional op, or a reverse op, walks each
   // sequence from its own last valid step back to step 0.
   const bool backward = cfg.reverse || d == 1;
@@ -313,13 +360,26 @@ void RunDirection(const Config& cfg, const Loaded<C>& in, int64_t d, Outputs<C>&
     }
     if (cfg.cell == Cell::kRnn) RnnStep(cfg, dir, gx, h, h_new);
     else if (cfg.cell == Cell::kGru) GruStep(cfg, dir, gx, h, h_new);
-    else LstmStep(cfg, dir, gx, h, c, h_new, c_new);
+    else {
+      RecurrentProduct(cfg, dir, d, in.lens, s, h, products, hr);
+      LstmStep(cfg, dir, gx, hr, c, h_new, c_new);
+    }
     for (int64_t b = 0; b < batch; ++b) {
       if (s >= in.lens[b]) continue;  // this sequence has ended: its state stays
       const int64_t t = backward ? in.lens[b] - 1 - s : s;
       h.row(b) = h_new.row(b);
       if (cfg.cell == Cell::kLstm) c.row(b) = c_new.row(b);
       std::copy(h.row(b).data(), h.row(b).data() + hs, out.y.data() + ((t * cfg.num_dir + d) * batch + b) * hs);
+    }
+  }
+  if (ext) {
+    // onnxruntime's LSTM, whose op DynamicQuantizeLSTM is, gives an empty
+    // sequence zero final states (the float LSTM here keeps the initial ones).
+    for (int64_t b = 0; b < batch; ++b) {
+      if (in.lens[b] == 0) {
+        h.row(b).setZero();
+        c.row(b).setZero();
+      }
     }
   }
   std::copy(h.data(), h.data() + batch * hs, out.yh.data() + d * batch * hs);
@@ -340,8 +400,10 @@ Loaded<C> Load(const KernelContext& ctx, const Config& cfg, std::vector<int64_t>
     in.x = std::move(x);
   }
   const int64_t gh = cfg.gates * cfg.hidden;
-  in.w = ReadAs<C>(*ctx.input(1));
-  in.r = ReadAs<C>(*ctx.input(2));
+  if (!cfg.external_weights) {
+    in.w = ReadAs<C>(*ctx.input(1));
+    in.r = ReadAs<C>(*ctx.input(2));
+  }
   in.b = ctx.has_input(3) ? ReadAs<C>(*ctx.input(3)) : std::vector<C>(cfg.num_dir * 2 * gh, C(0));
   const bool lstm = cfg.cell == Cell::kLstm;
   in.p = lstm && ctx.has_input(7) ? ReadAs<C>(*ctx.input(7)) : std::vector<C>(cfg.num_dir * 3 * cfg.hidden, C(0));
@@ -387,14 +449,15 @@ Status WriteOutputs(KernelContext& ctx, const Config& cfg, DataType dtype, const
 }
 
 template <typename C>
-Status RunRecurrent(KernelContext& ctx, const Config& cfg, std::vector<int64_t> lens) {
+Status RunRecurrent(KernelContext& ctx, const Config& cfg, std::vector<int64_t> lens,
+                    const LstmProducts* products = nullptr) {
   Loaded<C> in = Load<C>(ctx, cfg, std::move(lens));
   Outputs<C> out;
   const size_t state = static_cast<size_t>(cfg.num_dir * cfg.batch * cfg.hidden);
   out.y.assign(state * static_cast<size_t>(cfg.seq), C(0));
   out.yh.assign(state, C(0));
   out.yc.assign(state, C(0));
-  for (int64_t d = 0; d < cfg.num_dir; ++d) RunDirection(cfg, in, d, out);
+  for (int64_t d = 0; d < cfg.num_dir; ++d) RunDirection(cfg, in, d, out, products);
   return WriteOutputs(ctx, cfg, ctx.input(0)->dtype(), out);
 }
 
@@ -411,6 +474,22 @@ Status Recurrent(KernelContext& ctx, Cell cell) {
 Status RnnKernel(KernelContext& ctx) { return Recurrent(ctx, Cell::kRnn); }
 Status GruKernel(KernelContext& ctx) { return Recurrent(ctx, Cell::kGru); }
 Status LstmKernel(KernelContext& ctx) { return Recurrent(ctx, Cell::kLstm); }
+
+}  // namespace
+
+Status RunLstmWithProducts(KernelContext& ctx, const LstmProducts& products) {
+  if (!ctx.has_input(0)) return ctx.Fail("input 0 (X) is required");
+  if (ctx.input(0)->dtype() != DataType::kFloat32) {
+    return ctx.Fail("input 0 (X) has dtype {}, expected float32", ir::DataTypeName(ctx.input(0)->dtype()));
+  }
+  Config cfg;
+  cfg.external_weights = true;
+  VIGIL_RETURN_IF_ERROR(ReadConfig(ctx, Cell::kLstm, cfg));
+  VIGIL_ASSIGN_OR_RETURN(std::vector<int64_t> lens, ReadSequenceLens(ctx, cfg));
+  return RunRecurrent<float>(ctx, cfg, std::move(lens), &products);
+}
+
+namespace {
 
 const KernelDef kRecurrentKernels[] = {
     {"", "RNN", 7, kLatest, RnnKernel},

@@ -1,6 +1,7 @@
 // The com.microsoft quantized ops of onnxruntime's QOperator format
 // (QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
-// QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat) on the CPU.
+// QLinearGlobalAveragePool, QLinearAveragePool, QLinearConcat) on the CPU;
+// the golden vectors also hold QLinearSoftmax (qlinear_softmax_test.cpp).
 //
 // Two kinds of expected values:
 // - float64 references computed here (exact arithmetic, round half to even,
