@@ -75,22 +75,28 @@ def images():
     out["lossy.webp"] = save(pil, "WEBP", quality=80)
     out["lossless.webp"] = save(pil, "WEBP", lossless=True)
     out["alpha.webp"] = save(rgba, "WEBP", lossless=True)
-    # TIFF: raw, LZW, deflate, PackBits, JPEG, greyscale, palette.
+    # TIFF: raw, LZW, deflate, PackBits, greyscale, palette, RGBA, CMYK, JPEG (YCbCr).
     out["raw.tif"] = save(pil, "TIFF")
     out["lzw.tif"] = save(pil, "TIFF", compression="tiff_lzw")
     out["deflate.tif"] = save(pil, "TIFF", compression="tiff_adobe_deflate")
     out["packbits.tif"] = save(pil, "TIFF", compression="packbits")
     out["grey.tif"] = save(grey, "TIFF", compression="tiff_lzw")
     out["palette.tif"] = save(pal, "TIFF")
-    # JPEG 2000: JP2 lossless, JP2 lossy, bare codestream, greyscale.
+    out["rgba.tif"] = save(rgba, "TIFF", compression="tiff_lzw")  # unassociated alpha: not premultiplied
+    out["cmyk.tif"] = save(Image.fromarray(np.dstack([rgb, rgb[:, :, 0] // 2]), "CMYK"), "TIFF")
+    out["jpeg_ycbcr.tif"] = save(pil, "TIFF", compression="jpeg")
+    # JPEG 2000: JP2 lossless, JP2 lossy, bare codestream, greyscale, with alpha.
     out["lossless.jp2"] = save(pil, "JPEG2000")
     out["lossy.jp2"] = save(pil, "JPEG2000", quality_mode="rates", quality_layers=[8])
     out["codestream.j2k"] = save(pil, "JPEG2000", no_jp2=True)
     out["grey.jp2"] = save(grey, "JPEG2000")
+    out["rgba.jp2"] = save(rgba, "JPEG2000")
+    out["grey_alpha.jp2"] = save(rgba.convert("LA"), "JPEG2000")
     # BMP: Pillow's 24-bit, 8-bit and 1-bit; hand-made 4-bit, 16-bit, bit fields, top-down.
     out["rgb24.bmp"] = save(pil, "BMP")
     out["palette8.bmp"] = save(pal, "BMP")
     out["bilevel1.bmp"] = save(grey.convert("1"), "BMP")
+    out["rgba32.bmp"] = save(rgba, "BMP")
     pal16 = bytes(v for i in range(6) for v in (i * 40, 255 - i * 40, (i * 97) % 256, 0))
     idx = (np.arange(W * H).reshape(H, W) * 5) % 7  # index 6 is past the 6-entry palette: black
     rows4 = [bytes((int(r[i]) << 4) | (int(r[i + 1]) if i + 1 < W else 0) for i in range(0, W, 2)) for r in idx]

@@ -1,7 +1,12 @@
-// TIFF (the first directory) through libtiff's RGBA interface, which
-// handles every photometric interpretation, bit depth and compression that
-// libtiff supports; alpha is dropped. Rows come in the order they are
-// stored (orientations 1 to 4 are not applied), as Pillow gives them.
+// TIFF (the first directory) through libtiff. 8-bit contiguous strips of
+// grey, RGB or CMYK (any compression but JPEG-in-YCbCr) are read scanline by
+// scanline and converted as Pillow does (alpha and other extra samples
+// dropped as stored, not premultiplied; CMYK to RGB as Pillow's convert).
+// Everything else goes through libtiff's RGBA interface, which handles every
+// photometric interpretation, bit depth and compression that libtiff
+// supports, but premultiplies unassociated alpha (where Pillow would not).
+// Rows come in the order they are stored (orientations 1 to 4 are not
+// applied), as Pillow gives them.
 // libtiff reports errors through per-file handlers (no longjmp) and its
 // functions return failure. Its memory use per allocation is capped.
 // LERC-compressed TIFF is not supported (image_lerc_absent.c).
@@ -58,6 +63,50 @@ int OnError(TIFF*, void* user, const char* module, const char* fmt, va_list ap) 
 }
 int OnWarning(TIFF*, void*, const char*, const char*, va_list) { return 1; }
 
+enum class Layout { kOther, kGrey, kRgb, kCmyk };
+
+// Whether the scanline path applies (see the file comment), and to what.
+Layout ScanlineLayout(TIFF* tif, uint16_t* samples) {
+  uint16_t bits = 1, planar = PLANARCONFIG_CONTIG, photometric = 0, inkset = INKSET_CMYK;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &bits);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLESPERPIXEL, samples);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &planar);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_INKSET, &inkset);
+  if (!TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, &photometric)) return Layout::kOther;
+  if (bits != 8 || planar != PLANARCONFIG_CONTIG || TIFFIsTiled(tif)) return Layout::kOther;
+  if (photometric == PHOTOMETRIC_MINISBLACK && *samples >= 1) return Layout::kGrey;
+  if (photometric == PHOTOMETRIC_RGB && *samples >= 3) return Layout::kRgb;
+  if (photometric == PHOTOMETRIC_SEPARATED && inkset == INKSET_CMYK && *samples >= 4) return Layout::kCmyk;
+  return Layout::kOther;
+}
+
+// Pillow's (a * b + 127.5) / 255, in integers.
+uint8_t MulDiv255(uint32_t a, uint32_t b) {
+  const uint32_t t = a * b + 128;
+  return static_cast<uint8_t>(((t >> 8) + t) >> 8);
+}
+
+bool ReadScanlines(TIFF* tif, Layout layout, uint16_t samples, RgbImage& image) {
+  std::vector<uint8_t> row(static_cast<size_t>(TIFFScanlineSize(tif)));
+  if (row.size() < static_cast<size_t>(image.width) * samples) return false;
+  for (int64_t y = 0; y < image.height; ++y) {
+    if (TIFFReadScanline(tif, row.data(), static_cast<uint32_t>(y), 0) < 0) return false;
+    uint8_t* out = image.pixels.data() + y * image.width * 3;
+    for (int64_t x = 0; x < image.width; ++x, out += 3) {
+      const uint8_t* p = row.data() + x * samples;
+      if (layout == Layout::kGrey) {
+        out[0] = out[1] = out[2] = p[0];
+      } else if (layout == Layout::kRgb) {
+        out[0] = p[0], out[1] = p[1], out[2] = p[2];
+      } else {  // Pillow's CMYK -> RGB: (255 - K) - (255 - K) * C / 255, rounded
+        const uint32_t not_k = 255u - p[3];
+        for (int c = 0; c < 3; ++c) out[c] = static_cast<uint8_t>(not_k - MulDiv255(p[c], not_k));
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 Result<RgbImage> DecodeTiff(std::span<const uint8_t> bytes) {
@@ -89,6 +138,13 @@ Result<RgbImage> DecodeTiff(std::span<const uint8_t> bytes) {
   if (Status s = AllocateRgb("TIFF", width, height, image); !s.ok()) {
     TIFFClose(tif);
     return s;
+  }
+  uint16_t samples = 1;
+  if (const Layout layout = ScanlineLayout(tif, &samples); layout != Layout::kOther) {
+    const bool ok = ReadScanlines(tif, layout, samples, image);
+    TIFFClose(tif);
+    if (!ok) return InvalidInputError("TIFF stream: libtiff cannot decode: {}", LibraryMessage(src.message));
+    return image;
   }
   char reason[1024] = {0};
   if (!TIFFRGBAImageOK(tif, reason)) {
