@@ -40,8 +40,9 @@ Status InferImageDecoder(InferenceContext& ctx) {
     return ctx.Fail("input 0 (encoded_stream) has rank {}, expected 1 (the bytes of an encoded image)",
                     x->shape.dims.size());
   }
-  ctx.set_output(0, TensorType(ir::DataType::kUint8, std::vector<ir::Dim>{ctx.NewSymbol(), ctx.NewSymbol(),
-                                                                           ir::Dim::Known(PixelFormatChannels(format))}));
+  const ir::Dim height = ctx.NewSymbol(), width = ctx.NewSymbol();
+  const ir::Dim channels = ir::Dim::Known(PixelFormatChannels(format));
+  ctx.set_output(0, TensorType(ir::DataType::kUint8, std::vector<ir::Dim>{height, width, channels}));
   return Status::Ok();
 }
 

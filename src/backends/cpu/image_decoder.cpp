@@ -105,7 +105,9 @@ Status ImageDecoder(KernelContext& ctx) {
   switch (pixel_format) {
     case ops::PixelFormat::kRgb: std::memcpy(out, in, static_cast<size_t>(n * 3)); break;
     case ops::PixelFormat::kBgr:
-      for (int64_t i = 0; i < n; ++i) out[3 * i] = in[3 * i + 2], out[3 * i + 1] = in[3 * i + 1], out[3 * i + 2] = in[3 * i];
+      for (int64_t i = 0; i < n; ++i) {
+        out[3 * i] = in[3 * i + 2], out[3 * i + 1] = in[3 * i + 1], out[3 * i + 2] = in[3 * i];
+      }
       break;
     case ops::PixelFormat::kGrayscale:
       for (int64_t i = 0; i < n; ++i) {

@@ -68,7 +68,9 @@ Result<Header> ReadHeader(std::span<const uint8_t> b) {
     uint64_t count = dib >= 36 ? Le32(d + 32) : 0;
     if (count == 0) count = uint64_t{1} << h.bpp;
     if (count > 256) return InvalidInputError("BMP stream: palette of {} colours, at most 256", count);
-    if (end + count * palette_entry > b.size()) return InvalidInputError("BMP stream: the palette runs past the stream");
+    if (end + count * palette_entry > b.size()) {
+      return InvalidInputError("BMP stream: the palette runs past the stream");
+    }
     for (uint64_t i = 0; i < count; ++i) {
       const uint8_t* e = &b[end + i * palette_entry];
       h.palette.insert(h.palette.end(), {e[2], e[1], e[0]});

@@ -93,7 +93,9 @@ Result<RgbImage> DecodeJpeg(std::span<const uint8_t> bytes) {
     jpeg_destroy_decompress(&cinfo);
     return InvalidInputError("JPEG stream: libjpeg-turbo {}: {}", what, message);
   };
-  if (!RunDecoder(&cinfo, &err, bytes.data(), bytes.size(), &stage, nullptr, nullptr)) return fail("cannot read the header");
+  if (!RunDecoder(&cinfo, &err, bytes.data(), bytes.size(), &stage, nullptr, nullptr)) {
+    return fail("cannot read the header");
+  }
   if (stage.space == JCS_CMYK || stage.space == JCS_YCCK) {
     jpeg_destroy_decompress(&cinfo);
     return UnsupportedError("JPEG stream: CMYK/YCCK JPEG images are not supported (only greyscale, YCbCr and RGB)");
