@@ -46,6 +46,11 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/vigil
 # C (a C program) links too.
 set_property(TARGET vigil_static APPEND PROPERTY INTERFACE_LINK_LIBRARIES
              "$<INSTALL_INTERFACE:stdc++>" "$<INSTALL_INTERFACE:m>")
+# With ImageDecoder, libvigil.a's users also link the distribution's image
+# libraries (libtiff, libjpeg, ...), by name; libvigil.so has them inside.
+foreach(lib ${VIGIL_IMAGE_LINK_NAMES})
+  set_property(TARGET vigil_static APPEND PROPERTY INTERFACE_LINK_LIBRARIES "$<INSTALL_INTERFACE:${lib}>")
+endforeach()
 
 install(TARGETS vigil_shared vigil_static vigil_public_headers
         EXPORT vigilTargets
@@ -86,7 +91,11 @@ install(FILES ${PROJECT_BINARY_DIR}/cmake/vigilConfig.cmake ${PROJECT_BINARY_DIR
 # Written at install time, so that the prefix in it is the one installed to
 # (`cmake --install build --prefix DIR` included), not the configured one.
 # libvigil.a's own link dependencies, for `pkg-config --static --libs vigil`.
-set(VIGIL_PC_LIBS_PRIVATE "-lstdc++ -lm -pthread")
+set(VIGIL_PC_LIBS_PRIVATE "")
+foreach(lib ${VIGIL_IMAGE_LINK_NAMES})
+  string(APPEND VIGIL_PC_LIBS_PRIVATE "-l${lib} ")
+endforeach()
+string(APPEND VIGIL_PC_LIBS_PRIVATE "-lstdc++ -lm -pthread")
 foreach(lib ${CMAKE_DL_LIBS})
   string(APPEND VIGIL_PC_LIBS_PRIVATE " -l${lib}")
 endforeach()

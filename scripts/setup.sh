@@ -9,10 +9,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Compiler and build; header-only or static libraries (Eigen, CLI11, JSON,
-# fmt); GoogleTest; ONNX's test models; the onnx Python package and numpy,
-# which the tests compare against; venv and headers for the Python package.
+# fmt; ImageDecoder's image libraries, linked statically, with the same
+# package names on Debian 12 and Ubuntu 24.04); GoogleTest; ONNX's test
+# models; the onnx Python package and numpy, which the tests compare
+# against; venv and headers for the Python package.
 packages=(build-essential cmake pkg-config libcli11-dev nlohmann-json3-dev libfmt-dev libeigen3-dev
-          libgtest-dev libgmock-dev libonnx-testdata python3-onnx python3-numpy python3-venv python3-dev ccache)
+          libgtest-dev libgmock-dev libonnx-testdata python3-onnx python3-numpy python3-venv python3-dev ccache
+          libjpeg-dev libpng-dev libwebp-dev libtiff-dev libopenjp2-7-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

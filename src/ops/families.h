@@ -31,6 +31,7 @@ std::span<const OpSchema> SequenceSchemas();        // Sequence*, Optional* (seq
 std::span<const OpSchema> SelectionSchemas();       // Unique, Compress, ReverseSequence (selection.cpp)
 std::span<const OpSchema> TextSchemas();            // TfIdfVectorizer (text.cpp)
 std::span<const OpSchema> ClassicMlSchemas();       // ai.onnx.ml: TreeEnsemble, Binarizer, ... (classic_ml.cpp)
+std::span<const OpSchema> ImageSchemas();           // ImageDecoder (image.cpp)
 std::span<const OpSchema> SignalSchemas();          // DFT, STFT, windows, MelWeightMatrix (signal.cpp)
 std::span<const OpSchema> LayoutSchemas();          // ai.vigil: ConvNhwc (layout_ops.cpp)
 std::span<const OpSchema> FusedSchemas();           // ai.vigil: MatMulBias, Gelu, Attention (fused_ops.cpp)

@@ -33,8 +33,8 @@ std::span<const OpSchema> AllSchemas() {
                         LinalgSchemas(), ReductionSchemas(), ShapeOpSchemas(), TensorGenSchemas(), RecurrentSchemas(),
                         QuantizationSchemas(), QuantizedLinearSchemas(), QuantizedContribSchemas(), DropoutSchemas(),
                         LossSchemas(), VisionSchemas(), DetectionSchemas(), GridSampleSchemas(), ControlFlowSchemas(),
-                        SequenceSchemas(), SelectionSchemas(), TextSchemas(), ClassicMlSchemas(), SignalSchemas(),
-                        LayoutSchemas(), FusedSchemas(), FaultInjectionSchemas()}) {
+                        SequenceSchemas(), SelectionSchemas(), TextSchemas(), ClassicMlSchemas(), ImageSchemas(),
+                        SignalSchemas(), LayoutSchemas(), FusedSchemas(), FaultInjectionSchemas()}) {
       all.insert(all.end(), family.begin(), family.end());
     }
     return all;

@@ -103,7 +103,7 @@ TEST(InspectCli, OpsOutsideTheCatalogueAreListedWithWhy) {
   const std::string graph =
       MakeGraph("g",
                 {MakeNode("Relu", {"x"}, {"a"}), MakeNode("Rleu", {"a"}, {"b"}, {}, typo),
-                 MakeNode("ImageDecoder", {"b"}, {"c"}, {}, tfidf),
+                 MakeNode("MaxRoiPool", {"b"}, {"c"}, {}, tfidf),
                  MakeNode("FusedGemm", {"c"}, {"y"}, {}, contrib)},
                 {MakeValueInfo("x", 1, {1, 4})}, {MakeValueInfo("y", 1, {1, 4})});
   const fs::path p = Scratch("unknown_ops.onnx");

@@ -38,7 +38,7 @@ std::span<const KernelDef> AllKernels() {
                         LinalgKernels(), ReductionKernels(), ShapeOpKernels(), TensorGenKernels(), RecurrentKernels(),
                         QuantizationKernels(), QuantizedLinearKernels(), QuantizedContribKernels(), DropoutKernels(),
                         LossKernels(), VisionKernels(), DetectionKernels(), GridSampleKernels(), SelectionKernels(),
-                        TextKernels(), ClassicMlKernels(),
+                        TextKernels(), ClassicMlKernels(), ImageKernels(),
                         SignalKernels(), FusedKernels(), FaultInjectionKernels()}) {
       all.insert(all.end(), family.begin(), family.end());
     }
