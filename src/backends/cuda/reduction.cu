@@ -419,6 +419,23 @@ bool SupportsReduceKind(const ir::Node& node, const runtime::NodeTypes& types, s
   return SupportsReduce<IntegerKind(K)>(node, types, why_not);
 }
 
+// TopK: every float and integer dtype (what the CPU kernel takes).
+bool SupportsTopK(const ir::Node&, const runtime::NodeTypes& types, std::string* why_not) {
+  const ir::DataType t = InputDtype(types, 0);
+  const bool ok = IsCudaFloat(t) || t == ir::DataType::kFloat64 || t == ir::DataType::kInt8 ||
+                  t == ir::DataType::kUint8 || t == ir::DataType::kInt16 || t == ir::DataType::kUint16 ||
+                  t == ir::DataType::kInt32 || t == ir::DataType::kUint32 || t == ir::DataType::kInt64 ||
+                  t == ir::DataType::kUint64;
+  if (!ok) {
+    if (why_not) {
+      *why_not = t == ir::DataType::kUndefined ? std::string("the dtype of input 0 is not known at load time")
+                                               : fmt::format("dtype {} of input 0", ir::DataTypeName(t));
+    }
+    return false;
+  }
+  return RankAtMost8(types, why_not);
+}
+
 // --- ArgMax / ArgMin -------------------------------------------------------------
 
 struct ArgPlan {
@@ -658,9 +675,23 @@ Status TopKKernel(CudaKernelContext& ctx) {
   return FloatDispatch(
       x->dtype(), [&](auto tag) { return LaunchTopK<decltype(tag), float>(*x, *values, *indices, p, ctx.stream()); },
       [&]() -> Status {
-        if (x->dtype() == ir::DataType::kInt32) return LaunchTopK<int32_t, int32_t>(*x, *values, *indices, p, ctx.stream());
-        if (x->dtype() == ir::DataType::kInt64) return LaunchTopK<int64_t, int64_t>(*x, *values, *indices, p, ctx.stream());
-        return ctx.Unsupported("dtype {} of input 0", ir::DataTypeName(x->dtype()));
+        // The other numeric dtypes compare as they are stored.
+        auto exact = [&](auto tag) {
+          using T = decltype(tag);
+          return LaunchTopK<T, T>(*x, *values, *indices, p, ctx.stream());
+        };
+        switch (x->dtype()) {
+          case ir::DataType::kFloat64: return exact(double{});
+          case ir::DataType::kInt8: return exact(int8_t{});
+          case ir::DataType::kUint8: return exact(uint8_t{});
+          case ir::DataType::kInt16: return exact(int16_t{});
+          case ir::DataType::kUint16: return exact(uint16_t{});
+          case ir::DataType::kInt32: return exact(int32_t{});
+          case ir::DataType::kUint32: return exact(uint32_t{});
+          case ir::DataType::kInt64: return exact(int64_t{});
+          case ir::DataType::kUint64: return exact(uint64_t{});
+          default: return ctx.Unsupported("dtype {} of input 0", ir::DataTypeName(x->dtype()));
+        }
       });
 }
 
@@ -681,8 +712,8 @@ const CudaKernelDef kReductionKernels[] = {
     VIGIL_CUDA_REDUCE("ReduceLogSumExp", Kind::kLogSumExp, 18),
     {"", "ArgMax", 1, kLatest, ArgKernel<true>, SupportsReduce<true>},
     {"", "ArgMin", 1, kLatest, ArgKernel<false>, SupportsReduce<true>},
-    {"", "TopK", 1, 9, TopKKernel, SupportsReduce<true>},
-    {"", "TopK", 10, kLatest, TopKKernel, SupportsReduce<true>, HostInput(1)},
+    {"", "TopK", 1, 9, TopKKernel, SupportsTopK},
+    {"", "TopK", 10, kLatest, TopKKernel, SupportsTopK, HostInput(1)},
 };
 
 #undef VIGIL_CUDA_REDUCE

@@ -4,7 +4,8 @@
 // arithmetic, Div/Mod (MIN / -1, unsigned all-ones divisors, mixed signs with
 // fmod 0 and 1), Max/Min/Sum, Clip, Pow exponents and the comparisons;
 // float64 in the arithmetic, the math functions and every Reduce*; bool
-// ReduceMax/ReduceMin. Each node runs on the device into outputs poisoned
+// ReduceMax/ReduceMin; TopK on every integer width and float64 (ties among
+// the values decided by index, as on the CPU). Each node runs on the device into outputs poisoned
 // with all-ones bytes, on odd sizes (13, 127) with broadcasting, after the
 // support function has claimed it. (Dtypes not known at load time:
 // unknown_dtype_test.cpp.)
@@ -431,6 +432,26 @@ TEST(CudaDtypes, Float64Reductions) {
     const Tensor ax = Axes({1});
     ExpectMatchesCpu(Node(k.op, 2), 18, {&big, &ax}, kF64Tol, 0b10);
   }
+}
+
+TEST(CudaDtypes, TopKEveryIntegerWidthAndFloat64) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  uint32_t seed = 900;
+  auto run = [&](const Tensor& x) {
+    for (int64_t largest : {1, 0}) {
+      for (int64_t axis : {1, -1}) {
+        SCOPED_TRACE(std::string(ir::DataTypeName(x.dtype())) + " largest " + std::to_string(largest) + " axis " +
+                     std::to_string(axis));
+        const Tensor k = ct::MakeTensor(DataType::kInt64, {1}, std::vector<int64_t>{5});
+        ir::Node node = ct::MakeNode("TopK", {"x", "k"}, {"values", "indices"},
+                                     {ct::IntAttr("axis", axis), ct::IntAttr("largest", largest)});
+        ExpectMatchesCpu(node, 11, {&x, &k}, 0, 0b10);
+      }
+    }
+  };
+  // IntValues repeats small values, so the top 5 often hold ties.
+  ForEachInteger([&](DataType t, auto tag) { run(Ints<decltype(tag)>(t, {3, 13, 127}, seed++)); });
+  run(F64({3, 13, 127}, seed++, -1, 1));
 }
 
 }  // namespace
