@@ -126,16 +126,8 @@ Result<CudnnPlan> BuildPlan(cudnnHandle_t handle, const Geometry& g, int variant
   VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor w,
                          vec ? Vec32Tensor(kW, g.w, false, variant == 3) : Tensor(kW, data, g.w, false));
   VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor conv_out, Tensor(kVirtual, acc, g.y, true));
-  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor conv, CudnnDescriptor::Create(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR));
-  cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-  VIGIL_RETURN_IF_ERROR(conv.Set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &acc));
-  VIGIL_RETURN_IF_ERROR(conv.Set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode));
-  VIGIL_RETURN_IF_ERROR(conv.SetInt(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, 2));
-  VIGIL_RETURN_IF_ERROR(conv.SetInts(CUDNN_ATTR_CONVOLUTION_DILATIONS, {1, 1}));
-  VIGIL_RETURN_IF_ERROR(conv.SetInts(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, {g.stride, g.stride}));
-  VIGIL_RETURN_IF_ERROR(conv.SetInts(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, {g.pad, g.pad}));
-  VIGIL_RETURN_IF_ERROR(conv.SetInts(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, {g.pad, g.pad}));
-  VIGIL_RETURN_IF_ERROR(conv.Finalize());
+  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor conv, MakeConvolutionDescriptor(acc, {g.stride, g.stride}, {g.pad, g.pad},
+                                                                        {g.pad, g.pad}, {1, 1}));
   VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor op, CudnnDescriptor::Create(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR));
   float alpha = 1.0f, beta = 0.0f;
   VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x));

@@ -190,17 +190,8 @@ Result<const CudnnPlan*> ConvPlan(CudaKernelContext& ctx, const ConvShape& s, ir
   VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor y, fused ? tensor(kConvOut, fwd_y, CUDNN_DATA_FLOAT, true)
                                                   : tensor(kY, fwd_y, type, false));
 
-  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor conv, CudnnDescriptor::Create(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR));
-  cudnnDataType_t compute = CUDNN_DATA_FLOAT;
-  cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-  VIGIL_RETURN_IF_ERROR(conv.Set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute));
-  VIGIL_RETURN_IF_ERROR(conv.Set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode));
-  VIGIL_RETURN_IF_ERROR(conv.SetInt(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, static_cast<int64_t>(s.strides.size())));
-  VIGIL_RETURN_IF_ERROR(conv.SetInts(CUDNN_ATTR_CONVOLUTION_DILATIONS, s.dilations));
-  VIGIL_RETURN_IF_ERROR(conv.SetInts(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, s.strides));
-  VIGIL_RETURN_IF_ERROR(conv.SetInts(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, s.pre));
-  VIGIL_RETURN_IF_ERROR(conv.SetInts(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, s.post));
-  VIGIL_RETURN_IF_ERROR(conv.Finalize());
+  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor conv,
+                         MakeConvolutionDescriptor(CUDNN_DATA_FLOAT, s.strides, s.pre, s.post, s.dilations));
 
   float alpha = 1.0f, beta = 0.0f;
   CudnnDescriptor op;

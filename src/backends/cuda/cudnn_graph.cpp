@@ -98,6 +98,23 @@ Result<CudnnDescriptor> MakeCudnnTensor(int64_t uid, cudnnDataType_t type, const
   return t;
 }
 
+Result<CudnnDescriptor> MakeConvolutionDescriptor(cudnnDataType_t compute, const std::vector<int64_t>& strides,
+                                                  const std::vector<int64_t>& pre_paddings,
+                                                  const std::vector<int64_t>& post_paddings,
+                                                  const std::vector<int64_t>& dilations) {
+  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor conv, CudnnDescriptor::Create(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR));
+  cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  VIGIL_RETURN_IF_ERROR(conv.Set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute));
+  VIGIL_RETURN_IF_ERROR(conv.Set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode));
+  VIGIL_RETURN_IF_ERROR(conv.SetInt(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, static_cast<int64_t>(strides.size())));
+  VIGIL_RETURN_IF_ERROR(conv.SetInts(CUDNN_ATTR_CONVOLUTION_DILATIONS, dilations));
+  VIGIL_RETURN_IF_ERROR(conv.SetInts(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, strides));
+  VIGIL_RETURN_IF_ERROR(conv.SetInts(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, pre_paddings));
+  VIGIL_RETURN_IF_ERROR(conv.SetInts(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, post_paddings));
+  VIGIL_RETURN_IF_ERROR(conv.Finalize());
+  return conv;
+}
+
 Result<CudnnDescriptor> MakePointwiseOp(cudnnPointwiseMode_t mode, const CudnnDescriptor& x, const CudnnDescriptor* b,
                                         const CudnnDescriptor& y, std::vector<CudnnDescriptor>& keep,
                                         float upper_clip) {

@@ -56,6 +56,13 @@ Result<CudnnDescriptor> MakeCudnnTensor(int64_t uid, cudnnDataType_t type, const
 // Strides of logical NCHW (or OIHW) `dims` stored channels-last (NHWC/OHWI).
 std::vector<int64_t> ChannelsLastStrides(const std::vector<int64_t>& dims);
 
+// A finalized cross-correlation descriptor: `compute` accumulation, one
+// stride, dilation and pre/post padding per spatial dim.
+Result<CudnnDescriptor> MakeConvolutionDescriptor(cudnnDataType_t compute, const std::vector<int64_t>& strides,
+                                                  const std::vector<int64_t>& pre_paddings,
+                                                  const std::vector<int64_t>& post_paddings,
+                                                  const std::vector<int64_t>& dilations);
+
 // A pointwise operation (float32 math) y = mode(x[, b]), its pointwise
 // descriptor kept alive in `keep`. `upper_clip` (RELU_FWD only, when > 0):
 // min(relu(x), upper_clip).
