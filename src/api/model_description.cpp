@@ -58,7 +58,16 @@ nlohmann::json DescribeSession(const AssembledSession& a) {
       fallbacks.push_back({{"node", n.node}, {"backend", n.backend}, {"reason", n.fallback_reason}});
     }
   }
-  return {{"backends", a.backends}, {"nodes_per_backend", per_backend}, {"fallbacks", fallbacks}};
+  nlohmann::json out = {{"backends", a.backends}, {"nodes_per_backend", per_backend}, {"fallbacks", fallbacks}};
+  // The convolutions of QDQ chains: which run in int8 on the device, and why the others do not.
+  if (!a.session->int8_notes().empty()) {
+    nlohmann::json int8 = nlohmann::json::array();
+    for (const ir::QdqConvNote& n : a.session->int8_notes()) {
+      int8.push_back({{"node", n.node}, {"int8", n.int8}, {"reason", n.reason}});
+    }
+    out["int8_convolutions"] = int8;
+  }
+  return out;
 }
 
 nlohmann::json SessionNotesJson(const AssembledSession& a) {

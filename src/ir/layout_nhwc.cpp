@@ -9,6 +9,7 @@
 
 #include "vigil/float16.h"
 #include "ir/extract_subgraph.h"
+#include "ir/fuse_qdq.h"
 #include "ir/layout_nhwc_pool.h"
 #include "ir/validate.h"
 
@@ -34,7 +35,10 @@ bool IsPositionwiseOp(const Node& n) {
       "Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Elu", "Selu", "Softplus",
       "Neg",  "Abs",  "Exp",       "Sqrt",    "Erf",         "Identity",  "Cast", "PRelu", "Add", "Sub",
       "Mul",  "Div",  "Max",       "Min",     "Sum",         "Pow"};
-  return IsDefaultDomain(n.domain) && n.outputs.size() == 1 && !n.outputs[0].empty() && kOps.count(n.op_type) > 0;
+  if (n.outputs.size() != 1 || n.outputs[0].empty()) return false;
+  // QAdd's scales are scalars, which SinkPast finds layout-free.
+  if (n.domain == kVigilDomain) return n.op_type == kQAddOp;
+  return IsDefaultDomain(n.domain) && kOps.count(n.op_type) > 0;
 }
 
 Attribute IntsAttribute(std::string name, std::vector<int64_t> v) {
@@ -238,14 +242,17 @@ void NhwcRewriter::ConvertConv(size_t index) {
   Node& c = g_.nodes[index];
   std::string y = c.outputs[0];
   std::string yt = UniqueValue(y + "_nhwc");
+  // An int8 QConv (ir/fuse_qdq.h) becomes QConvNhwc; it already holds its
+  // activation, and no residual or activation fuses into it here.
+  const bool int8 = c.op_type == kQConvOp;
   c.domain = kVigilDomain;
-  c.op_type = kConvNhwcOp;
+  c.op_type = int8 ? kQConvNhwcOp : kConvNhwcOp;
   c.inputs[0] = x;
   c.inputs[1] = w;
   c.outputs[0] = yt;
   nchw_of_.emplace(yt, y);
   AddTranspose(yt, y, kToNchw, label + "/to_nchw");
-  conv_nodes_.insert(index);
+  if (!int8) conv_nodes_.insert(index);
   ++stats.convs;
 }
 
@@ -663,9 +670,11 @@ Result<NhwcStats> ConvertConvsToNhwc(Model& model, const std::vector<size_t>& co
       return InternalError("NHWC pass: node index {} is out of range or listed twice", i);
     }
     const Node& n = model.graph.nodes[i];
-    if (n.op_type != "Conv" || !IsDefaultDomain(n.domain) || n.inputs.size() < 2 || n.outputs.size() != 1 ||
+    const bool conv = n.op_type == "Conv" && IsDefaultDomain(n.domain);
+    const bool qconv = n.op_type == kQConvOp && n.domain == kVigilDomain;
+    if ((!conv && !qconv) || n.inputs.size() < 2 || n.outputs.size() != 1 ||
         n.inputs[0].empty() || n.inputs[1].empty() || n.outputs[0].empty()) {
-      return InternalError("NHWC pass: {} is not a Conv with X, W and one output", n.Describe(i));
+      return InternalError("NHWC pass: {} is not a Conv or QConv with X, W and one output", n.Describe(i));
     }
   }
   NhwcRewriter rewriter(model, types);

@@ -90,7 +90,9 @@ struct NhwcStats {
 };
 
 // Rewrites the Conv nodes `conv_nodes` (indices into model.graph.nodes; each
-// must be a default-domain Conv with 4-D X) of the main graph:
+// must be a default-domain Conv with 4-D X, or an ai.vigil.QConv of the QDQ
+// pass (ir/fuse_qdq.h), which becomes QConvNhwc the same way and takes no
+// further fusion) of the main graph:
 //   Y = Conv(X, W, B)  ->  Xt = Transpose(X, perm=[0,2,3,1]),
 //                          Wt = Transpose(W, perm=[0,2,3,1]),
 //                          Yt = ai.vigil.ConvNhwc(Xt, Wt, B),

@@ -16,15 +16,6 @@
 namespace vigil::ops {
 namespace {
 
-bool IsTensor(const ir::TypeInfo* t) { return t && t->kind == ir::TypeInfo::Kind::kTensor; }
-
-// A dim carried over to an output: kept when known or named, otherwise a
-// fresh symbol so that later ops can tell it apart from others.
-ir::Dim Carry(InferenceContext& ctx, const ir::Dim& d) {
-  if (d.is_known() || d.is_symbolic()) return d;
-  return ctx.NewSymbol();
-}
-
 // The spatial dims of a rank-known tensor when all are known numbers.
 std::optional<std::vector<int64_t>> KnownSpatial(const ir::TypeInfo* t) {
   if (!HasRank(t) || t->shape.dims.size() < 2) return std::nullopt;
@@ -40,7 +31,7 @@ std::optional<std::vector<int64_t>> KnownSpatial(const ir::TypeInfo* t) {
 // output set as far as known) when its shape is not known.
 Result<bool> CheckDataInput(InferenceContext& ctx, size_t min_rank, const char* layout) {
   const ir::TypeInfo* x = ctx.input_type(0);
-  if (!IsTensor(x)) return false;
+  if (!IsTensorType(x)) return false;
   if (!HasRank(x)) {
     ctx.set_output(0, TensorTypeUnknownShape(x->elem_type));
     return false;
@@ -58,7 +49,7 @@ Result<bool> CheckDataInput(InferenceContext& ctx, size_t min_rank, const char* 
 Status CheckWeightsAndBias(InferenceContext& ctx, const ir::Dim& channels, const ConvOperands& operands = {}) {
   const ir::TypeInfo* x = ctx.input_type(0);
   const ir::TypeInfo* w = ctx.input_type(operands.w);
-  if (operands.same_dtype && IsTensor(w) && w->elem_type != x->elem_type) {
+  if (operands.same_dtype && IsTensorType(w) && w->elem_type != x->elem_type) {
     return ctx.Fail("input {} (W) has dtype {}, input 0 (X) has {}; they must match", operands.w,
                     ir::DataTypeName(w->elem_type), ir::DataTypeName(x->elem_type));
   }
@@ -96,7 +87,7 @@ std::optional<int64_t> CheckedMul(int64_t a, int64_t b) {
 Status InferConvShape(InferenceContext& ctx, const ConvOperands& operands, ir::DataType dtype) {
   VIGIL_ASSIGN_OR_RETURN(bool known, CheckDataInput(ctx, 3, "N x C x D1 x ..."));
   if (!known) {
-    if (dtype != ir::DataType::kUndefined && IsTensor(ctx.input_type(0))) {
+    if (dtype != ir::DataType::kUndefined && IsTensorType(ctx.input_type(0))) {
       ctx.set_output(0, TensorTypeUnknownShape(dtype));
     }
     return Status::Ok();
@@ -105,7 +96,7 @@ Status InferConvShape(InferenceContext& ctx, const ConvOperands& operands, ir::D
   const ir::TypeInfo* w = ctx.input_type(operands.w);
   const auto& xd = x->shape.dims;
   VIGIL_ASSIGN_OR_RETURN(int64_t group, ReadGroup(ctx));
-  ir::Dim out_channels = HasRank(w) && !w->shape.dims.empty() ? Carry(ctx, w->shape.dims[0]) : ctx.NewSymbol();
+  ir::Dim out_channels = HasRank(w) && !w->shape.dims.empty() ? CarryDim(ctx, w->shape.dims[0]) : ctx.NewSymbol();
   VIGIL_RETURN_IF_ERROR(CheckWeightsAndBias(ctx, out_channels, operands));
   if (xd[1].is_known() && *xd[1].value % group != 0) {
     return ctx.Fail("input 0 (X) has {} channels, not divisible by group {}", *xd[1].value, group);
@@ -121,7 +112,7 @@ Status InferConvShape(InferenceContext& ctx, const ConvOperands& operands, ir::D
   }
   const size_t spatial = xd.size() - 2;
   VIGIL_ASSIGN_OR_RETURN(WindowAttrs wa, ReadWindowAttrs(ctx.node(), spatial, KnownSpatial(w), {}));
-  std::vector<ir::Dim> out{Carry(ctx, xd[0]), out_channels};
+  std::vector<ir::Dim> out{CarryDim(ctx, xd[0]), out_channels};
   for (size_t i = 0; i < spatial; ++i) {
     if (wa.kernel.empty() || !xd[i + 2].is_known()) {
       out.push_back(ctx.NewSymbol());
@@ -155,7 +146,7 @@ Status InferDeformConv(InferenceContext& ctx) {
   const char* names[] = {"X", "W", "offset", "B", "mask"};
   for (size_t i = 1; i < 5; ++i) {
     const ir::TypeInfo* t = ctx.has_input(i) ? ctx.input_type(i) : nullptr;
-    if (!IsTensor(t) || t->elem_type == ir::DataType::kUndefined) continue;
+    if (!IsTensorType(t) || t->elem_type == ir::DataType::kUndefined) continue;
     if (t->elem_type != x->elem_type) {
       return ctx.Fail("input {} ({}) has dtype {}, input 0 (X) has {}; they must match", i, names[i],
                       ir::DataTypeName(t->elem_type), ir::DataTypeName(x->elem_type));
@@ -166,7 +157,7 @@ Status InferDeformConv(InferenceContext& ctx) {
                       want_rank);
     }
   }
-  ir::Dim out_channels = HasRank(w) ? Carry(ctx, w->shape.dims[0]) : ctx.NewSymbol();
+  ir::Dim out_channels = HasRank(w) ? CarryDim(ctx, w->shape.dims[0]) : ctx.NewSymbol();
   if (xd[1].is_known()) {
     if (*xd[1].value % group != 0 || *xd[1].value % offset_group != 0) {
       return ctx.Fail("input 0 (X) has {} channels, not divisible by group {} and offset_group {}", *xd[1].value,
@@ -192,14 +183,14 @@ Status InferDeformConv(InferenceContext& ctx) {
     taps = offset_group;
     for (int64_t k : wa.kernel) taps = taps ? CheckedMul(*taps, k) : std::nullopt;
   }
-  std::vector<ir::Dim> out{Carry(ctx, xd[0]), out_channels};
+  std::vector<ir::Dim> out{CarryDim(ctx, xd[0]), out_channels};
   for (size_t i = 0; i < spatial; ++i) {
     if (!wa.kernel.empty() && xd[i + 2].is_known()) {
       VIGIL_ASSIGN_OR_RETURN(WindowExtent e, ForwardExtent(ctx.node(), wa, i, *xd[i + 2].value));
       out.push_back(ir::Dim::Known(e.output));
     } else {
       const ir::TypeInfo* offset = ctx.input_type(2);
-      out.push_back(HasRank(offset) ? Carry(ctx, offset->shape.dims[i + 2]) : ctx.NewSymbol());
+      out.push_back(HasRank(offset) ? CarryDim(ctx, offset->shape.dims[i + 2]) : ctx.NewSymbol());
     }
   }
   // offset and mask: N x (offset_group * taps [* spatial]) x output spatial dims.
@@ -246,7 +237,7 @@ Status InferConvTranspose(InferenceContext& ctx) {
     if (channels) {
       out_channels = ir::Dim::Known(*channels);
     } else if (group == 1) {
-      out_channels = Carry(ctx, per_group);
+      out_channels = CarryDim(ctx, per_group);
     }
   }
   VIGIL_RETURN_IF_ERROR(CheckWeightsAndBias(ctx, out_channels));
@@ -261,7 +252,7 @@ Status InferConvTranspose(InferenceContext& ctx) {
   WindowOptions options;
   options.transpose = true;
   VIGIL_ASSIGN_OR_RETURN(WindowAttrs wa, ReadWindowAttrs(ctx.node(), spatial, KnownSpatial(w), options));
-  std::vector<ir::Dim> out{Carry(ctx, xd[0]), out_channels};
+  std::vector<ir::Dim> out{CarryDim(ctx, xd[0]), out_channels};
   for (size_t i = 0; i < spatial; ++i) {
     if (!wa.output_shape.empty()) {
       out.push_back(ir::Dim::Known(wa.output_shape[i]));
@@ -282,7 +273,7 @@ Status InferPool(InferenceContext& ctx) {
   VIGIL_ASSIGN_OR_RETURN(bool known, CheckDataInput(ctx, 3, "N x C x D1 x ..."));
   const ir::TypeInfo* x = ctx.input_type(0);
   if (!known) {
-    if (IsTensor(x) && ctx.num_outputs() > 1) ctx.set_output(1, TensorTypeUnknownShape(ir::DataType::kInt64));
+    if (IsTensorType(x) && ctx.num_outputs() > 1) ctx.set_output(1, TensorTypeUnknownShape(ir::DataType::kInt64));
     return Status::Ok();
   }
   const auto& xd = x->shape.dims;
@@ -294,7 +285,7 @@ Status InferPool(InferenceContext& ctx) {
   WindowOptions options;
   options.pooling = true;
   VIGIL_ASSIGN_OR_RETURN(WindowAttrs wa, ReadWindowAttrs(ctx.node(), spatial, std::nullopt, options));
-  std::vector<ir::Dim> out{Carry(ctx, xd[0]), Carry(ctx, xd[1])};
+  std::vector<ir::Dim> out{CarryDim(ctx, xd[0]), CarryDim(ctx, xd[1])};
   for (size_t i = 0; i < spatial; ++i) {
     if (!xd[i + 2].is_known()) {
       out.push_back(ctx.NewSymbol());
@@ -314,7 +305,7 @@ Status InferGlobalPool(InferenceContext& ctx) {
   if (!known) return Status::Ok();
   const ir::TypeInfo* x = ctx.input_type(0);
   const auto& xd = x->shape.dims;
-  std::vector<ir::Dim> out{Carry(ctx, xd[0]), Carry(ctx, xd[1])};
+  std::vector<ir::Dim> out{CarryDim(ctx, xd[0]), CarryDim(ctx, xd[1])};
   out.resize(xd.size(), ir::Dim::Known(1));
   ctx.set_output(0, TensorType(x->elem_type, std::move(out)));
   return Status::Ok();
@@ -330,7 +321,7 @@ Status InferMaxUnpool(InferenceContext& ctx) {
     return ctx.Fail("input 1 (I) is {}; it must have the shape of input 0 (X) {}", ir::ShapeToString(indices->shape),
                     ir::ShapeToString(x->shape));
   }
-  if (!IsTensor(x)) return Status::Ok();
+  if (!IsTensorType(x)) return Status::Ok();
   const ir::Tensor* shape_value = ctx.has_input(2) ? ctx.input_value(2) : nullptr;
   if (shape_value) {
     VIGIL_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ReadInt64s(ctx, *shape_value));
@@ -350,7 +341,7 @@ Status InferMaxUnpool(InferenceContext& ctx) {
   WindowOptions options;
   options.pooling = true;
   VIGIL_ASSIGN_OR_RETURN(WindowAttrs wa, ReadWindowAttrs(ctx.node(), spatial, std::nullopt, options));
-  std::vector<ir::Dim> out{Carry(ctx, xd[0]), Carry(ctx, xd[1])};
+  std::vector<ir::Dim> out{CarryDim(ctx, xd[0]), CarryDim(ctx, xd[1])};
   for (size_t i = 0; i < spatial; ++i) {
     if (ctx.has_input(2) || !xd[i + 2].is_known()) {  // output_shape known only at run time
       out.push_back(ctx.NewSymbol());

@@ -34,6 +34,7 @@ std::span<const OpSchema> ClassicMlSchemas();       // ai.onnx.ml: TreeEnsemble,
 std::span<const OpSchema> ImageSchemas();           // ImageDecoder (image.cpp)
 std::span<const OpSchema> SignalSchemas();          // DFT, STFT, windows, MelWeightMatrix (signal.cpp)
 std::span<const OpSchema> LayoutSchemas();          // ai.vigil: ConvNhwc (layout_ops.cpp)
+std::span<const OpSchema> QdqSchemas();            // ai.vigil: QConv, QConvNhwc, QAdd (qdq_ops.cpp)
 std::span<const OpSchema> FusedSchemas();           // ai.vigil: MatMulBias, Gelu, Attention (fused_ops.cpp)
 std::span<const OpSchema> FaultInjectionSchemas();  // empty unless VIGIL_ENABLE_TEST_OPS=1
 

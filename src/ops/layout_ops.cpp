@@ -17,14 +17,6 @@
 namespace vigil::ops {
 namespace {
 
-bool IsTensor(const ir::TypeInfo* t) { return t && t->kind == ir::TypeInfo::Kind::kTensor; }
-
-// A dim carried to the output: kept when known or named, else a fresh symbol.
-ir::Dim Carry(InferenceContext& ctx, const ir::Dim& d) {
-  if (d.is_known() || d.is_symbolic()) return d;
-  return ctx.NewSymbol();
-}
-
 // W's kernel size [kH, kW] from its KRSC shape, when both are known.
 std::optional<std::vector<int64_t>> KernelFromWeights(const ir::TypeInfo* w) {
   if (!HasRank(w) || w->shape.dims.size() != 4) return std::nullopt;
@@ -49,7 +41,7 @@ Status CheckActivation(InferenceContext& ctx) {
 Status CheckWeightsAndBias(InferenceContext& ctx, int64_t group) {
   const ir::TypeInfo* x = ctx.input_type(0);
   const ir::TypeInfo* w = ctx.input_type(1);
-  if (IsTensor(w) && w->elem_type != x->elem_type) {
+  if (IsTensorType(w) && w->elem_type != x->elem_type) {
     return ctx.Fail("input 1 (W) has dtype {}, input 0 (X) has {}; they must match", ir::DataTypeName(w->elem_type),
                     ir::DataTypeName(x->elem_type));
   }
@@ -79,7 +71,7 @@ Status CheckWeightsAndBias(InferenceContext& ctx, int64_t group) {
 // both dims are known (Z is added without broadcasting).
 Status CheckResidual(InferenceContext& ctx, ir::DataType dtype, const std::vector<ir::Dim>& y) {
   const ir::TypeInfo* z = ctx.has_input(3) ? ctx.input_type(3) : nullptr;
-  if (!IsTensor(z)) return Status::Ok();
+  if (!IsTensorType(z)) return Status::Ok();
   if (z->elem_type != dtype) {
     return ctx.Fail("input 3 (Z) has dtype {}, input 0 (X) has {}; they must match", ir::DataTypeName(z->elem_type),
                     ir::DataTypeName(dtype));
@@ -101,7 +93,7 @@ Status CheckResidual(InferenceContext& ctx, ir::DataType dtype, const std::vecto
 // one Conv uses (conv_geometry.h), on dims 1 and 2 instead of 2 and 3.
 Status InferConvNhwc(InferenceContext& ctx) {
   const ir::TypeInfo* x = ctx.input_type(0);
-  if (!IsTensor(x)) return Status::Ok();
+  if (!IsTensorType(x)) return Status::Ok();
   if (!HasRank(x)) {
     ctx.set_output(0, TensorTypeUnknownShape(x->elem_type));
     return Status::Ok();
@@ -120,7 +112,7 @@ Status InferConvNhwc(InferenceContext& ctx) {
   VIGIL_RETURN_IF_ERROR(CheckWeightsAndBias(ctx, group));
   const ir::TypeInfo* w = ctx.input_type(1);
   VIGIL_ASSIGN_OR_RETURN(WindowAttrs wa, ReadWindowAttrs(ctx.node(), 2, KernelFromWeights(w), {}));
-  std::vector<ir::Dim> out{Carry(ctx, xd[0])};
+  std::vector<ir::Dim> out{CarryDim(ctx, xd[0])};
   for (size_t i = 0; i < 2; ++i) {
     if (wa.kernel.empty() || !xd[1 + i].is_known()) {
       out.push_back(ctx.NewSymbol());
@@ -129,7 +121,7 @@ Status InferConvNhwc(InferenceContext& ctx) {
     VIGIL_ASSIGN_OR_RETURN(WindowExtent e, ForwardExtent(ctx.node(), wa, i, *xd[1 + i].value));
     out.push_back(ir::Dim::Known(e.output));
   }
-  out.push_back(HasRank(w) ? Carry(ctx, w->shape.dims[0]) : ctx.NewSymbol());
+  out.push_back(HasRank(w) ? CarryDim(ctx, w->shape.dims[0]) : ctx.NewSymbol());
   VIGIL_RETURN_IF_ERROR(CheckResidual(ctx, x->elem_type, out));
   ctx.set_output(0, TensorType(x->elem_type, std::move(out)));
   return Status::Ok();
@@ -139,7 +131,7 @@ Status InferConvNhwc(InferenceContext& ctx) {
 // not known (Y is then set as far as known).
 Result<const ir::TypeInfo*> PoolNhwcInput(InferenceContext& ctx) {
   const ir::TypeInfo* x = ctx.input_type(0);
-  if (!IsTensor(x)) return nullptr;
+  if (!IsTensorType(x)) return nullptr;
   if (!HasRank(x)) {
     ctx.set_output(0, TensorTypeUnknownShape(x->elem_type));
     return nullptr;
@@ -160,7 +152,7 @@ Status InferPoolNhwc(InferenceContext& ctx) {
   WindowOptions options;
   options.pooling = true;
   VIGIL_ASSIGN_OR_RETURN(WindowAttrs wa, ReadWindowAttrs(ctx.node(), 2, std::nullopt, options));
-  std::vector<ir::Dim> out{Carry(ctx, xd[0])};
+  std::vector<ir::Dim> out{CarryDim(ctx, xd[0])};
   for (size_t i = 0; i < 2; ++i) {
     if (!xd[1 + i].is_known()) {
       out.push_back(ctx.NewSymbol());
@@ -169,7 +161,7 @@ Status InferPoolNhwc(InferenceContext& ctx) {
     VIGIL_ASSIGN_OR_RETURN(WindowExtent e, ForwardExtent(ctx.node(), wa, i, *xd[1 + i].value));
     out.push_back(ir::Dim::Known(e.output));
   }
-  out.push_back(Carry(ctx, xd[3]));
+  out.push_back(CarryDim(ctx, xd[3]));
   ctx.set_output(0, TensorType(x->elem_type, std::move(out)));
   return Status::Ok();
 }
@@ -179,7 +171,7 @@ Status InferGlobalPoolNhwc(InferenceContext& ctx) {
   VIGIL_ASSIGN_OR_RETURN(const ir::TypeInfo* x, PoolNhwcInput(ctx));
   if (!x) return Status::Ok();
   const auto& xd = x->shape.dims;
-  std::vector<ir::Dim> out{Carry(ctx, xd[0]), ir::Dim::Known(1), ir::Dim::Known(1), Carry(ctx, xd[3])};
+  std::vector<ir::Dim> out{CarryDim(ctx, xd[0]), ir::Dim::Known(1), ir::Dim::Known(1), CarryDim(ctx, xd[3])};
   ctx.set_output(0, TensorType(x->elem_type, std::move(out)));
   return Status::Ok();
 }

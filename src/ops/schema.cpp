@@ -34,7 +34,7 @@ std::span<const OpSchema> AllSchemas() {
                         QuantizationSchemas(), QuantizedLinearSchemas(), QuantizedContribSchemas(), DropoutSchemas(),
                         LossSchemas(), VisionSchemas(), DetectionSchemas(), GridSampleSchemas(), ControlFlowSchemas(),
                         SequenceSchemas(), SelectionSchemas(), TextSchemas(), ClassicMlSchemas(), ImageSchemas(),
-                        SignalSchemas(), LayoutSchemas(), FusedSchemas(), FaultInjectionSchemas()}) {
+                        SignalSchemas(), LayoutSchemas(), QdqSchemas(), FusedSchemas(), FaultInjectionSchemas()}) {
       all.insert(all.end(), family.begin(), family.end());
     }
     return all;

@@ -30,6 +30,13 @@ ir::TypeInfo TensorTypeUnknownShape(ir::DataType dtype) {
   return t;
 }
 
+bool IsTensorType(const ir::TypeInfo* t) { return t && t->kind == ir::TypeInfo::Kind::kTensor; }
+
+ir::Dim CarryDim(InferenceContext& ctx, const ir::Dim& d) {
+  if (d.is_known() || d.is_symbolic()) return d;
+  return ctx.NewSymbol();
+}
+
 bool HasRank(const ir::TypeInfo* t) { return t && t->kind == ir::TypeInfo::Kind::kTensor && t->shape.rank_known; }
 
 std::optional<std::vector<int64_t>> KnownDims(const ir::TypeInfo* t) {

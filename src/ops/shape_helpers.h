@@ -17,8 +17,13 @@ ir::TypeInfo TensorType(ir::DataType dtype, const std::vector<int64_t>& dims);
 // A tensor type of known dtype and unknown rank.
 ir::TypeInfo TensorTypeUnknownShape(ir::DataType dtype);
 
+// True when `t` is a tensor type (of any rank, known or not).
+bool IsTensorType(const ir::TypeInfo* t);
 // True when `t` is a tensor type with a known rank.
 bool HasRank(const ir::TypeInfo* t);
+// A dim carried over to an output: kept when known or named, otherwise a
+// fresh symbol so that later ops can tell it apart from others.
+ir::Dim CarryDim(InferenceContext& ctx, const ir::Dim& d);
 // All dims known numbers: returns them.
 std::optional<std::vector<int64_t>> KnownDims(const ir::TypeInfo* t);
 

@@ -5,6 +5,7 @@
 #include <string_view>
 #include <utility>
 
+#include "ir/fuse_qdq.h"
 #include "ops/attributes.h"
 #include "ops/shape_helpers.h"
 
@@ -138,6 +139,30 @@ std::vector<std::string> DeviceNhwcPools(const ir::TypeInfo& x_nchw, const Backe
 
 }  // namespace
 
+bool DeviceTakesFusedQdq(const ir::Node& fused, const std::vector<const ir::TypeInfo*>& inputs,
+                         const std::vector<const ir::TypeInfo*>& outputs, const Backend& device,
+                         const ir::Model& model, std::string* why_not) {
+  NodeTypes nt{inputs, outputs};
+  if (fused.domain != ir::kVigilDomain) {
+    return device.SupportsTyped(fused, model.OpsetVersion(fused.domain), nt, why_not);
+  }
+  if (fused.op_type != ir::kQConvOp) return device.SupportsTyped(fused, ir::kVigilOpsetVersion, nt, why_not);
+  ir::Node probe = fused;
+  probe.op_type = ir::kQConvNhwcOp;
+  std::optional<ir::TypeInfo> x, w, y;
+  if (inputs.size() > 1 && IsRank4Tensor(inputs[0]) && IsRank4Tensor(inputs[1])) {
+    x = ToNhwcType(*inputs[0]);
+    w = ToNhwcType(*inputs[1]);
+    nt.inputs[0] = &*x;
+    nt.inputs[1] = &*w;
+  }
+  if (!outputs.empty() && IsRank4Tensor(outputs[0])) {
+    y = ToNhwcType(*outputs[0]);
+    nt.outputs[0] = &*y;
+  }
+  return device.SupportsTyped(probe, ir::kVigilOpsetVersion, nt, why_not);
+}
+
 std::vector<size_t> SelectNhwcConvs(const ir::Model& model, const std::unordered_map<std::string, ir::TypeInfo>& types,
                                     const Backend& device) {
   std::vector<size_t> picked;
@@ -145,6 +170,10 @@ std::vector<size_t> SelectNhwcConvs(const ir::Model& model, const std::unordered
   const ir::Graph& g = model.graph;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& n = g.nodes[i];
+    if (n.op_type == ir::kQConvOp && n.domain == ir::kVigilDomain) {
+      picked.push_back(i);
+      continue;
+    }
     if (n.op_type != "Conv" || !IsDefaultDomain(n.domain) || n.inputs.size() < 2 || n.outputs.size() != 1 ||
         n.inputs[0].empty() || n.inputs[1].empty() || n.outputs[0].empty()) {
       continue;
@@ -171,8 +200,16 @@ Result<bool> ApplyConvLayout(ir::Model& model, const std::unordered_map<std::str
   if (convs.empty()) return false;
   ir::NhwcOptions options;
   // The device fuses a following Relu, Clip(0, 6) or Add only where its
-  // kernel says it can (probed on the first convolution).
-  const ir::Node& first = model.graph.nodes[convs[0]];
+  // kernel says it can (probed on the first float convolution; QConv
+  // carries its own activation).
+  size_t first_index = convs[0];
+  for (size_t i : convs) {
+    if (model.graph.nodes[i].op_type == "Conv") {
+      first_index = i;
+      break;
+    }
+  }
+  const ir::Node& first = model.graph.nodes[first_index];
   options.fuse_relu = DeviceTakesNhwc(first, types, first_backend, ir::kConvNhwcRelu);
   options.fuse_relu6 = DeviceTakesNhwc(first, types, first_backend, ir::kConvNhwcRelu6);
   options.fuse_residual = DeviceTakesNhwc(first, types, first_backend, "", /*residual=*/true);

@@ -32,10 +32,19 @@ enum class ConvLayout {
 // a constant initializer of rank 4, group 1 or depthwise (group == C == M,
 // one input channel per group, unless the environment variable
 // VIGIL_DEPTHWISE is "cudnn"; other grouped convolutions stay NCHW), and
-// `device` accepts the rewritten ConvNhwc node with those types. Empty when
-// `device` runs on the host.
+// `device` accepts the rewritten ConvNhwc node with those types; and every
+// ai.vigil.QConv (which the QDQ pass wrote after asking the device). Empty
+// when `device` runs on the host.
 std::vector<size_t> SelectNhwcConvs(const ir::Model& model, const std::unordered_map<std::string, ir::TypeInfo>& types,
                                     const Backend& device);
+
+// Whether `device` takes a node the QDQ fusion pass (ir/fuse_qdq.h) would
+// write, with those input and output types: QConv is asked as the QConvNhwc
+// it becomes (X, W and Y moved to NHWC); default-domain nodes at `model`'s
+// opset. `why_not` gets the device's reason.
+bool DeviceTakesFusedQdq(const ir::Node& fused, const std::vector<const ir::TypeInfo*>& inputs,
+                         const std::vector<const ir::TypeInfo*>& outputs, const Backend& device,
+                         const ir::Model& model, std::string* why_not);
 
 // Applies `layout` to `model`; returns whether the graph changed (its
 // weight transposes then still need constant folding).

@@ -107,6 +107,7 @@ struct Session::State {
   std::vector<size_t> order;
   std::vector<const Backend*> node_backend;  // per node index of `model.graph.nodes`
   std::vector<NodePlacement> placement;
+  std::vector<ir::QdqConvNote> int8_notes;
   std::unordered_map<size_t, std::string> fallback_reasons;  // node -> why the first backend refused it
   std::unordered_map<std::string, Tensor> constants;
   std::unordered_map<std::string, Tensor> device_constants;  // copies on the device for device steps
@@ -227,7 +228,14 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
   // Load-time shape inference with the declared input types, folding every
   // node whose inputs are all constant.
   FoldingPolicy folding{state->options.constant_folding ? state->cpu : nullptr, kLoadFoldLimit};
-  VIGIL_ASSIGN_OR_RETURN(InferredGraph inferred, InferGraph(model, order, {}, folding));
+  // A device session that lays convolutions out for the device keeps the
+  // weights' DequantizeLinear nodes for the QDQ pass, which reads their
+  // int8 inputs; what it does not fuse is folded after it.
+  const bool qdq_pass = state->options.backends[0]->device() != Device::kHost &&
+                        state->options.conv_layout == ConvLayout::kNhwcOnDevice;
+  FoldingPolicy first_folding = folding;
+  first_folding.keep_dequantize = qdq_pass;
+  VIGIL_ASSIGN_OR_RETURN(InferredGraph inferred, InferGraph(model, order, {}, first_folding));
   state->model = ApplyFolding(model, inferred);
   AlignInitializers(state->model.graph);  // folded values may be views of attribute bytes
   if (state->options.backends[0]->device() != Device::kHost) {
@@ -284,11 +292,28 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
     }
     static_cast<void>(linear + gelu + attention + residual);
   }
+  // QDQ chains as the device's int8 ops (ir/fuse_qdq.h), where the session
+  // lays convolutions out for the device (QConv only runs channels-last) and
+  // the device takes each fused node.
+  bool refold = false;
+  if (qdq_pass) {
+    const Backend& device = *state->options.backends[0];
+    const ir::Model& model = state->model;
+    auto accept = [&device, &model](const ir::Node& fused, const std::vector<const ir::TypeInfo*>& inputs,
+                                    const std::vector<const ir::TypeInfo*>& outputs, std::string* why_not) {
+      return DeviceTakesFusedQdq(fused, inputs, outputs, device, model, why_not);
+    };
+    VIGIL_ASSIGN_OR_RETURN(ir::QdqStats qdq, ir::FuseQdq(state->model, inferred.types, accept));
+    state->int8_notes = std::move(qdq.conv_notes);
+    for (const ir::Node& n : state->model.graph.nodes) refold = refold || n.op_type == "DequantizeLinear";
+    refold = refold && folding.evaluator != nullptr;
+  }
   VIGIL_ASSIGN_OR_RETURN(bool relaid, ApplyConvLayout(state->model, inferred.types, state->options.conv_layout,
                                                       *state->options.backends[0]));
-  if (relaid) {
+  if (relaid || refold) {
     // Again, for the new values' types and to fold the weight transposes
-    // into KRSC initializers.
+    // into KRSC initializers (and the DequantizeLinear nodes of weights the
+    // QDQ pass left).
     VIGIL_ASSIGN_OR_RETURN(std::vector<size_t> relaid_order, ir::TopologicalOrder(state->model.graph));
     VIGIL_ASSIGN_OR_RETURN(inferred, InferGraph(state->model, relaid_order, {}, folding));
     state->model = ApplyFolding(state->model, inferred);
@@ -374,6 +399,7 @@ const ir::Model& Session::model() const { return state_->model; }
 const ModelInputs& Session::inputs() const { return state_->inputs; }
 const std::vector<ir::ValueInfo>& Session::outputs() const { return state_->outputs; }
 const std::vector<NodePlacement>& Session::placement() const { return state_->placement; }
+const std::vector<ir::QdqConvNote>& Session::int8_notes() const { return state_->int8_notes; }
 
 Result<DimBindings> Session::Check(std::vector<InputBinding>& inputs) const {
   return ValidateInputs(state_->inputs, inputs);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "ir/fuse_qdq.h"
 #include "ir/graph.h"
 #include "runtime/backend.h"
 #include "runtime/conv_layout.h"
@@ -86,6 +87,9 @@ class Session {
   const ModelInputs& inputs() const;
   const std::vector<ir::ValueInfo>& outputs() const;
   const std::vector<NodePlacement>& placement() const;
+  // Each Conv of a QDQ chain on a device session: whether it runs in int8
+  // (ir/fuse_qdq.h) and why not; empty for CPU sessions and float models.
+  const std::vector<ir::QdqConvNote>& int8_notes() const;
 
   // Validates the inputs against the model, without running anything.
   // Positional bindings are resolved to names.

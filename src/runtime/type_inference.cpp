@@ -187,6 +187,10 @@ class GraphInference {
       types.inputs.push_back(inputs[i] ? &input_types[i] : nullptr);
     }
     if (!folding_.evaluator->SupportsTyped(node, opset, types, nullptr)) return Status::Ok();
+    if (folding_.keep_dequantize && node.op_type == "DequantizeLinear" &&
+        (node.domain.empty() || node.domain == "ai.onnx")) {
+      return Status::Ok();
+    }
     if (folding_.max_output_elements) {
       uint64_t total = 0;
       for (const std::string& name : node.outputs) {

@@ -23,6 +23,10 @@ struct FoldingPolicy {
   // Fold a node only when its outputs hold at most this many elements in all
   // (0: no limit).
   uint64_t max_output_elements = 0;
+  // Leave DequantizeLinear nodes unfolded, so that a device session's QDQ
+  // pass (ir/fuse_qdq.h) still sees the int8 weights behind them; the
+  // session folds what the pass leaves afterwards.
+  bool keep_dequantize = false;
 };
 
 struct InferredGraph {

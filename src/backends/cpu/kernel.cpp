@@ -39,7 +39,7 @@ std::span<const KernelDef> AllKernels() {
                         QuantizationKernels(), QuantizedLinearKernels(), QuantizedContribKernels(), DropoutKernels(),
                         LossKernels(), VisionKernels(), DetectionKernels(), GridSampleKernels(), SelectionKernels(),
                         TextKernels(), ClassicMlKernels(), ImageKernels(),
-                        SignalKernels(), FusedKernels(), FaultInjectionKernels()}) {
+                        SignalKernels(), QdqKernels(), FusedKernels(), FaultInjectionKernels()}) {
       all.insert(all.end(), family.begin(), family.end());
     }
     return all;

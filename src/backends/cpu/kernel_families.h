@@ -31,6 +31,7 @@ std::span<const KernelDef> TextKernels();            // TfIdfVectorizer (text.cp
 std::span<const KernelDef> ClassicMlKernels();       // ai.onnx.ml: TreeEnsemble, Binarizer, ... (classic_ml.cpp)
 std::span<const KernelDef> ImageKernels();           // ImageDecoder (image_decoder.cpp); empty without the image libraries
 std::span<const KernelDef> SignalKernels();          // DFT, STFT, windows, MelWeightMatrix (signal.cpp)
+std::span<const KernelDef> QdqKernels();             // ai.vigil: QConv, QConvNhwc, QAdd (qdq_fused.cpp)
 std::span<const KernelDef> FusedKernels();           // ai.vigil: MatMulBias, Gelu (fused_ops.cpp)
 std::span<const KernelDef> FaultInjectionKernels();  // empty unless VIGIL_ENABLE_TEST_OPS=1
 

@@ -196,13 +196,7 @@ Result<const CudnnPlan*> ConvPlan(CudaKernelContext& ctx, const ConvShape& s, ir
   float alpha = 1.0f, beta = 0.0f;
   CudnnDescriptor op;
   if (!transpose) {
-    VIGIL_ASSIGN_OR_RETURN(op, CudnnDescriptor::Create(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR));
-    VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x));
-    VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w));
-    VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y));
-    VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv));
-    VIGIL_RETURN_IF_ERROR(op.Set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha));
-    VIGIL_RETURN_IF_ERROR(op.Set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta));
+    VIGIL_ASSIGN_OR_RETURN(op, MakeConvolutionForwardOp(x, w, y, conv));
   } else {
     VIGIL_ASSIGN_OR_RETURN(op, CudnnDescriptor::Create(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR));
     VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, x));
@@ -211,8 +205,8 @@ Result<const CudnnPlan*> ConvPlan(CudaKernelContext& ctx, const ConvShape& s, ir
     VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, conv));
     VIGIL_RETURN_IF_ERROR(op.Set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha));
     VIGIL_RETURN_IF_ERROR(op.Set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &beta));
+    VIGIL_RETURN_IF_ERROR(op.Finalize());
   }
-  VIGIL_RETURN_IF_ERROR(op.Finalize());
 
   std::string what = fmt::format("{}{} {} {} {}D x[{}] w[{}]", transpose ? "ConvTranspose" : "Conv", epilogue.name(),
                                  ir::DataTypeName(dtype), s.nhwc ? "NHWC" : "NCHW", s.strides.size(),

@@ -117,13 +117,13 @@ Status CudaKernelContext::SetOutput(size_t i, runtime::Tensor tensor) {
 namespace {
 
 using Family = std::span<const CudaKernelDef> (*)();
-constexpr std::array<Family, 22> kFamilies = {
+constexpr std::array<Family, 23> kFamilies = {
       ElementwiseCudaKernels,   DataMovementCudaKernels, DataMovementSpatialCudaKernels, ResizeCudaKernels,
       ReductionCudaKernels,     NormalizationCudaKernels, PoolCudaKernels,               ConvCudaKernels,
       MatMulCudaKernels,        ViewCudaKernels,          RecurrentCudaKernels,          ShapeSourceCudaKernels,
       FusedCudaKernels,         FaultInjectionCudaKernels, SoftmaxCudaKernels,            AttentionCudaKernels,
       PoolNhwcCudaKernels,      OnnxAttentionCudaKernels, RotaryEmbeddingCudaKernels, VisionCudaKernels,
-      DetectionCudaKernels,     QuantizeLinearCudaKernels};
+      DetectionCudaKernels,     QuantizeLinearCudaKernels, Int8ConvCudaKernels};
 
 }  // namespace
 

@@ -115,6 +115,20 @@ Result<CudnnDescriptor> MakeConvolutionDescriptor(cudnnDataType_t compute, const
   return conv;
 }
 
+Result<CudnnDescriptor> MakeConvolutionForwardOp(const CudnnDescriptor& x, const CudnnDescriptor& w,
+                                                 const CudnnDescriptor& y, const CudnnDescriptor& conv) {
+  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor op, CudnnDescriptor::Create(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR));
+  float alpha = 1.0f, beta = 0.0f;
+  VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x));
+  VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w));
+  VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y));
+  VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv));
+  VIGIL_RETURN_IF_ERROR(op.Set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha));
+  VIGIL_RETURN_IF_ERROR(op.Set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta));
+  VIGIL_RETURN_IF_ERROR(op.Finalize());
+  return op;
+}
+
 Result<CudnnDescriptor> MakePointwiseOp(cudnnPointwiseMode_t mode, const CudnnDescriptor& x, const CudnnDescriptor* b,
                                         const CudnnDescriptor& y, std::vector<CudnnDescriptor>& keep,
                                         float upper_clip) {

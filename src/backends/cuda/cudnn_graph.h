@@ -63,6 +63,11 @@ Result<CudnnDescriptor> MakeConvolutionDescriptor(cudnnDataType_t compute, const
                                                   const std::vector<int64_t>& post_paddings,
                                                   const std::vector<int64_t>& dilations);
 
+// A finalized forward-convolution operation y = conv(x, w) (alpha 1, beta 0)
+// on tensor descriptors x, w, y and convolution descriptor `conv`.
+Result<CudnnDescriptor> MakeConvolutionForwardOp(const CudnnDescriptor& x, const CudnnDescriptor& w,
+                                                 const CudnnDescriptor& y, const CudnnDescriptor& conv);
+
 // A pointwise operation (float32 math) y = mode(x[, b]), its pointwise
 // descriptor kept alive in `keep`. `upper_clip` (RELU_FWD only, when > 0):
 // min(relu(x), upper_clip).

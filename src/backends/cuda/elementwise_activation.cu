@@ -6,7 +6,7 @@
 // CPU keeps it, round half to even, Neg/Abs of integers wrapping. float16
 // and bfloat16 compute in float; the plain math functions (Exp, Log, Sqrt,
 // ...) also take float64, computed in double; Abs, Neg, Sign and Relu also
-// take int32/int64, and Clip every integer width and float64.
+// take int32/int64 (Relu int8 too), and Clip every integer width and float64.
 #include <string>
 #include <type_traits>
 
@@ -82,7 +82,9 @@ struct IsInfOp {
 Status Abs(CudaKernelContext& ctx) { return MapUnary<kArithTypes>(ctx, AbsOp{}, "Abs"); }
 Status Neg(CudaKernelContext& ctx) { return MapUnary<kArithTypes>(ctx, NegOp{}, "Neg"); }
 Status Sign(CudaKernelContext& ctx) { return MapUnary<kArithTypes>(ctx, SignOp{}, "Sign"); }
-Status Relu(CudaKernelContext& ctx) { return MapUnary<kArithTypes>(ctx, ReluOp{}, "Relu"); }
+// Relu also on int8 (opset 14+): the int8 QDQ path's Relu (ir/fuse_qdq.h).
+constexpr TypeMask kReluTypes = kArithTypes | Bit(DataType::kInt8);
+Status Relu(CudaKernelContext& ctx) { return MapUnary<kReluTypes>(ctx, ReluOp{}, "Relu"); }
 Status Not(CudaKernelContext& ctx) { return MapUnary<kBoolType>(ctx, NotOp{}, "Not"); }
 // The float dtypes of the math functions below: float64 as well.
 constexpr TypeMask kMathTypes = kFloatTypes | Bit(DataType::kFloat64);
@@ -345,13 +347,14 @@ bool Clip11Supports(const ir::Node& node, const runtime::NodeTypes& types, std::
 
 constexpr auto kFloatOnly = UnarySupports<kFloatTypes>;
 constexpr auto kArith = UnarySupports<kArithTypes>;
+constexpr auto kRelu = UnarySupports<kReluTypes>;
 constexpr auto kMath = UnarySupports<kMathTypes>;
 
 const CudaKernelDef kActivationKernels[] = {
     {"", "Abs", 6, kLatest, Abs, kArith},
     {"", "Neg", 6, kLatest, Neg, kArith},
     {"", "Sign", 9, kLatest, Sign, kArith},
-    {"", "Relu", 6, kLatest, Relu, kArith},
+    {"", "Relu", 6, kLatest, Relu, kRelu},
     {"", "Not", 1, kLatest, Not, UnarySupports<kBoolType>},
     {"", "IsNaN", 9, kLatest, IsNaN, kFloatOnly},
     {"", "IsInf", 10, kLatest, IsInf, kFloatOnly},

@@ -177,9 +177,14 @@ void WithWidth(int v, F&& f) {
   }
 }
 
+// With `int8` also int8_t (MaxPoolNhwc: the max of int8 values through
+// float is exact; the int8 QDQ path pools its quantized tensors).
 template <typename F>
-Status WithFloatType(const CudaKernelContext& ctx, ir::DataType t, F&& f) {
+Status WithFloatType(const CudaKernelContext& ctx, ir::DataType t, F&& f, bool int8 = false) {
   switch (t) {
+    case ir::DataType::kInt8:
+      if (int8) return f(int8_t{});
+      return ctx.Unsupported("dtype int8 of input 0");
     case ir::DataType::kFloat32: return f(float{});
     case ir::DataType::kFloat16: return f(__half{});
     case ir::DataType::kBfloat16: return f(__nv_bfloat16{});
@@ -251,7 +256,7 @@ Status WindowPoolNhwc(CudaKernelContext& ctx) {
     });
     VIGIL_CHECK_LAUNCH("WindowPoolNhwcKernel");
     return Status::Ok();
-  });
+  }, K == NhwcPool::kMax);
 }
 
 Status GlobalAveragePoolNhwc(CudaKernelContext& ctx) {
@@ -280,9 +285,9 @@ Status GlobalAveragePoolNhwc(CudaKernelContext& ctx) {
 
 // --- support predicate ----------------------------------------------------------------
 
-bool SupportsPoolNhwc(const ir::Node&, const runtime::NodeTypes& types, std::string* why_not) {
+bool SupportsPoolNhwcOf(const runtime::NodeTypes& types, std::string* why_not, bool int8) {
   const ir::DataType t = InputDtype(types, 0);
-  if (!IsCudaFloat(t)) {
+  if (!IsCudaFloat(t) && !(int8 && t == ir::DataType::kInt8)) {
     if (why_not) {
       *why_not = t == ir::DataType::kUndefined ? std::string("the dtype of input 0 is not known at load time")
                                                : fmt::format("dtype {} of input 0", ir::DataTypeName(t));
@@ -297,8 +302,16 @@ bool SupportsPoolNhwc(const ir::Node&, const runtime::NodeTypes& types, std::str
   return true;
 }
 
+bool SupportsPoolNhwc(const ir::Node&, const runtime::NodeTypes& types, std::string* why_not) {
+  return SupportsPoolNhwcOf(types, why_not, false);
+}
+
+bool SupportsMaxPoolNhwc(const ir::Node&, const runtime::NodeTypes& types, std::string* why_not) {
+  return SupportsPoolNhwcOf(types, why_not, true);
+}
+
 const CudaKernelDef kPoolNhwcKernels[] = {
-    {ir::kVigilDomain, ir::kMaxPoolNhwcOp, 1, kLatest, WindowPoolNhwc<NhwcPool::kMax>, SupportsPoolNhwc},
+    {ir::kVigilDomain, ir::kMaxPoolNhwcOp, 1, kLatest, WindowPoolNhwc<NhwcPool::kMax>, SupportsMaxPoolNhwc},
     {ir::kVigilDomain, ir::kAveragePoolNhwcOp, 1, kLatest, WindowPoolNhwc<NhwcPool::kAverage>, SupportsPoolNhwc},
     {ir::kVigilDomain, ir::kGlobalAveragePoolNhwcOp, 1, kLatest, GlobalAveragePoolNhwc, SupportsPoolNhwc},
 };

@@ -30,6 +30,9 @@
 
 #include "backends/cuda/device_common.cuh"
 #include "backends/cuda/quantize_linear.h"
+#include "ir/fuse_qdq.h"
+#include "ir/layout_nhwc.h"  // kVigilDomain
+#include "ops/attributes.h"
 #include "ops/quant_layout.h"
 
 namespace vigil::cuda {
@@ -303,14 +306,168 @@ Status DynamicQuantizeLinear(CudaKernelContext& ctx) {
   return Status::Ok();
 }
 
+// ai.vigil.QAdd (ir/fuse_qdq.h): the unfused DequantizeLinear -> Add ->
+// QuantizeLinear chain's float32 steps, each rounded as the CPU kernels
+// round them (the _rn intrinsics keep nvcc from contracting them into a
+// fused multiply-add), so that the result is the chain's bit for bit.
+__device__ __forceinline__ int8_t QAddOne(int8_t a, int8_t b, float sa, float sb, float sy, bool relu) {
+  const float sum = __fadd_rn(__fmul_rn(static_cast<float>(a), sa), __fmul_rn(static_cast<float>(b), sb));
+  const float q = __fdiv_rn(sum, sy);
+  float r = isnan(q) ? 0.0f : fminf(fmaxf(rintf(q), -128.0f), 127.0f);
+  if (relu) r = fmaxf(r, 0.0f);
+  return static_cast<int8_t>(r);
+}
+
+// Four elements per thread (char4 loads) where n is a multiple of 4.
+__global__ void QAddKernel4(const char4* a, const char4* b, char4* y, int64_t n4, const float* sa, const float* sb,
+                            const float* sy, bool relu) {
+  const float fa = *sa, fb = *sb, fy = *sy;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n4;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const char4 u = a[i], v = b[i];
+    y[i] = make_char4(QAddOne(u.x, v.x, fa, fb, fy, relu), QAddOne(u.y, v.y, fa, fb, fy, relu),
+                      QAddOne(u.z, v.z, fa, fb, fy, relu), QAddOne(u.w, v.w, fa, fb, fy, relu));
+  }
+}
+
+// Sixteen per thread (16-byte loads) where n is a multiple of 16 and the pointers are aligned.
+__global__ void QAddKernel16(const int4* a, const int4* b, int4* y, int64_t n16, const float* sa, const float* sb,
+                             const float* sy, bool relu) {
+  const float fa = *sa, fb = *sb, fy = *sy;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n16;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int4 u = a[i], v = b[i], r;
+    const int8_t* pu = reinterpret_cast<const int8_t*>(&u);
+    const int8_t* pv = reinterpret_cast<const int8_t*>(&v);
+    int8_t* pr = reinterpret_cast<int8_t*>(&r);
+#pragma unroll
+    for (int k = 0; k < 16; ++k) pr[k] = QAddOne(pu[k], pv[k], fa, fb, fy, relu);
+    y[i] = r;
+  }
+}
+
+__global__ void QAddKernel1(const int8_t* a, const int8_t* b, int8_t* y, int64_t n, const float* sa, const float* sb,
+                            const float* sy, bool relu) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    y[i] = QAddOne(a[i], b[i], *sa, *sb, *sy, relu);
+  }
+}
+
+Status QAdd(CudaKernelContext& ctx) {
+  const runtime::Tensor& a = *ctx.input(0);
+  const runtime::Tensor& b = *ctx.input(2);
+  for (size_t i : {size_t{1}, size_t{3}, size_t{4}}) {
+    const runtime::Tensor* s = ctx.input(i);
+    if (!s || s->dtype() != DataType::kFloat32 || s->element_count() != 1) {
+      return ctx.Fail("input {} must be one float32 scale", i);
+    }
+  }
+  if (a.dtype() != DataType::kInt8 || b.dtype() != DataType::kInt8 || a.shape() != b.shape()) {
+    return ctx.Fail("A ({}) and B ({}) must be int8 of one shape", a.Describe(), b.Describe());
+  }
+  VIGIL_ASSIGN_OR_RETURN(std::string act, ops::StringAttr(ctx.node(), "activation", ""));
+  const bool relu = !act.empty();
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, DataType::kInt8, a.shape()));
+  const int64_t n = static_cast<int64_t>(a.element_count());
+  if (n == 0) return Status::Ok();
+  const auto* sa = static_cast<const float*>(ctx.input(1)->raw_data());
+  const auto* sb = static_cast<const float*>(ctx.input(3)->raw_data());
+  const auto* sy = static_cast<const float*>(ctx.input(4)->raw_data());
+  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (n % 16 == 0 && aligned(a.raw_data()) && aligned(b.raw_data()) && aligned(y->raw_data())) {
+    QAddKernel16<<<BlocksFor(n / 16, kThreads), kThreads, 0, ctx.stream()>>>(
+        static_cast<const int4*>(a.raw_data()), static_cast<const int4*>(b.raw_data()),
+        static_cast<int4*>(y->raw_data()), n / 16, sa, sb, sy, relu);
+  } else if (n % 4 == 0) {
+    QAddKernel4<<<BlocksFor(n / 4, kThreads), kThreads, 0, ctx.stream()>>>(
+        static_cast<const char4*>(a.raw_data()), static_cast<const char4*>(b.raw_data()),
+        static_cast<char4*>(y->raw_data()), n / 4, sa, sb, sy, relu);
+  } else {
+    QAddKernel1<<<BlocksFor(n, kThreads), kThreads, 0, ctx.stream()>>>(
+        static_cast<const int8_t*>(a.raw_data()), static_cast<const int8_t*>(b.raw_data()),
+        static_cast<int8_t*>(y->raw_data()), n, sa, sb, sy, relu);
+  }
+  VIGIL_CHECK_LAUNCH("QAdd");
+  return Status::Ok();
+}
+
+bool QAddSupports(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
+  auto is = [&](size_t i, DataType d) {
+    const ir::TypeInfo* t = i < types.inputs.size() ? types.inputs[i] : nullptr;
+    return !t || (t->kind == ir::TypeInfo::Kind::kTensor && t->elem_type == d);
+  };
+  if (!is(0, DataType::kInt8) || !is(2, DataType::kInt8) || !is(1, DataType::kFloat32) ||
+      !is(3, DataType::kFloat32) || !is(4, DataType::kFloat32)) {
+    if (why_not) *why_not = "QAdd takes int8 A and B and float32 scales";
+    return false;
+  }
+  Result<std::string> act = ops::StringAttr(node, "activation", "");
+  if (!act.ok() || (!act->empty() && *act != "Relu")) {
+    if (why_not) *why_not = "activation other than Relu";
+    return false;
+  }
+  return true;
+}
+
+template <typename A>
+__global__ void RequantizeRowsKernel(const A* acc, const float* scale, const float* bias, int8_t* y, int64_t n,
+                                     int64_t m, bool relu) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t c = i % m;
+    float v = __fadd_rn(__fmul_rn(static_cast<float>(acc[i]), scale[c]), bias[c]);
+    if (relu) v = fmaxf(v, 0.0f);
+    y[i] = static_cast<int8_t>(isnan(v) ? 0.0f : fminf(fmaxf(rintf(v), -128.0f), 127.0f));
+  }
+}
+
 const CudaKernelDef kQuantizeLinearKernels[] = {
     {"", "QuantizeLinear", 10, kLatest, QuantizeLinear, QuantizeSupports},
     {"", "DequantizeLinear", 10, kLatest, DequantizeLinear, DequantizeSupports},
     {"", "DynamicQuantizeLinear", 11, kLatest, DynamicQuantizeLinear, DynamicQuantizeSupports},
+    {ir::kVigilDomain, ir::kQAddOp, 1, kLatest, QAdd, QAddSupports},
 };
 
 }  // namespace
 
 std::span<const CudaKernelDef> QuantizeLinearCudaKernels() { return kQuantizeLinearKernels; }
+
+Status LaunchRequantizeRows(const void* acc, bool float_acc, const float* scale, const float* bias, int8_t* y,
+                            int64_t rows, int64_t m, bool relu, cudaStream_t stream) {
+  const int64_t n = rows * m;
+  if (n == 0) return Status::Ok();
+  if (float_acc) {
+    RequantizeRowsKernel<float><<<BlocksFor(n, kThreads), kThreads, 0, stream>>>(static_cast<const float*>(acc), scale,
+                                                                                bias, y, n, m, relu);
+  } else {
+    RequantizeRowsKernel<int32_t><<<BlocksFor(n, kThreads), kThreads, 0, stream>>>(static_cast<const int32_t*>(acc),
+                                                                                  scale, bias, y, n, m, relu);
+  }
+  VIGIL_CHECK_LAUNCH("QConvNhwc requantization");
+  return Status::Ok();
+}
+
+template <typename F>
+__global__ void Int8ToFloatKernel(const int8_t* x, F* y, int64_t n, int64_t c, int64_t cp) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = i / cp, k = i - r * cp;
+    y[i] = FromFloat<F>(k < c ? static_cast<float>(x[r * c + k]) : 0.0f);
+  }
+}
+
+Status LaunchInt8ToFloat(const int8_t* x, void* y, bool half, int64_t rows, int64_t c, int64_t cp,
+                         cudaStream_t stream) {
+  const int64_t n = rows * cp;
+  if (n == 0) return Status::Ok();
+  if (half) {
+    Int8ToFloatKernel<__half><<<BlocksFor(n, kThreads), kThreads, 0, stream>>>(x, static_cast<__half*>(y), n, c, cp);
+  } else {
+    Int8ToFloatKernel<float><<<BlocksFor(n, kThreads), kThreads, 0, stream>>>(x, static_cast<float*>(y), n, c, cp);
+  }
+  VIGIL_CHECK_LAUNCH("QConvNhwc int8 to float32");
+  return Status::Ok();
+}
 
 }  // namespace vigil::cuda

@@ -1,0 +1,205 @@
+// The int8 path on the GPU: ai.vigil.QConvNhwc (cuDNN's int8 engines,
+// backends/cuda/conv_int8.cpp) and ai.vigil.QAdd against the CPU kernels
+// (backends/cpu/qdq_fused.cpp) bit for bit, at odd spatial sizes, strides,
+// paddings, with and without Relu; and a QDQ model through a CUDA session:
+// which chains run in int8, which stay in float and why, and the output
+// against the unfused model on the CPU.
+#include <cmath>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "backends/cpu/cpu_backend.h"
+#include "ir/fuse_qdq.h"
+#include "runtime/session.h"
+#include "session_test_util.h"
+#include "support/qdq_model.h"
+
+namespace vigil::cuda {
+namespace {
+
+using ir::DataType;
+using runtime::Tensor;
+using testing::TypedValue;
+
+Tensor Int8Tensor(std::vector<int64_t> shape, uint32_t seed) {
+  Tensor t = Tensor::Allocate(DataType::kInt8, std::move(shape)).value();
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> q(-128, 127);
+  for (size_t i = 0; i < t.element_count(); ++i) t.data<int8_t>()[i] = static_cast<int8_t>(q(rng));
+  return t;
+}
+
+Tensor FloatVector(std::vector<float> v) {
+  Tensor t = Tensor::Allocate(DataType::kFloat32, {static_cast<int64_t>(v.size())}).value();
+  for (size_t i = 0; i < v.size(); ++i) t.data<float>()[i] = v[i];
+  return t;
+}
+
+// One node of domain ai.vigil: "x" a graph input, the other inputs constants.
+ir::Model OneNode(const char* op, const Tensor& x, const std::vector<std::pair<std::string, const Tensor*>>& constants,
+                  std::vector<ir::Attribute> attrs) {
+  ir::Model m;
+  m.ir_version = 8;
+  m.opset_imports = {{"", 17}, {ir::kVigilDomain, ir::kVigilOpsetVersion}};
+  m.graph.inputs = {TypedValue("x", x.dtype(), x.shape())};
+  ir::Node n;
+  n.name = op;
+  n.domain = ir::kVigilDomain;
+  n.op_type = op;
+  n.inputs = {"x"};
+  for (const auto& [name, t] : constants) {
+    if (t) {
+      m.graph.initializers.push_back(t->AsConstant(name));
+    }
+    n.inputs.push_back(name);
+  }
+  n.outputs = {"y"};
+  n.attributes = std::move(attrs);
+  m.graph.nodes = {n};
+  m.graph.outputs = {ir::ValueInfo{"y", false, {}, {}}};
+  return m;
+}
+
+void ExpectSameInt8(const Tensor& got, const Tensor& want) {
+  ASSERT_EQ(got.dtype(), DataType::kInt8);
+  ASSERT_EQ(got.shape(), want.shape());
+  size_t differ = 0, first = 0;
+  for (size_t i = 0; i < got.element_count(); ++i) {
+    if (got.data<int8_t>()[i] != want.data<int8_t>()[i] && differ++ == 0) first = i;
+  }
+  EXPECT_EQ(differ, 0u) << "of " << got.element_count() << "; first at " << first << ": "
+                        << int{got.data<int8_t>()[first]} << " vs " << int{want.data<int8_t>()[first]};
+}
+
+struct ConvCase {
+  int64_t n, h, w, c, m, k, stride, pad;
+};
+
+TEST(CudaInt8, QConvNhwcMatchesCpuBitForBit) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  // The last three take the exact float32 route (channels not in multiples of 4): an RGB stem among them.
+  const ConvCase cases[] = {{2, 13, 11, 12, 20, 3, 1, 1}, {1, 9, 9, 16, 8, 1, 2, 0},  {3, 7, 13, 4, 12, 5, 2, 2},
+                            {1, 14, 14, 64, 64, 3, 1, 1}, {2, 7, 7, 128, 36, 1, 1, 0}, {2, 31, 27, 3, 16, 7, 2, 3},
+                            {1, 13, 13, 6, 10, 3, 1, 1},  {1, 9, 11, 127, 13, 1, 1, 0}};
+  uint32_t seed = 40;
+  for (const ConvCase& c : cases) {
+    for (bool relu : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "x [" << c.n << "," << c.h << "," << c.w << "," << c.c << "] m " << c.m
+                                        << " k " << c.k << " stride " << c.stride << " pad " << c.pad
+                                        << (relu ? " relu" : ""));
+      Tensor x = Int8Tensor({c.n, c.h, c.w, c.c}, ++seed);
+      Tensor w = Int8Tensor({c.m, c.k, c.k, c.c}, ++seed);
+      std::mt19937 rng(++seed);
+      // Scales that spread the accumulators over the int8 range (and past it: saturation).
+      const float typical = 73.0f * 73.0f * std::sqrt(static_cast<float>(c.c * c.k * c.k));
+      std::uniform_real_distribution<float> jitter(0.5f, 2.0f), shift(-40.0f, 40.0f);
+      std::vector<float> scale(c.m), bias(c.m);
+      for (int64_t i = 0; i < c.m; ++i) {
+        scale[i] = jitter(rng) * 60.0f / typical;
+        bias[i] = shift(rng);
+      }
+      Tensor s = FloatVector(scale), b = FloatVector(bias);
+      std::vector<ir::Attribute> attrs = {testing::IntsAttr("kernel_shape", {c.k, c.k}),
+                                          testing::IntsAttr("strides", {c.stride, c.stride}),
+                                          testing::IntsAttr("pads", {c.pad, c.pad, c.pad, c.pad})};
+      if (relu) attrs.push_back(testing::StringAttr("activation", "Relu"));
+      ir::Model model = OneNode(ir::kQConvNhwcOp, x, {{"w", &w}, {"scale", &s}, {"bias", &b}}, attrs);
+      Tensor got = testing::RunSingleOutput(model, {testing::CudaBackendForTests(), cpu::MakeCpuBackend()}, x);
+      Tensor want = testing::RunSingleOutput(model, {cpu::MakeCpuBackend()}, x);
+      ExpectSameInt8(got, want);
+    }
+  }
+}
+
+TEST(CudaInt8, QAddMatchesCpuBitForBit) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  // 2x13x7x5 (not a multiple of 4: the one-element kernel) and 2x12x5x8 (the four-element one).
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{2, 13, 7, 5}, std::vector<int64_t>{2, 12, 5, 8}}) {
+    for (bool relu : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << shape[1] << " channels" << (relu ? " relu" : ""));
+      Tensor a = Int8Tensor(shape, 3), b = Int8Tensor(shape, 4);
+      Tensor sa = FloatVector({0.5f}), sb = FloatVector({0.25f}), sy = FloatVector({0.5f});
+      std::vector<ir::Attribute> attrs;
+      if (relu) attrs.push_back(testing::StringAttr("activation", "Relu"));
+      ir::Model model = OneNode(ir::kQAddOp, a, {{"sa", &sa}, {"b", &b}, {"sb", &sb}, {"sy", &sy}}, attrs);
+      Tensor got = testing::RunSingleOutput(model, {testing::CudaBackendForTests(), cpu::MakeCpuBackend()}, a);
+      Tensor want = testing::RunSingleOutput(model, {cpu::MakeCpuBackend()}, a);
+      ExpectSameInt8(got, want);
+    }
+  }
+}
+
+// A QDQ model through a CUDA session, with an RGB input (its first
+// convolution on the exact float32 route) and with 127 channels and a 3x3
+// window (too wide for that route, so it stays in float, and the note says
+// why): where fused, every node on the device and the output within one
+// quantum of the unfused CPU run.
+void CheckQdqModel(int64_t c_in, bool first_fused) {
+  ::vigil::testing::QdqModelOptions o;
+  o.c_in = c_in;
+  o.h = 27;
+  o.w = 19;
+  const ir::Model model = ::vigil::testing::QdqModel(o);
+  runtime::SessionOptions options;
+  options.backends = {testing::CudaBackendForTests(), cpu::MakeCpuBackend()};
+  options.no_fallback = true;
+  options.constant_folding = true;
+  options.conv_layout = runtime::ConvLayout::kNhwcOnDevice;
+  auto session = runtime::Session::Create(model, options);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  const auto& notes = (*session)->int8_notes();
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(notes[0].int8, first_fused) << notes[0].reason;
+  if (!first_fused) {
+    EXPECT_NE(notes[0].reason.find("127 input and 12 output channels with a 3x3 window"), std::string::npos)
+        << notes[0].reason;
+  }
+  EXPECT_TRUE(notes[1].int8) << notes[1].reason;
+  size_t qconv = 0, qadd = 0;
+  for (const auto& p : (*session)->placement()) {
+    qconv += p.node.rfind("QConvNhwc", 0) == 0;
+    qadd += p.node.rfind("QAdd", 0) == 0;
+    EXPECT_EQ(p.backend, "cuda") << p.node;
+  }
+  EXPECT_EQ(qconv, first_fused ? 2u : 1u);
+  EXPECT_EQ(qadd, 1u);
+
+  runtime::SessionOptions cpu_options;
+  cpu_options.backends = {cpu::MakeCpuBackend()};
+  auto reference = runtime::Session::Create(model, cpu_options);
+  ASSERT_TRUE(reference.ok()) << reference.status().ToString();
+  Tensor x = Tensor::Allocate(DataType::kFloat32, {o.n, o.c_in, o.h, o.w}).value();
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  for (size_t i = 0; i < x.element_count(); ++i) x.data<float>()[i] = u(rng);
+  runtime::InputBinding in{"x", x.dtype(), x.shape(), x.raw_data(), x.byte_size(), ""};
+  auto got = (*session)->Run({in});
+  auto want = (*reference)->Run({in});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  const Tensor& g = (*got)[0].tensor;
+  const Tensor& w = (*want)[0].tensor;
+  ASSERT_EQ(g.shape(), w.shape());
+  size_t differ = 0;
+  for (size_t i = 0; i < g.element_count(); ++i) {
+    ASSERT_FALSE(std::isnan(g.data<float>()[i]));
+    const double quanta = std::fabs(static_cast<double>(g.data<float>()[i]) - w.data<float>()[i]) / 0.03;
+    EXPECT_LE(quanta, 1.0001) << i;
+    differ += quanta > 0.5;
+  }
+  EXPECT_LE(differ * 100, g.element_count()) << differ << " of " << g.element_count();
+}
+
+TEST(CudaInt8, QdqModelWithAnRgbInputRunsWhollyInInt8) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  CheckQdqModel(3, true);
+}
+
+TEST(CudaInt8, QdqModelKeepsATooWideConvolutionInFloatAndSaysWhy) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  CheckQdqModel(127, false);
+}
+
+}  // namespace
+}  // namespace vigil::cuda
