@@ -128,15 +128,7 @@ Result<CudnnPlan> BuildPlan(cudnnHandle_t handle, const Geometry& g, int variant
   VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor conv_out, Tensor(kVirtual, acc, g.y, true));
   VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor conv, MakeConvolutionDescriptor(acc, {g.stride, g.stride}, {g.pad, g.pad},
                                                                         {g.pad, g.pad}, {1, 1}));
-  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor op, CudnnDescriptor::Create(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR));
-  float alpha = 1.0f, beta = 0.0f;
-  VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x));
-  VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w));
-  VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, conv_out));
-  VIGIL_RETURN_IF_ERROR(op.SetDescriptor(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv));
-  VIGIL_RETURN_IF_ERROR(op.Set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha));
-  VIGIL_RETURN_IF_ERROR(op.Set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta));
-  VIGIL_RETURN_IF_ERROR(op.Finalize());
+  VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor op, MakeConvolutionForwardOp(x, w, conv_out, conv));
   ops.push_back(std::move(op));
   keep.push_back(std::move(x));
   keep.push_back(std::move(w));

@@ -18,6 +18,9 @@
 #   jit          the real-model set under CUDNN_LIB_CONFIG=GRAPH_JIT_ONLY
 #   diag         the diagnoses for no visible GPU and a too-small memory limit
 #   sanitizer    compute-sanitizer memcheck over the real-model set
+#   int8         ResNet-50 QDQ int8 vs vigil fp16/fp32 (and ONNX Runtime's
+#                CUDA provider with INT8_ARGS=--ort and its wheel on
+#                PYTHONPATH), top-1 agreement (bench/int8/resnet50_int8.py)
 #   peer         bench/peer_bench.py: vigil vs PyTorch eager (and compiled
 #                unless PEER_ARGS has --no-compile), fp16, batch 1 and 64
 set -u
@@ -36,6 +39,13 @@ has() { [[ " $steps " == *" $1 "* ]]; }
     "$b/vigil_cuda_tests" > "$out/cuda_tests.txt" 2>&1
     grep -A20 "Failure" "$out/cuda_tests.txt" | head -120
     tail -8 "$out/cuda_tests.txt"
+  fi
+  if has int8; then
+    echo "== int8: ResNet-50 QDQ"
+    python3 bench/int8/make_resnet50_qdq.py /tmp/vigil_int8_models 2>&1 | tail -3
+    python3 bench/int8/resnet50_int8.py --vigil "$b/vigil" --models /tmp/vigil_int8_models --out /tmp/vigil_int8_work \
+      ${INT8_ARGS:-} 2>&1 | grep -v "^+" | tail -80
+    cp /tmp/vigil_int8_work/raw.json "$out/int8_raw.json"
   fi
   if has conformance; then
     echo "== conformance --backend cuda"

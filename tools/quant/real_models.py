@@ -10,6 +10,9 @@ For each model directory (model.onnx, input_*.npy) it writes five quantized
 models:
   qdq_s8   quantize_static, QDQ, int8 activations and per-channel int8 weights
   qdq_u8   quantize_static, QDQ, uint8 activations, per-channel int8 weights
+  qdq_sym  as qdq_s8 with ActivationSymmetric (every zero point 0): the form
+           docs/int8.md recommends for the GPU, whose convolutions then run
+           in int8 there (only with --kinds naming it)
   qop_s8, qop_u8  quantize_static, QOperator (QLinearConv, QLinearMatMul and the
            com.microsoft QLinear* ops), int8 or uint8 activations, int8 weights
   dynamic  quantize_dynamic, int8 weights (DynamicQuantizeLinear,
@@ -90,9 +93,10 @@ def quantize(kind, src, dst, feeds, calib):
         quantize_dynamic(src, dst, weight_type=QuantType.QInt8)
         return
     fmt = QuantFormat.QOperator if kind.startswith("qop") else QuantFormat.QDQ
-    act = QuantType.QInt8 if kind.endswith("s8") else QuantType.QUInt8
+    act = QuantType.QInt8 if kind.endswith("s8") or kind == "qdq_sym" else QuantType.QUInt8
+    extra = {"ActivationSymmetric": True} if kind == "qdq_sym" else {}
     quantize_static(src, dst, Reader(feeds, calib, 2026), quant_format=fmt, per_channel=True, activation_type=act,
-                    weight_type=QuantType.QInt8)
+                    weight_type=QuantType.QInt8, extra_options=extra)
 
 
 def expose_integer_tensors(path, dst):
