@@ -268,9 +268,11 @@ void QdqFuser::TryConv(size_t c) {
   const int64_t m = wq->dims[0];
   const Tensor* ws = wdq.inputs.size() > 1 ? Constant(wdq.inputs[1]) : nullptr;
   std::optional<std::vector<double>> wsv = ws && ws->dtype == DataType::kFloat32 ? Values(*ws) : std::nullopt;
+  // A per-channel scale must be along axis 0 (M); DequantizeLinear's default axis is 1.
   const Attribute* waxis = wdq.FindAttribute("axis");
   const bool per_channel = wsv && static_cast<int64_t>(wsv->size()) == m && m > 1;
-  if (!wsv || (wsv->size() != 1 && !per_channel) || (per_channel && waxis && waxis->i != 0)) {
+  const bool axis_m = waxis && (waxis->i == 0 || waxis->i == -4);
+  if (!wsv || (wsv->size() != 1 && !per_channel) || (per_channel && !axis_m)) {
     why = "W's scale is neither one constant nor one per output channel (axis 0)";
     return note(false);
   }

@@ -163,6 +163,20 @@ TEST(QdqFusion, RefusedChainsSayWhy) {
     EXPECT_EQ(CountOps(*s, "QConvNhwc"), 0u);
     EXPECT_EQ(CountOps(*s, "QAdd"), 0u);
   }
+  {
+    // Per-channel weight scales without axis 0 scale the input channels
+    // (DequantizeLinear's default axis is 1): not foldable per output channel.
+    ::vigil::testing::QdqModelOptions o;
+    o.c_in = 12;  // so that the scales' length (M = 12) also fits axis 1
+    o.weight_axis = false;
+    auto s = Make(::vigil::testing::QdqModel(o), true);
+    ASSERT_TRUE(s);
+    ASSERT_EQ(s->int8_notes().size(), 2u);
+    for (const ir::QdqConvNote& n : s->int8_notes()) {
+      EXPECT_FALSE(n.int8);
+      EXPECT_NE(n.reason.find("axis 0"), std::string::npos) << n.reason;
+    }
+  }
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ struct QdqModelOptions {
   int64_t n = 2, c_in = 4, c_mid = 12, h = 13, w = 11;
   int64_t x_zero_point = 0;  // of the input's Q/DQ (0: symmetric)
   ir::DataType activation = ir::DataType::kInt8;  // of every Q/DQ on activations
+  bool weight_axis = true;  // the weights' DequantizeLinear says axis 0 (without it: the default, 1)
   uint32_t seed = 7;
 };
 
@@ -69,7 +70,7 @@ inline ir::Model QdqModel(const QdqModelOptions& o) {
     g.initializers.push_back(
         OwnedInitializer<int8_t>(tag + "_wz", DataType::kInt8, {mo}, std::vector<int8_t>(static_cast<size_t>(mo), 0)));
     ir::Node n = MakeNode("DequantizeLinear", {tag + "_wq", tag + "_ws", tag + "_wz"}, {tag + "_w"}, tag + "_WDQ");
-    n.attributes.push_back(IntAttr("axis", 0));
+    if (o.weight_axis) n.attributes.push_back(IntAttr("axis", 0));
     g.nodes.push_back(n);
     return tag + "_w";
   };
