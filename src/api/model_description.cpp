@@ -59,13 +59,15 @@ nlohmann::json DescribeSession(const AssembledSession& a) {
     }
   }
   nlohmann::json out = {{"backends", a.backends}, {"nodes_per_backend", per_backend}, {"fallbacks", fallbacks}};
-  // The convolutions of QDQ chains: which run in int8 on the device, and why the others do not.
+  // The convolutions and matrix products of QDQ chains: which run in int8
+  // on the device, and why the others do not.
   if (!a.session->int8_notes().empty()) {
-    nlohmann::json int8 = nlohmann::json::array();
-    for (const ir::QdqConvNote& n : a.session->int8_notes()) {
-      int8.push_back({{"node", n.node}, {"int8", n.int8}, {"reason", n.reason}});
+    nlohmann::json convs = nlohmann::json::array(), products = nlohmann::json::array();
+    for (const ir::QdqNote& n : a.session->int8_notes()) {
+      (n.op_type == "Conv" ? convs : products).push_back({{"node", n.node}, {"int8", n.int8}, {"reason", n.reason}});
     }
-    out["int8_convolutions"] = int8;
+    if (!convs.empty()) out["int8_convolutions"] = convs;
+    if (!products.empty()) out["int8_matmuls"] = products;
   }
   return out;
 }

@@ -50,13 +50,14 @@ std::string PartitionText(const json& p, const std::string& backend) {
   for (const json& n : p["fallbacks"]) {
     out += fmt::format("  {:<40} -> {}: {}\n", Str(n, "node"), Str(n, "backend"), Str(n, "reason"));
   }
-  if (p.contains("int8_convolutions")) {
+  for (const auto& [key, what] : {std::pair<const char*, const char*>{"int8_convolutions", "convolutions"},
+                                   {"int8_matmuls", "matrix products"}}) {
+    if (!p.contains(key)) continue;
     size_t int8 = 0;
-    for (const json& n : p["int8_convolutions"]) int8 += n.value("int8", false);
-    out += fmt::format("int8 on {}: {} of {} QDQ convolutions run in int8", backend, int8,
-                       p["int8_convolutions"].size());
-    out += int8 == p["int8_convolutions"].size() ? "\n" : "; the others stay in float:\n";
-    for (const json& n : p["int8_convolutions"]) {
+    for (const json& n : p[key]) int8 += n.value("int8", false);
+    out += fmt::format("int8 on {}: {} of {} QDQ {} run in int8", backend, int8, p[key].size(), what);
+    out += int8 == p[key].size() ? "\n" : "; the others stay in float:\n";
+    for (const json& n : p[key]) {
       if (!n.value("int8", false)) out += fmt::format("  {:<40} {}\n", Str(n, "node"), Str(n, "reason"));
     }
   }

@@ -6,6 +6,9 @@
 //
 //   DQ(x) , DQ(w) [, DQ(b) | b] -> Conv -> Q          => ai.vigil.QConv
 //     [-> DQ -> Relu -> Q, same scale and zero point]     (activation Relu)
+//   DQ(a) , DQ(W) -> MatMul [-> Add(b)] -> Q           => ai.vigil.QMatMul
+//   DQ(a) , DQ(W) [, DQ(b) | b] -> Gemm -> Q               (activation Relu)
+//     [-> DQ -> Relu -> Q, same scale and zero point]
 //   DQ(a) , DQ(b) -> Add -> Q                          => ai.vigil.QAdd
 //     [-> DQ -> Relu -> Q, same scale and zero point]     (activation Relu)
 //   DQ(x) -> Relu -> Q, same scale, zero point 0       => Relu (int8)
@@ -30,6 +33,13 @@
 //   Y = QConvNhwc(X, W, scale, bias)  the same with X [N, H, W, C], W
 //     [M, kH, kW, C], Y [N, OH, OW, M]: the NHWC layout pass
 //     (ir/layout_nhwc.h) moves QConv there as it moves Conv to ConvNhwc.
+//   Y = QMatMul(A, W, scale, bias)  A [..., K], W [N, K] (a Linear layer's
+//     weight: the pass transposes MatMul's constant [K, N]), scale and bias
+//     [N]: Y[..., n] = saturate(round_half_even(act(float(acc) * scale[n] +
+//     bias[n]))), acc the exact int32 dot product of A's row and W[n];
+//     `activation` "" or "Relu". Folded as QConv's: scale[n] = sa * sw[n] /
+//     sy, bias[n] = b[n] / sy. Gemm is fused with transA 0, alpha 1 and
+//     beta 1; W must be a constant (products of two activations stay float).
 //   C = QAdd(A, A_scale, B, B_scale, C_scale)  A and B int8 of one shape (no
 //     broadcasting), scales float32 scalars: the unfused chain's float32
 //     arithmetic step by step, so the result equals DQ -> Add -> Q exactly:
@@ -54,21 +64,25 @@ namespace vigil::ir {
 inline constexpr const char kQConvOp[] = "QConv";
 inline constexpr const char kQConvNhwcOp[] = "QConvNhwc";
 inline constexpr const char kQAddOp[] = "QAdd";
+inline constexpr const char kQMatMulOp[] = "QMatMul";
 
-// One Conv of a QDQ chain and what became of it, for `inspect`.
-struct QdqConvNote {
-  std::string node;    // "Conv 'conv_6'"
-  bool int8 = false;   // fused into a QConv
-  std::string reason;  // why not, when !int8
+// One Conv, MatMul or Gemm of a QDQ chain and what became of it, for `inspect`.
+struct QdqNote {
+  std::string op_type;  // "Conv", "MatMul" or "Gemm"
+  std::string node;     // "Conv 'conv_6'"
+  bool int8 = false;    // fused into a QConv or QMatMul
+  std::string reason;   // why not, when !int8
 };
 
 struct QdqStats {
   size_t convs = 0;  // QConv nodes written
+  size_t matmuls = 0;  // QMatMul nodes written
   size_t adds = 0;   // QAdd nodes written
   size_t relus = 0;  // Relus that now run on int8 (folded into a QConv/QAdd, or an int8 Relu)
   size_t pools = 0;  // MaxPools that now run on int8
-  // Every Conv that reads a DequantizeLinear output: fused or not, and why.
-  std::vector<QdqConvNote> conv_notes;
+  // Every Conv, MatMul and Gemm that reads a DequantizeLinear output: fused
+  // or not, and why.
+  std::vector<QdqNote> notes;
 };
 
 // Asked about each node the pass would write, with the types of its inputs
@@ -80,7 +94,7 @@ using QdqAcceptor = std::function<bool(const Node& fused, const std::vector<cons
 
 // Rewrites the main graph as above; `types` are the load-time types of its
 // values (the fused nodes' new initializers are not in it). Adds the opset
-// import of "ai.vigil" when it fuses a QConv or QAdd. Nothing is fused when
+// import of "ai.vigil" when it fuses a QConv, QMatMul or QAdd. Nothing is fused when
 // the graph has no DequantizeLinear.
 Result<QdqStats> FuseQdq(Model& model, const std::unordered_map<std::string, TypeInfo>& types,
                          const QdqAcceptor& accept);

@@ -635,22 +635,15 @@ void NhwcRewriter::MoveActivationsToDepthwise() {
 
 Status NhwcRewriter::Finish() {
   RemoveDeadTransposes();
-  std::vector<Node> kept;
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
-    if (dead_[i]) continue;
     const Node& n = g_.nodes[i];
-    bool activation_transpose = (IsTransposeWith(n, kToNchw) || IsTransposeWith(n, kToNhwc)) && !Constant(n.inputs[0]);
-    if (activation_transpose) ++stats.transposes;
-    kept.push_back(std::move(g_.nodes[i]));
+    if (!dead_[i] && (IsTransposeWith(n, kToNchw) || IsTransposeWith(n, kToNhwc)) && !Constant(n.inputs[0])) {
+      ++stats.transposes;  // an activation transpose
+    }
   }
-  g_.nodes = std::move(kept);
-  dead_.assign(g_.nodes.size(), false);
   // New nodes were appended; put them back in producer-before-consumer order.
-  VIGIL_ASSIGN_OR_RETURN(std::vector<size_t> order, TopologicalOrder(g_, {}));
-  std::vector<Node> sorted;
-  sorted.reserve(order.size());
-  for (size_t i : order) sorted.push_back(std::move(g_.nodes[i]));
-  g_.nodes = std::move(sorted);
+  VIGIL_RETURN_IF_ERROR(RemoveDeadAndSort(g_, dead_));
+  dead_.assign(g_.nodes.size(), false);
   if ((stats.convs > 0 || stats.pools > 0) && model_.OpsetVersion(kVigilDomain) < 0) {
     model_.opset_imports.push_back({kVigilDomain, kVigilOpsetVersion});
   }

@@ -293,6 +293,31 @@ Result<std::vector<size_t>> TopologicalOrder(const Graph& g, const std::vector<s
   return order;
 }
 
+Status RemoveDeadAndSort(Graph& g, const std::vector<bool>& dead) {
+  if (dead.size() != g.nodes.size()) {
+    return InternalError("RemoveDeadAndSort: {} dead flags for {} nodes", dead.size(), g.nodes.size());
+  }
+  std::vector<Node> all = std::move(g.nodes);
+  std::vector<size_t> origin;  // live node k was all[origin[k]]
+  g.nodes.clear();
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (dead[i]) continue;
+    origin.push_back(i);
+    g.nodes.push_back(std::move(all[i]));
+  }
+  Result<std::vector<size_t>> order = TopologicalOrder(g, {});
+  if (!order.ok()) {
+    for (size_t k = 0; k < origin.size(); ++k) all[origin[k]] = std::move(g.nodes[k]);
+    g.nodes = std::move(all);
+    return std::move(order).TakeStatus();
+  }
+  std::vector<Node> sorted;
+  sorted.reserve(order->size());
+  for (size_t i : *order) sorted.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(sorted);
+  return Status::Ok();
+}
+
 Status ValidateModel(const Model& model) {
   if (model.graph.nodes.empty() && model.graph.outputs.empty()) {
     return InvalidModelError("the model has no graph (no nodes, no outputs): the file is empty, truncated, or "

@@ -28,4 +28,9 @@ Status ValidateModel(const Model& model);
 Result<std::vector<size_t>> TopologicalOrder(const Graph& graph,
                                              const std::vector<std::string>& outer_scope = {});
 
+// For the rewriting passes, which mark nodes dead and append new ones: drops
+// the nodes marked in `dead` (one flag per node) and sorts the rest so that
+// producers come before consumers. Leaves `g` as it was on failure (a cycle).
+Status RemoveDeadAndSort(Graph& g, const std::vector<bool>& dead);
+
 }  // namespace vigil::ir

@@ -1,5 +1,5 @@
-// Schemas of vigil's int8 ops, in the domain "ai.vigil": QConv, QConvNhwc
-// and QAdd. They are not expected in model files: the QDQ fusion pass
+// Schemas of vigil's int8 ops, in the domain "ai.vigil": QConv, QConvNhwc,
+// QMatMul and QAdd. They are not expected in model files: the QDQ fusion pass
 // (ir/fuse_qdq.h, which documents them) writes them for a device backend.
 #include <optional>
 #include <vector>
@@ -89,6 +89,44 @@ Status InferQConv(InferenceContext& ctx, bool nhwc) {
 Status InferQConvNchw(InferenceContext& ctx) { return InferQConv(ctx, false); }
 Status InferQConvNhwc(InferenceContext& ctx) { return InferQConv(ctx, true); }
 
+// QMatMul: A int8 [..., K], W int8 [N, K], scale and bias float32 [N]; Y
+// int8 [..., N].
+Status InferQMatMul(InferenceContext& ctx) {
+  VIGIL_RETURN_IF_ERROR(CheckDtype(ctx, 0, "A", ir::DataType::kInt8));
+  VIGIL_RETURN_IF_ERROR(CheckDtype(ctx, 1, "W", ir::DataType::kInt8));
+  VIGIL_RETURN_IF_ERROR(CheckDtype(ctx, 2, "scale", ir::DataType::kFloat32));
+  VIGIL_RETURN_IF_ERROR(CheckDtype(ctx, 3, "bias", ir::DataType::kFloat32));
+  VIGIL_RETURN_IF_ERROR(CheckActivation(ctx));
+  const ir::TypeInfo* a = ctx.input_type(0);
+  const ir::TypeInfo* w = ctx.input_type(1);
+  if (!IsTensorType(a)) return Status::Ok();
+  if (!HasRank(a) || !HasRank(w)) {
+    ctx.set_output(0, TensorTypeUnknownShape(ir::DataType::kInt8));
+    return Status::Ok();
+  }
+  const auto& ad = a->shape.dims;
+  const auto& wd = w->shape.dims;
+  if (ad.empty() || wd.size() != 2) {
+    return ctx.Fail("A has rank {} and W rank {}; QMatMul takes A of rank >= 1 and W [N, K]", ad.size(), wd.size());
+  }
+  if (ad.back().is_known() && wd[1].is_known() && *ad.back().value != *wd[1].value) {
+    return ctx.Fail("input 0 (A) has {} columns, input 1 (W [N, K]) expects K = {}", *ad.back().value,
+                    *wd[1].value);
+  }
+  for (size_t i : {size_t{2}, size_t{3}}) {
+    const ir::TypeInfo* v = ctx.input_type(i);
+    if (HasRank(v) && (v->shape.dims.size() != 1 ||
+                       (v->shape.dims[0].is_known() && wd[0].is_known() && *v->shape.dims[0].value != *wd[0].value))) {
+      return ctx.Fail("input {} is {}, expected one value per output column", i, ir::ShapeToString(v->shape));
+    }
+  }
+  std::vector<ir::Dim> out;
+  for (size_t i = 0; i + 1 < ad.size(); ++i) out.push_back(CarryDim(ctx, ad[i]));
+  out.push_back(CarryDim(ctx, wd[0]));
+  ctx.set_output(0, TensorType(ir::DataType::kInt8, std::move(out)));
+  return Status::Ok();
+}
+
 // QAdd: A and B int8 of one shape, three float32 scalar scales.
 Status InferQAdd(InferenceContext& ctx) {
   VIGIL_RETURN_IF_ERROR(CheckDtype(ctx, 0, "A", ir::DataType::kInt8));
@@ -122,6 +160,7 @@ Status InferQAdd(InferenceContext& ctx) {
 const OpSchema kQdqSchemas[] = {
     {ir::kVigilDomain, ir::kQConvOp, 1, kLatest, 4, 4, 1, 1, InferQConvNchw},
     {ir::kVigilDomain, ir::kQConvNhwcOp, 1, kLatest, 4, 4, 1, 1, InferQConvNhwc},
+    {ir::kVigilDomain, ir::kQMatMulOp, 1, kLatest, 4, 4, 1, 1, InferQMatMul},
     {ir::kVigilDomain, ir::kQAddOp, 1, kLatest, 5, 5, 1, 1, InferQAdd},
 };
 

@@ -107,7 +107,7 @@ struct Session::State {
   std::vector<size_t> order;
   std::vector<const Backend*> node_backend;  // per node index of `model.graph.nodes`
   std::vector<NodePlacement> placement;
-  std::vector<ir::QdqConvNote> int8_notes;
+  std::vector<ir::QdqNote> int8_notes;
   std::unordered_map<size_t, std::string> fallback_reasons;  // node -> why the first backend refused it
   std::unordered_map<std::string, Tensor> constants;
   std::unordered_map<std::string, Tensor> device_constants;  // copies on the device for device steps
@@ -304,7 +304,7 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
       return DeviceTakesFusedQdq(fused, inputs, outputs, device, model, why_not);
     };
     VIGIL_ASSIGN_OR_RETURN(ir::QdqStats qdq, ir::FuseQdq(state->model, inferred.types, accept));
-    state->int8_notes = std::move(qdq.conv_notes);
+    state->int8_notes = std::move(qdq.notes);
     for (const ir::Node& n : state->model.graph.nodes) refold = refold || n.op_type == "DequantizeLinear";
     refold = refold && folding.evaluator != nullptr;
   }
@@ -399,7 +399,7 @@ const ir::Model& Session::model() const { return state_->model; }
 const ModelInputs& Session::inputs() const { return state_->inputs; }
 const std::vector<ir::ValueInfo>& Session::outputs() const { return state_->outputs; }
 const std::vector<NodePlacement>& Session::placement() const { return state_->placement; }
-const std::vector<ir::QdqConvNote>& Session::int8_notes() const { return state_->int8_notes; }
+const std::vector<ir::QdqNote>& Session::int8_notes() const { return state_->int8_notes; }
 
 Result<DimBindings> Session::Check(std::vector<InputBinding>& inputs) const {
   return ValidateInputs(state_->inputs, inputs);

@@ -87,9 +87,9 @@ class Session {
   const ModelInputs& inputs() const;
   const std::vector<ir::ValueInfo>& outputs() const;
   const std::vector<NodePlacement>& placement() const;
-  // Each Conv of a QDQ chain on a device session: whether it runs in int8
+  // Each Conv, MatMul and Gemm of a QDQ chain on a device session: whether it runs in int8
   // (ir/fuse_qdq.h) and why not; empty for CPU sessions and float models.
-  const std::vector<ir::QdqConvNote>& int8_notes() const;
+  const std::vector<ir::QdqNote>& int8_notes() const;
 
   // Validates the inputs against the model, without running anything.
   // Positional bindings are resolved to names.

@@ -189,6 +189,33 @@ TEST(TopologicalOrder, SubgraphImplicitInputIsADependency) {
   EXPECT_LT(pos[3], pos[2]);
 }
 
+// The rewriting passes' last step: dead nodes dropped, appended ones sorted in.
+TEST(RemoveDeadAndSort, DropsDeadNodesAndSortsAppendedOnes) {
+  Model m = ChainModel();  // relu: x -> a, neg: a -> y
+  // A pass replaces neg by abs(b) with b = sigmoid(a), appended in reverse order.
+  m.graph.nodes.push_back(MakeNode("Abs", {"b"}, {"y"}, "abs"));
+  m.graph.nodes.push_back(MakeNode("Sigmoid", {"a"}, {"b"}, "sigmoid"));
+  ASSERT_TRUE(RemoveDeadAndSort(m.graph, {false, true, false, false}).ok());
+  ASSERT_EQ(m.graph.nodes.size(), 3u);
+  EXPECT_EQ(m.graph.nodes[0].name, "relu");
+  EXPECT_EQ(m.graph.nodes[1].name, "sigmoid");
+  EXPECT_EQ(m.graph.nodes[2].name, "abs");
+  EXPECT_TRUE(ValidateModel(m).ok());
+}
+
+TEST(RemoveDeadAndSort, LeavesTheGraphAsItWasOnACycle) {
+  Model m = ChainModel();
+  m.graph.nodes.push_back(MakeNode("Abs", {"c"}, {"b"}, "abs"));
+  m.graph.nodes.push_back(MakeNode("Sigmoid", {"b"}, {"c"}, "sigmoid"));
+  Status s = RemoveDeadAndSort(m.graph, {false, true, false, false});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.summary().find("cycle"), std::string::npos) << s.summary();
+  ASSERT_EQ(m.graph.nodes.size(), 4u);
+  EXPECT_EQ(m.graph.nodes[1].name, "neg");
+  EXPECT_EQ(m.graph.nodes[3].name, "sigmoid");
+  EXPECT_FALSE(RemoveDeadAndSort(m.graph, {false}).ok());  // one flag per node
+}
+
 TEST(Validate, FunctionBodyChecked) {
   Model m = ChainModel();
   Function f;

@@ -37,20 +37,31 @@ size_t CountOps(const Session& s, const std::string& op) {
   return n;
 }
 
-std::vector<float> RunFloat(Session& s, const Tensor& x) {
+// Every output of a run on "x", as float32 vectors.
+std::vector<std::vector<float>> RunOutputs(Session& s, const Tensor& x) {
   auto out = s.Run({{"x", x.dtype(), x.shape(), x.raw_data(), x.byte_size(), ""}});
   EXPECT_TRUE(out.ok()) << out.status().ToString();
-  if (!out.ok()) return {};
-  const Tensor& y = (*out)[0].tensor;
-  return std::vector<float>(y.data<float>(), y.data<float>() + y.element_count());
+  std::vector<std::vector<float>> all;
+  if (!out.ok()) return all;
+  for (const auto& o : *out) all.emplace_back(o.tensor.data<float>(), o.tensor.data<float>() + o.tensor.element_count());
+  return all;
 }
 
-Tensor RandomInput(const ::vigil::testing::QdqModelOptions& o, uint32_t seed) {
-  Tensor x = Tensor::Allocate(DataType::kFloat32, {o.n, o.c_in, o.h, o.w}).value();
+std::vector<float> RunFloat(Session& s, const Tensor& x) {
+  std::vector<std::vector<float>> all = RunOutputs(s, x);
+  return all.empty() ? std::vector<float>{} : all[0];
+}
+
+Tensor RandomFloat(std::vector<int64_t> shape, uint32_t seed) {
+  Tensor x = Tensor::Allocate(DataType::kFloat32, std::move(shape)).value();
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-4.0f, 4.0f);
   for (size_t i = 0; i < x.element_count(); ++i) x.data<float>()[i] = u(rng);
   return x;
+}
+
+Tensor RandomInput(const ::vigil::testing::QdqModelOptions& o, uint32_t seed) {
+  return RandomFloat({o.n, o.c_in, o.h, o.w}, seed);
 }
 
 TEST(QdqFusion, RewritesEveryChainAndStaysWithinOneQuantum) {
@@ -70,7 +81,7 @@ TEST(QdqFusion, RewritesEveryChainAndStaysWithinOneQuantum) {
   EXPECT_EQ(CountOps(*fused, "QuantizeLinear"), 1u);
   EXPECT_EQ(CountOps(*fused, "DequantizeLinear"), 1u);
   ASSERT_EQ(fused->int8_notes().size(), 2u);
-  for (const ir::QdqConvNote& n : fused->int8_notes()) EXPECT_TRUE(n.int8) << n.node << ": " << n.reason;
+  for (const ir::QdqNote& n : fused->int8_notes()) EXPECT_TRUE(n.int8) << n.node << ": " << n.reason;
   EXPECT_TRUE(reference->int8_notes().empty());
 
   size_t compared = 0, differ = 0;
@@ -156,7 +167,7 @@ TEST(QdqFusion, RefusedChainsSayWhy) {
     auto s = Make(::vigil::testing::QdqModel(o), true);
     ASSERT_TRUE(s);
     ASSERT_EQ(s->int8_notes().size(), 2u);
-    for (const ir::QdqConvNote& n : s->int8_notes()) {
+    for (const ir::QdqNote& n : s->int8_notes()) {
       EXPECT_FALSE(n.int8);
       EXPECT_NE(n.reason.find("uint8"), std::string::npos) << n.reason;
     }
@@ -172,11 +183,97 @@ TEST(QdqFusion, RefusedChainsSayWhy) {
     auto s = Make(::vigil::testing::QdqModel(o), true);
     ASSERT_TRUE(s);
     ASSERT_EQ(s->int8_notes().size(), 2u);
-    for (const ir::QdqConvNote& n : s->int8_notes()) {
+    for (const ir::QdqNote& n : s->int8_notes()) {
       EXPECT_FALSE(n.int8);
       EXPECT_NE(n.reason.find("axis 0"), std::string::npos) << n.reason;
     }
   }
+}
+
+// h (the QMatMul's dequantized output) within one quantum of the unfused
+// chain, differing in a handful of elements at most.
+void ExpectHiddenWithinOneQuantum(Session& fused, Session& reference, const std::vector<int64_t>& x_shape) {
+  size_t compared = 0, differ = 0;
+  for (uint32_t seed : {1u, 2u, 3u, 4u}) {
+    Tensor x = RandomFloat(x_shape, seed);
+    std::vector<std::vector<float>> got = RunOutputs(fused, x), want = RunOutputs(reference, x);
+    ASSERT_EQ(got.size(), 2u);
+    ASSERT_EQ(want.size(), 2u);
+    ASSERT_EQ(got[0].size(), want[0].size());
+    ASSERT_FALSE(got[0].empty());
+    size_t nonzero = 0;
+    for (size_t i = 0; i < got[0].size(); ++i) {
+      ASSERT_FALSE(std::isnan(got[0][i])) << i;
+      const double quanta =
+          std::fabs(static_cast<double>(got[0][i]) - want[0][i]) / ::vigil::testing::kQdqLinearHiddenScale;
+      EXPECT_LE(quanta, 1.0001) << "element " << i << ": " << got[0][i] << " vs " << want[0][i];
+      differ += quanta > 0.5;
+      nonzero += want[0][i] != 0;
+      ++compared;
+    }
+    EXPECT_GT(nonzero * 4, got[0].size()) << "the test data should not be mostly zeros";
+    for (float v : got[1]) ASSERT_FALSE(std::isnan(v));
+  }
+  EXPECT_LE(differ * 100, compared) << differ << " of " << compared << " differ";
+}
+
+// DQ -> MatMul -> Add(bias) -> Q -> DQ -> Relu -> Q as one QMatMul (W
+// transposed to [N, K]); the product of two activations stays in float.
+TEST(QdqFusion, MatMulWithBiasAndReluBecomesOneQMatMul) {
+  ::vigil::testing::QdqLinearOptions o;
+  const ir::Model model = ::vigil::testing::QdqLinearModel(o);
+  auto fused = Make(model, true);
+  auto reference = Make(model, false);
+  ASSERT_TRUE(fused && reference);
+  EXPECT_EQ(CountOps(*fused, "QMatMul"), 1u);
+  EXPECT_EQ(CountOps(*fused, "MatMul"), 1u);  // the activations' product
+  EXPECT_EQ(CountOps(*fused, "Add"), 0u);
+  EXPECT_EQ(CountOps(*fused, "Relu"), 0u);
+  ASSERT_EQ(fused->int8_notes().size(), 2u);
+  EXPECT_EQ(fused->int8_notes()[0].op_type, "MatMul");
+  EXPECT_TRUE(fused->int8_notes()[0].int8) << fused->int8_notes()[0].reason;
+  EXPECT_FALSE(fused->int8_notes()[1].int8);
+  EXPECT_NE(fused->int8_notes()[1].reason.find("two activations"), std::string::npos)
+      << fused->int8_notes()[1].reason;
+  for (const ir::Node& n : fused->model().graph.nodes) {
+    if (n.op_type != "QMatMul") continue;
+    bool found = false;
+    for (const ir::Tensor& t : fused->model().graph.initializers) {
+      if (t.name != n.inputs[1]) continue;
+      found = true;
+      EXPECT_EQ(t.dims, (std::vector<int64_t>{o.n, o.k}));  // [N, K]
+    }
+    EXPECT_TRUE(found) << n.inputs[1];
+  }
+  ExpectHiddenWithinOneQuantum(*fused, *reference, {2, 5, o.k});
+}
+
+TEST(QdqFusion, GemmWithTransposedWeightsAndAnInt32BiasBecomesOneQMatMul) {
+  ::vigil::testing::QdqLinearOptions o;
+  o.gemm = true;
+  o.k = 20;
+  const ir::Model model = ::vigil::testing::QdqLinearModel(o);
+  auto fused = Make(model, true);
+  auto reference = Make(model, false);
+  ASSERT_TRUE(fused && reference);
+  EXPECT_EQ(CountOps(*fused, "QMatMul"), 1u);
+  EXPECT_EQ(CountOps(*fused, "Gemm"), 0u);
+  ASSERT_EQ(fused->int8_notes().size(), 1u);
+  EXPECT_TRUE(fused->int8_notes()[0].int8) << fused->int8_notes()[0].reason;
+  ExpectHiddenWithinOneQuantum(*fused, *reference, {7, o.k});
+}
+
+// Per-column scales along K (MatMul's W [K, N] with axis 0) scale the
+// inputs, not the outputs: not foldable; the note says which axis it needs.
+TEST(QdqFusion, MatMulWeightsScaledAlongKStayInFloat) {
+  ::vigil::testing::QdqLinearOptions o;
+  o.weight_axis = 0;
+  auto s = Make(::vigil::testing::QdqLinearModel(o), true);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(CountOps(*s, "QMatMul"), 0u);
+  ASSERT_FALSE(s->int8_notes().empty());
+  EXPECT_FALSE(s->int8_notes()[0].int8);
+  EXPECT_NE(s->int8_notes()[0].reason.find("axis 1"), std::string::npos) << s->int8_notes()[0].reason;
 }
 
 }  // namespace

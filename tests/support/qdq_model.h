@@ -126,3 +126,107 @@ inline ir::Model QdqModel(const QdqModelOptions& o) {
 }
 
 }  // namespace vigil::testing
+
+namespace vigil::testing {
+
+// Linear layers in QDQ form (symmetric int8 activations, int8 weights):
+//   matmul: x [2, 5, k] -> Q -> DQ -> MatMul(DQ(W [k, n])) -> Add(b [n]) -> Q
+//             -> DQ -> Relu -> Q -> DQ -> h (an output)
+//           h -> Transpose -> Q -> DQ -> MatMul(h, .) -> Q -> DQ -> y
+//     (the second product reads two activations: it stays in float);
+//   gemm:   x [7, k] -> Q -> DQ -> Gemm(transB 1, DQ(W [n, k]), Identity(DQ(int32 C)))
+//             -> Q -> DQ -> h (an output), and y = h.
+// The weights' scales are per output column, along `weight_axis` of W.
+struct QdqLinearOptions {
+  bool gemm = false;
+  int64_t k = 16, n = 12;
+  int64_t weight_axis = -1;  // -1: along N (MatMul 1, Gemm with transB 0)
+  uint32_t seed = 9;
+};
+
+inline constexpr float kQdqLinearHiddenScale = 0.02f;  // h's scale
+
+inline ir::Model QdqLinearModel(const QdqLinearOptions& o) {
+  using namespace ir::testing;
+  using ir::DataType;
+  ir::Model m;
+  m.ir_version = 8;
+  m.opset_imports = {{"", 17}};
+  ir::Graph& g = m.graph;
+  const std::vector<int64_t> x_shape = o.gemm ? std::vector<int64_t>{7, o.k} : std::vector<int64_t>{2, 5, o.k};
+  g.inputs = {TensorValue("x", DataType::kFloat32, x_shape)};
+  g.outputs = {TensorValue("h", DataType::kFloat32, {}), TensorValue("y", DataType::kFloat32, {})};
+  for (auto& v : g.outputs) v.has_type = false;
+  std::mt19937 rng(o.seed);
+  g.initializers.push_back(OwnedInitializer<int8_t>("z", DataType::kInt8, {}, {0}));
+  auto qdq = [&](const std::string& v, const std::string& tag, float s) {
+    g.initializers.push_back(OwnedInitializer<float>(tag + "_s", DataType::kFloat32, {}, {s}));
+    g.nodes.push_back(MakeNode("QuantizeLinear", {v, tag + "_s", "z"}, {tag + "_q"}, tag + "_Q"));
+    g.nodes.push_back(MakeNode("DequantizeLinear", {tag + "_q", tag + "_s", "z"}, {tag + "_dq"}, tag + "_DQ"));
+    return tag + "_dq";
+  };
+  const float s_in = 0.05f, s_h = kQdqLinearHiddenScale;
+  const std::string x0 = qdq("x", "in", s_in);
+  // W: [k, n] for MatMul, [n, k] for Gemm (transB), int8 with one scale per n.
+  const std::vector<int64_t> w_dims = o.gemm ? std::vector<int64_t>{o.n, o.k} : std::vector<int64_t>{o.k, o.n};
+  const int64_t axis = o.weight_axis >= 0 ? o.weight_axis : (o.gemm ? 0 : 1);
+  std::uniform_int_distribution<int> q(-127, 127);
+  std::vector<int8_t> wq(static_cast<size_t>(o.k * o.n));
+  for (auto& v : wq) v = static_cast<int8_t>(q(rng));
+  std::vector<float> ws(static_cast<size_t>(w_dims[static_cast<size_t>(axis)]));
+  std::uniform_real_distribution<float> jitter(0.7f, 1.3f);
+  for (auto& s : ws) s = jitter(rng) / (127.0f * std::sqrt(static_cast<float>(o.k)));
+  g.initializers.push_back(OwnedInitializer<int8_t>("wq", DataType::kInt8, w_dims, wq));
+  g.initializers.push_back(OwnedInitializer<float>("ws", DataType::kFloat32, {static_cast<int64_t>(ws.size())}, ws));
+  g.initializers.push_back(OwnedInitializer<int8_t>("wz", DataType::kInt8, {static_cast<int64_t>(ws.size())},
+                                                    std::vector<int8_t>(ws.size(), 0)));
+  ir::Node wdq = MakeNode("DequantizeLinear", {"wq", "ws", "wz"}, {"w"}, "W_DQ");
+  wdq.attributes.push_back(IntAttr("axis", axis));
+  g.nodes.push_back(wdq);
+  if (o.gemm) {
+    // C: int32 through a DQ of scale s_in * ws (per n), as quantize_static writes a bias.
+    std::uniform_int_distribution<int> b(-2000, 2000);
+    std::vector<int32_t> bq(static_cast<size_t>(o.n));
+    std::vector<float> bs(static_cast<size_t>(o.n));
+    for (size_t i = 0; i < bq.size(); ++i) {
+      bq[i] = b(rng);
+      bs[i] = s_in * ws[ws.size() == bs.size() ? i : 0];
+    }
+    g.initializers.push_back(OwnedInitializer<int32_t>("bq", DataType::kInt32, {o.n}, bq));
+    g.initializers.push_back(OwnedInitializer<float>("bs", DataType::kFloat32, {o.n}, bs));
+    g.initializers.push_back(
+        OwnedInitializer<int32_t>("bz", DataType::kInt32, {o.n}, std::vector<int32_t>(bq.size(), 0)));
+    ir::Node bdq = MakeNode("DequantizeLinear", {"bq", "bs", "bz"}, {"b"}, "B_DQ");
+    bdq.attributes.push_back(IntAttr("axis", 0));
+    g.nodes.push_back(bdq);
+    // Through an Identity, as exporters alias equal initializers.
+    g.nodes.push_back(MakeNode("Identity", {"b"}, {"b_alias"}, "B_alias"));
+    ir::Node gemm = MakeNode("Gemm", {x0, "w", "b_alias"}, {"p"}, "gemm");
+    gemm.attributes.push_back(IntAttr("transB", 1));
+    g.nodes.push_back(gemm);
+    const std::string d = qdq("p", "p", s_h);
+    g.nodes.push_back(MakeNode("Identity", {d}, {"h"}, "h_out"));
+    g.nodes.push_back(MakeNode("Identity", {d}, {"y"}, "y_out"));
+    return m;
+  }
+  std::uniform_real_distribution<float> bias(-0.3f, 0.3f);
+  std::vector<float> bv(static_cast<size_t>(o.n));
+  for (auto& v : bv) v = bias(rng);
+  g.initializers.push_back(OwnedInitializer<float>("b", DataType::kFloat32, {o.n}, bv));
+  g.nodes.push_back(MakeNode("MatMul", {x0, "w"}, {"p"}, "matmul"));
+  g.nodes.push_back(MakeNode("Add", {"p", "b"}, {"pb"}, "bias_add"));
+  const std::string d = qdq("pb", "pb", s_h);
+  g.nodes.push_back(MakeNode("Relu", {d}, {"r"}, "relu"));
+  const std::string h = qdq("r", "r", s_h);
+  g.nodes.push_back(MakeNode("Identity", {h}, {"h"}, "h_out"));
+  ir::Node t = MakeNode("Transpose", {h}, {"ht"}, "transpose");
+  t.attributes.push_back(IntsAttr("perm", {0, 2, 1}));
+  g.nodes.push_back(t);
+  const std::string ht = qdq("ht", "ht", s_h);
+  g.nodes.push_back(MakeNode("MatMul", {h, ht}, {"scores"}, "scores"));
+  const std::string ds = qdq("scores", "scores", 0.01f);
+  g.nodes.push_back(MakeNode("Identity", {ds}, {"y"}, "y_out"));
+  return m;
+}
+
+}  // namespace vigil::testing

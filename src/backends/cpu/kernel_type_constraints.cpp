@@ -146,6 +146,7 @@ const KernelTypeConstraints kDeclarations[] = {
     {ir::kVigilDomain, "QConv", 1, kLatest, {{"T", In(0, 1), Bit(D::kInt8)}, {"S", In(2, 3), Bit(D::kFloat32)}}},
     {ir::kVigilDomain, "QConvNhwc", 1, kLatest, {{"T", In(0, 1), Bit(D::kInt8)}, {"S", In(2, 3), Bit(D::kFloat32)}}},
     {ir::kVigilDomain, "QAdd", 1, kLatest, {{"T", In(0, 2), Bit(D::kInt8)}, {"S", In(1, 3, 4), Bit(D::kFloat32)}}},
+    {ir::kVigilDomain, "QMatMul", 1, kLatest, {{"T", In(0, 1), Bit(D::kInt8)}, {"S", In(2, 3), Bit(D::kFloat32)}}},
     {ir::kVigilDomain, "MaxPoolNhwc", 1, kLatest, {{"T", In(0), kFloatsAndBytes}}},
     {ir::kVigilDomain, "AveragePoolNhwc", 1, kLatest, {{"T", In(0), kFloats}}},
     {ir::kVigilDomain, "GlobalAveragePoolNhwc", 1, kLatest, {{"T", In(0), kFloats}}},

@@ -1,5 +1,5 @@
 // vigil's int8 ops on the CPU (described in ir/fuse_qdq.h): QConv,
-// QConvNhwc and QAdd. The reference for the CUDA kernels, and the fallback
+// QConvNhwc, QMatMul and QAdd. The reference for the CUDA kernels, and the fallback
 // where a device cannot run a node. Plain loops: exact int32 accumulation,
 // then the float32 epilogue the op defines.
 #include <algorithm>
@@ -23,6 +23,18 @@ int8_t SaturateInt8(float v) {
   if (std::isnan(v)) return 0;
   const float r = std::nearbyint(v);
   return static_cast<int8_t>(std::min(127.0f, std::max(-128.0f, r)));
+}
+
+// The epilogue of QConv and QMatMul: the int32 accumulator as a float32 (as
+// the device's engines convert it), times the scale, plus the bias, each
+// rounded to float32, then [relu and] saturated.
+int8_t Requantize(int64_t acc, float scale, float bias, bool relu) {
+  const auto acc32 = static_cast<int32_t>(
+      std::clamp<int64_t>(acc, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
+  volatile float product = static_cast<float>(acc32) * scale;  // volatile: no fused multiply-add
+  float v = product + bias;
+  if (relu) v = std::max(v, 0.0f);
+  return SaturateInt8(v);
 }
 
 Result<bool> ReluOf(const KernelContext& ctx) {
@@ -93,13 +105,8 @@ Status QConvKernel(KernelContext& ctx, bool nhwc) {
               for (int64_t k = 0; k < c; ++k) acc += int64_t{xr[k * xs_c]} * int64_t{wr[k * ws_c]};
             }
           }
-          // The int32 accumulator as a float32, as the device's engines convert it.
-          const auto acc32 = static_cast<int32_t>(std::clamp<int64_t>(acc, std::numeric_limits<int32_t>::min(),
-                                                                      std::numeric_limits<int32_t>::max()));
-          float v = static_cast<float>(acc32) * sp[o] + bp[o];
-          if (relu) v = std::max(v, 0.0f);
           const int64_t at = nhwc ? ((b * oh + p) * ow + q) * m + o : ((b * m + o) * oh + p) * ow + q;
-          yp[at] = SaturateInt8(v);
+          yp[at] = Requantize(acc, sp[o], bp[o], relu);
         }
       }
     }
@@ -109,6 +116,42 @@ Status QConvKernel(KernelContext& ctx, bool nhwc) {
 
 Status QConvNchw(KernelContext& ctx) { return QConvKernel(ctx, false); }
 Status QConvNhwc(KernelContext& ctx) { return QConvKernel(ctx, true); }
+
+// QMatMul: A [..., K] times W [N, K] transposed, per row of A.
+Status QMatMul(KernelContext& ctx) {
+  for (size_t i = 0; i < 4; ++i) {
+    VIGIL_RETURN_IF_ERROR(RequireDtype(ctx, i, i < 2 ? ir::DataType::kInt8 : ir::DataType::kFloat32));
+  }
+  VIGIL_ASSIGN_OR_RETURN(bool relu, ReluOf(ctx));
+  const runtime::Tensor& a = *ctx.input(0);
+  const runtime::Tensor& w = *ctx.input(1);
+  const runtime::Tensor& scale = *ctx.input(2);
+  const runtime::Tensor& bias = *ctx.input(3);
+  if (a.rank() < 1 || w.rank() != 2) return ctx.Fail("A is {} and W {}; W must be [N, K]", a.Describe(), w.Describe());
+  const int64_t k = a.dim(a.rank() - 1), n = w.dim(0);
+  if (w.dim(1) != k) return ctx.Fail("A is {} and W {}: A's last dim must equal W's second", a.Describe(), w.Describe());
+  if (scale.element_count() != static_cast<size_t>(n) || bias.element_count() != static_cast<size_t>(n)) {
+    return ctx.Fail("scale is {} and bias {}, expected {} values each", scale.Describe(), bias.Describe(), n);
+  }
+  std::vector<int64_t> shape = a.shape();
+  shape.back() = n;
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, ir::DataType::kInt8, std::move(shape)));
+  const int64_t rows = k == 0 ? static_cast<int64_t>(y->element_count()) / std::max<int64_t>(n, 1)
+                              : static_cast<int64_t>(a.element_count()) / k;
+  const int8_t* ap = a.data<int8_t>();
+  const int8_t* wp = w.data<int8_t>();
+  const float* sp = scale.data<float>();
+  const float* bp = bias.data<float>();
+  int8_t* yp = y->data<int8_t>();
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < n; ++c) {
+      int64_t acc = 0;
+      for (int64_t i = 0; i < k; ++i) acc += int64_t{ap[r * k + i]} * int64_t{wp[c * k + i]};
+      yp[r * n + c] = Requantize(acc, sp[c], bp[c], relu);
+    }
+  }
+  return Status::Ok();
+}
 
 Result<float> ScalarScale(const KernelContext& ctx, size_t i) {
   VIGIL_RETURN_IF_ERROR(RequireDtype(ctx, i, ir::DataType::kFloat32));
@@ -145,6 +188,7 @@ Status QAdd(KernelContext& ctx) {
 const KernelDef kQdqKernels[] = {
     {ir::kVigilDomain, ir::kQConvOp, 1, kLatest, QConvNchw},
     {ir::kVigilDomain, ir::kQConvNhwcOp, 1, kLatest, QConvNhwc},
+    {ir::kVigilDomain, ir::kQMatMulOp, 1, kLatest, QMatMul},
     {ir::kVigilDomain, ir::kQAddOp, 1, kLatest, QAdd},
 };
 

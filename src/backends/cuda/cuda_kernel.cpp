@@ -117,13 +117,14 @@ Status CudaKernelContext::SetOutput(size_t i, runtime::Tensor tensor) {
 namespace {
 
 using Family = std::span<const CudaKernelDef> (*)();
-constexpr std::array<Family, 23> kFamilies = {
+constexpr std::array<Family, 24> kFamilies = {
       ElementwiseCudaKernels,   DataMovementCudaKernels, DataMovementSpatialCudaKernels, ResizeCudaKernels,
       ReductionCudaKernels,     NormalizationCudaKernels, PoolCudaKernels,               ConvCudaKernels,
       MatMulCudaKernels,        ViewCudaKernels,          RecurrentCudaKernels,          ShapeSourceCudaKernels,
       FusedCudaKernels,         FaultInjectionCudaKernels, SoftmaxCudaKernels,            AttentionCudaKernels,
       PoolNhwcCudaKernels,      OnnxAttentionCudaKernels, RotaryEmbeddingCudaKernels, VisionCudaKernels,
-      DetectionCudaKernels,     QuantizeLinearCudaKernels, Int8ConvCudaKernels};
+      DetectionCudaKernels,     QuantizeLinearCudaKernels, Int8ConvCudaKernels,
+      Int8MatMulCudaKernels};
 
 }  // namespace
 

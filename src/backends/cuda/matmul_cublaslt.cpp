@@ -8,6 +8,8 @@
 // ai.vigil.MatMulBias (the fused MatMul + Add of a Linear layer) is one
 // product over A's flattened rows with the bias epilogue; its optional
 // residual R is cuBLASLt's C matrix, added with beta = 1.
+// int8 products (RowMajorGemmInt8, for ai.vigil.QMatMul) run on the same
+// plans with int8 operands, int32 accumulation and an int32 result.
 #include <charconv>
 #include <chrono>
 #include <functional>
@@ -73,6 +75,7 @@ Result<cudaDataType_t> LtType(ir::DataType t) {
     case ir::DataType::kFloat32: return CUDA_R_32F;
     case ir::DataType::kFloat16: return CUDA_R_16F;
     case ir::DataType::kBfloat16: return CUDA_R_16BF;
+    case ir::DataType::kInt8: return CUDA_R_8I;
     default: return UnsupportedError("dtype {} in a matrix product", ir::DataTypeName(t));
   }
 }
@@ -119,7 +122,14 @@ struct LtOperands {
   const void* bias;
   float alpha, beta;
   size_t d_bytes;
+  // int8 products scale in int32 (alpha 1, beta 0).
+  int32_t int_alpha = 1, int_beta = 0;
+  const void* Alpha(bool int8) const { return int8 ? static_cast<const void*>(&int_alpha) : &alpha; }
+  const void* Beta(bool int8) const { return int8 ? static_cast<const void*>(&int_beta) : &beta; }
 };
+
+// The result's type: int32 for int8 operands, else the operands' own.
+cudaDataType_t ResultType(cudaDataType_t operands) { return operands == CUDA_R_8I ? CUDA_R_32I : operands; }
 
 // The algorithm as a tuning-cache choice: "algo" and the 8 words of the
 // opaque cublasLtMatmulAlgo_t in hex. The value is only meaningful to the
@@ -162,7 +172,7 @@ bool UseRecorded(CudaKernelContext& ctx, LtPlan& plan, const std::string& text) 
 
 // Times the heuristics' candidates on `o` and keeps the fastest in `plan`,
 // recording it as `problem`.
-Status MeasureAlgos(CudaKernelContext& ctx, LtPlan& plan, bool bias_epilogue,
+Status MeasureAlgos(CudaKernelContext& ctx, LtPlan& plan, bool bias_epilogue, bool int8,
                     std::span<const cublasLtMatmulHeuristicResult_t> candidates, const LtOperands& o,
                     const std::string& problem, TuningCache& cache) {
   const auto start = std::chrono::steady_clock::now();
@@ -181,9 +191,9 @@ Status MeasureAlgos(CudaKernelContext& ctx, LtPlan& plan, bool bias_epilogue,
     if (r.state != CUBLAS_STATUS_SUCCESS) continue;
     VIGIL_ASSIGN_OR_RETURN(void* workspace, ctx.stream_context().Workspace(r.workspaceSize));
     Result<double> us = MedianMicros(stream, [&]() -> Status {
-      VIGIL_CUBLAS_CALL(cublasLtMatmul(ctx.stream_context().lt, plan.op.h, &o.alpha, o.b, plan.x.h, o.a, plan.y.h,
-                                       &o.beta, o.c, plan.d.h, scratch, plan.d.h, &r.algo, workspace, r.workspaceSize,
-                                       stream));
+      VIGIL_CUBLAS_CALL(cublasLtMatmul(ctx.stream_context().lt, plan.op.h, o.Alpha(int8), o.b, plan.x.h, o.a,
+                                       plan.y.h, o.Beta(int8), o.c, plan.d.h, scratch, plan.d.h, &r.algo, workspace,
+                                       r.workspaceSize, stream));
       return Status::Ok();
     });
     if (!us.ok()) {
@@ -213,10 +223,12 @@ Result<const LtPlan*> GetPlan(CudaKernelContext& ctx, const ProductShape& s, ir:
   if (auto it = cache.find(key); it != cache.end()) return static_cast<const LtPlan*>(it->second.get());
   auto plan = std::make_shared<LtPlan>();
   VIGIL_ASSIGN_OR_RETURN(cudaDataType_t type, LtType(dtype));
-  cublasComputeType_t compute = dtype == ir::DataType::kFloat32 && ctx.options().allow_tf32
+  const bool int8 = dtype == ir::DataType::kInt8;
+  cublasComputeType_t compute = int8 ? CUBLAS_COMPUTE_32I
+                                : dtype == ir::DataType::kFloat32 && ctx.options().allow_tf32
                                     ? CUBLAS_COMPUTE_32F_FAST_TF32
                                     : CUBLAS_COMPUTE_32F;
-  VIGIL_CUBLAS_CALL(cublasLtMatmulDescCreate(&plan->op.h, compute, CUDA_R_32F));
+  VIGIL_CUBLAS_CALL(cublasLtMatmulDescCreate(&plan->op.h, compute, int8 ? CUDA_R_32I : CUDA_R_32F));
   VIGIL_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(plan->op.h, CUBLASLT_MATMUL_DESC_TRANSA, &s.op_x, sizeof s.op_x));
   VIGIL_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(plan->op.h, CUBLASLT_MATMUL_DESC_TRANSB, &s.op_y, sizeof s.op_y));
   if (s.bias_epilogue) {
@@ -228,7 +240,7 @@ Result<const LtPlan*> GetPlan(CudaKernelContext& ctx, const ProductShape& s, ir:
   }
   VIGIL_RETURN_IF_ERROR(MakeLayout(plan->x, type, s.x, s.batch));
   VIGIL_RETURN_IF_ERROR(MakeLayout(plan->y, type, s.y, s.batch));
-  VIGIL_RETURN_IF_ERROR(MakeLayout(plan->d, type, s.d, s.batch));
+  VIGIL_RETURN_IF_ERROR(MakeLayout(plan->d, ResultType(type), s.d, s.batch));
   Preference pref;
   VIGIL_CUBLAS_CALL(cublasLtMatmulPreferenceCreate(&pref.h));
   size_t ws = kMaxWorkspace;
@@ -279,7 +291,7 @@ Result<const LtPlan*> GetPlan(CudaKernelContext& ctx, const ProductShape& s, ir:
     plan->algo = results[0].algo;
     plan->workspace = results[0].workspaceSize;
     if (measure) {
-      VIGIL_RETURN_IF_ERROR(MeasureAlgos(ctx, *plan, s.bias_epilogue,
+      VIGIL_RETURN_IF_ERROR(MeasureAlgos(ctx, *plan, s.bias_epilogue, int8,
                                          std::span(results, static_cast<size_t>(found)), *operands, problem,
                                          *tuning.cache));
     }
@@ -296,7 +308,8 @@ Status Product(CudaKernelContext& ctx, const ProductShape& s, ir::DataType dtype
   if (!c) c = d;
   Alignments al{AlignmentOf(b), AlignmentOf(a), AlignmentOf(d), AlignmentOf(c)};
   // D's extent in bytes: the last batch's matrix ends `ld * cols` past its start.
-  const size_t esize = static_cast<size_t>(ir::DataTypeBits(dtype) / 8);
+  const bool int8 = dtype == ir::DataType::kInt8;
+  const size_t esize = int8 ? 4 : static_cast<size_t>(ir::DataTypeBits(dtype) / 8);
   const size_t d_bytes = (static_cast<size_t>(s.batch - 1) * static_cast<size_t>(s.d.batch_stride) +
                           static_cast<size_t>(s.d.ld) * s.d.cols) * esize;
   const LtOperands operands{a, b, c, bias, alpha, beta, d_bytes};
@@ -306,8 +319,9 @@ Status Product(CudaKernelContext& ctx, const ProductShape& s, ir::DataType dtype
                                                      sizeof bias));
   }
   VIGIL_ASSIGN_OR_RETURN(void* workspace, ctx.stream_context().Workspace(plan->workspace));
-  VIGIL_CUBLAS_CALL(cublasLtMatmul(ctx.stream_context().lt, plan->op.h, &alpha, b, plan->x.h, a, plan->y.h, &beta, c,
-                                   plan->d.h, d, plan->d.h, &plan->algo, workspace, plan->workspace, ctx.stream()));
+  VIGIL_CUBLAS_CALL(cublasLtMatmul(ctx.stream_context().lt, plan->op.h, operands.Alpha(int8), b, plan->x.h, a,
+                                   plan->y.h, operands.Beta(int8), c, plan->d.h, d, plan->d.h, &plan->algo, workspace,
+                                   plan->workspace, ctx.stream()));
   return Status::Ok();
 }
 
@@ -514,6 +528,18 @@ Status RowMajorGemm(CudaKernelContext& ctx, ir::DataType dtype, int64_t m, int64
   ProductShape s = Shape2D(m, n, k, trans_a, trans_b);
   s.blend_c = beta != 0.0f;
   return Product(ctx, s, dtype, a, b, c, nullptr, alpha, beta);
+}
+
+Status RowMajorGemmInt8(CudaKernelContext& ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, const int8_t* b_nk,
+                        int32_t* c) {
+  if (m == 0 || n == 0) return Status::Ok();
+  if (k == 0) {
+    VIGIL_CUDA_CALL(cudaMemsetAsync(c, 0, static_cast<size_t>(m * n) * 4, ctx.stream()));
+    return Status::Ok();
+  }
+  // "TN" as cuBLASLt's int8 engines want it: K contiguous in both operands.
+  ProductShape s = Shape2D(m, n, k, false, true);
+  return Product(ctx, s, ir::DataType::kInt8, a, b_nk, c, nullptr, 1.0f, 0.0f);
 }
 
 std::span<const CudaKernelDef> MatMulCudaKernels() {

@@ -21,4 +21,11 @@ inline constexpr size_t kMaxLtWorkspace = size_t{32} << 20;
 Status RowMajorGemm(CudaKernelContext& ctx, ir::DataType dtype, int64_t m, int64_t n, int64_t k, const void* a,
                     bool trans_a, const void* b, bool trans_b, void* c, float alpha, float beta);
 
+// C[M,N] = A[M,K] · B[N,K]ᵀ, all row-major on the device, A and B int8, C
+// int32: the exact sum, on cuBLASLt's int8 engines (int32 accumulation).
+// K a multiple of 4 and the pointers 16-byte aligned give the int8 tensor
+// core kernels; where cuBLASLt has no algorithm, fails as Unsupported.
+Status RowMajorGemmInt8(CudaKernelContext& ctx, int64_t m, int64_t n, int64_t k, const int8_t* a, const int8_t* b_nk,
+                        int32_t* c);
+
 }  // namespace vigil::cuda

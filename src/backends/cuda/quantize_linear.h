@@ -1,6 +1,7 @@
 // CUDA kernels of the quantization ops: QuantizeLinear, DequantizeLinear,
-// DynamicQuantizeLinear and ai.vigil.QAdd (quantize_linear.cu), and
-// ai.vigil.QConvNhwc through cuDNN's int8 engines (conv_int8.cpp).
+// DynamicQuantizeLinear and ai.vigil.QAdd (quantize_linear.cu),
+// ai.vigil.QConvNhwc through cuDNN's int8 engines (conv_int8.cpp) and
+// ai.vigil.QMatMul through cuBLASLt's (matmul_int8.cpp).
 // Kept apart from cuda_kernel.h so that adding them rebuilds only
 // cuda_kernel.cpp.
 #pragma once
@@ -14,10 +15,12 @@ namespace vigil::cuda {
 
 std::span<const CudaKernelDef> QuantizeLinearCudaKernels();
 std::span<const CudaKernelDef> Int8ConvCudaKernels();
+std::span<const CudaKernelDef> Int8MatMulCudaKernels();
 
 // y[r, m] = saturate(round_half_even(act(float(acc[r, m]) * scale[m] +
 // bias[m]))) for `rows` rows of `m` channels (QConvNhwc's epilogue where
-// cuDNN cannot fuse it; the product and the sum each rounded to float32).
+// cuDNN cannot fuse it, and QMatMul's; the product and the sum each rounded
+// to float32).
 // `acc` holds int32, or float32 integers when `float_acc`.
 Status LaunchRequantizeRows(const void* acc, bool float_acc, const float* scale, const float* bias, int8_t* y,
                             int64_t rows, int64_t m, bool relu, cudaStream_t stream);

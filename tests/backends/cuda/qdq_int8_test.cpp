@@ -1,5 +1,6 @@
 // The int8 path on the GPU: ai.vigil.QConvNhwc (cuDNN's int8 engines,
-// backends/cuda/conv_int8.cpp) and ai.vigil.QAdd against the CPU kernels
+// backends/cuda/conv_int8.cpp), ai.vigil.QMatMul (cuBLASLt's,
+// backends/cuda/matmul_int8.cpp) and ai.vigil.QAdd against the CPU kernels
 // (backends/cpu/qdq_fused.cpp) bit for bit, at odd spatial sizes, strides,
 // paddings, with and without Relu; and a QDQ model through a CUDA session:
 // which chains run in int8, which stay in float and why, and the output
@@ -130,6 +131,129 @@ TEST(CudaInt8, QAddMatchesCpuBitForBit) {
   }
 }
 
+// A CUDA session of `model` with the device layout (where the QDQ pass runs).
+std::unique_ptr<runtime::Session> CudaQdqSession(const ir::Model& model, bool no_fallback) {
+  runtime::SessionOptions options;
+  options.backends = {testing::CudaBackendForTests(), cpu::MakeCpuBackend()};
+  options.no_fallback = no_fallback;
+  options.constant_folding = true;
+  options.conv_layout = runtime::ConvLayout::kNhwcOnDevice;
+  auto session = runtime::Session::Create(model, options);
+  EXPECT_TRUE(session.ok()) << session.status().ToString();
+  return session.ok() ? std::move(session).value() : nullptr;
+}
+
+// The first output of `session` on a random "x" of `shape` within one
+// quantum (`scale`) of the unfused model on the CPU, differing in at most 1%
+// of its elements, and not mostly zeros.
+void ExpectWithinOneQuantum(runtime::Session& session, const ir::Model& model, const std::vector<int64_t>& shape,
+                            double scale) {
+  runtime::SessionOptions cpu_options;
+  cpu_options.backends = {cpu::MakeCpuBackend()};
+  auto reference = runtime::Session::Create(model, cpu_options);
+  ASSERT_TRUE(reference.ok()) << reference.status().ToString();
+  Tensor x = Tensor::Allocate(DataType::kFloat32, shape).value();
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  for (size_t i = 0; i < x.element_count(); ++i) x.data<float>()[i] = u(rng);
+  runtime::InputBinding in{"x", x.dtype(), x.shape(), x.raw_data(), x.byte_size(), ""};
+  auto got = session.Run({in});
+  auto want = (*reference)->Run({in});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  const Tensor& g = (*got)[0].tensor;
+  const Tensor& w = (*want)[0].tensor;
+  ASSERT_EQ(g.shape(), w.shape());
+  size_t differ = 0, nonzero = 0;
+  for (size_t i = 0; i < g.element_count(); ++i) {
+    ASSERT_FALSE(std::isnan(g.data<float>()[i]));
+    const double quanta = std::fabs(static_cast<double>(g.data<float>()[i]) - w.data<float>()[i]) / scale;
+    EXPECT_LE(quanta, 1.0001) << i;
+    differ += quanta > 0.5;
+    nonzero += w.data<float>()[i] != 0;
+  }
+  EXPECT_LE(differ * 100, g.element_count()) << differ << " of " << g.element_count();
+  EXPECT_GT(nonzero * 4, g.element_count()) << "the test data should not be mostly zeros";
+}
+
+struct MatMulCase {
+  std::vector<int64_t> a;  // [..., K]
+  int64_t n;
+};
+
+TEST(CudaInt8, QMatMulMatchesCpuBitForBit) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  const MatMulCase cases[] = {{{3, 13, 128}, 124}, {{127, 36}, 20}, {{1, 64}, 8}, {{2, 1, 5, 768}, 192}};
+  uint32_t seed = 70;
+  for (const MatMulCase& c : cases) {
+    for (bool relu : {false, true}) {
+      const int64_t k = c.a.back();
+      SCOPED_TRACE(::testing::Message() << "A rank " << c.a.size() << " K " << k << " N " << c.n
+                                        << (relu ? " relu" : ""));
+      Tensor a = Int8Tensor(c.a, ++seed);
+      Tensor w = Int8Tensor({c.n, k}, ++seed);
+      std::mt19937 rng(++seed);
+      const float typical = 73.0f * 73.0f * std::sqrt(static_cast<float>(k));
+      std::uniform_real_distribution<float> jitter(0.5f, 2.0f), shift(-40.0f, 40.0f);
+      std::vector<float> scale(c.n), bias(c.n);
+      for (int64_t i = 0; i < c.n; ++i) {
+        scale[i] = jitter(rng) * 60.0f / typical;
+        bias[i] = shift(rng);
+      }
+      Tensor s = FloatVector(scale), b = FloatVector(bias);
+      std::vector<ir::Attribute> attrs;
+      if (relu) attrs.push_back(testing::StringAttr("activation", "Relu"));
+      ir::Model model = OneNode(ir::kQMatMulOp, a, {{"w", &w}, {"scale", &s}, {"bias", &b}}, attrs);
+      runtime::SessionOptions options;
+      options.backends = {testing::CudaBackendForTests(), cpu::MakeCpuBackend()};
+      options.no_fallback = true;
+      auto session = runtime::Session::Create(model, options);
+      ASSERT_TRUE(session.ok()) << session.status().ToString();  // every node on the GPU
+      Tensor got = testing::RunSingleOutput(model, {testing::CudaBackendForTests(), cpu::MakeCpuBackend()}, a);
+      Tensor want = testing::RunSingleOutput(model, {cpu::MakeCpuBackend()}, a);
+      ExpectSameInt8(got, want);
+      size_t saturated = 0, zero = 0;
+      for (size_t i = 0; i < want.element_count(); ++i) {
+        saturated += want.data<int8_t>()[i] == 127 || want.data<int8_t>()[i] == -128;
+        zero += want.data<int8_t>()[i] == 0;
+      }
+      // Spread over the int8 range: few saturated, and not mostly zeros (Relu zeroes about half).
+      EXPECT_LT(saturated * 4, want.element_count());
+      EXPECT_LT(zero * (relu ? 4 : 2), want.element_count() * (relu ? 3 : 1));
+    }
+  }
+}
+
+// A QDQ Linear layer through a CUDA session: the MatMul with its bias and
+// Relu as one QMatMul on the GPU, within one quantum of the unfused CPU run;
+// the product of two activations stays in float, and the note says so.
+TEST(CudaInt8, QdqLinearLayerRunsAsQMatMul) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  for (bool gemm : {false, true}) {
+    SCOPED_TRACE(gemm ? "Gemm" : "MatMul");
+    ::vigil::testing::QdqLinearOptions o;
+    o.gemm = gemm;
+    o.k = 64;
+    o.n = 36;
+    const ir::Model model = ::vigil::testing::QdqLinearModel(o);
+    std::unique_ptr<runtime::Session> session = CudaQdqSession(model, false);
+    ASSERT_TRUE(session);
+    const auto& notes = session->int8_notes();
+    ASSERT_EQ(notes.size(), gemm ? 1u : 2u);
+    EXPECT_TRUE(notes[0].int8) << notes[0].reason;
+    size_t qmatmul = 0;
+    for (const auto& p : session->placement()) {
+      if (p.node.rfind("QMatMul", 0) != 0) continue;
+      ++qmatmul;
+      EXPECT_EQ(p.backend, "cuda") << p.node;
+    }
+    EXPECT_EQ(qmatmul, 1u);
+    // h, the QMatMul's output dequantized.
+    ExpectWithinOneQuantum(*session, model, gemm ? std::vector<int64_t>{7, o.k} : std::vector<int64_t>{2, 5, o.k},
+                           ::vigil::testing::kQdqLinearHiddenScale);
+  }
+}
+
 // A QDQ model through a CUDA session, with an RGB input (its first
 // convolution on the exact float32 route) and with 127 channels and a 3x3
 // window (too wide for that route, so it stays in float, and the note says
@@ -141,14 +265,9 @@ void CheckQdqModel(int64_t c_in, bool first_fused) {
   o.h = 27;
   o.w = 19;
   const ir::Model model = ::vigil::testing::QdqModel(o);
-  runtime::SessionOptions options;
-  options.backends = {testing::CudaBackendForTests(), cpu::MakeCpuBackend()};
-  options.no_fallback = true;
-  options.constant_folding = true;
-  options.conv_layout = runtime::ConvLayout::kNhwcOnDevice;
-  auto session = runtime::Session::Create(model, options);
-  ASSERT_TRUE(session.ok()) << session.status().ToString();
-  const auto& notes = (*session)->int8_notes();
+  std::unique_ptr<runtime::Session> session = CudaQdqSession(model, true);
+  ASSERT_TRUE(session);
+  const auto& notes = session->int8_notes();
   ASSERT_EQ(notes.size(), 2u);
   EXPECT_EQ(notes[0].int8, first_fused) << notes[0].reason;
   if (!first_fused) {
@@ -157,38 +276,14 @@ void CheckQdqModel(int64_t c_in, bool first_fused) {
   }
   EXPECT_TRUE(notes[1].int8) << notes[1].reason;
   size_t qconv = 0, qadd = 0;
-  for (const auto& p : (*session)->placement()) {
+  for (const auto& p : session->placement()) {
     qconv += p.node.rfind("QConvNhwc", 0) == 0;
     qadd += p.node.rfind("QAdd", 0) == 0;
     EXPECT_EQ(p.backend, "cuda") << p.node;
   }
   EXPECT_EQ(qconv, first_fused ? 2u : 1u);
   EXPECT_EQ(qadd, 1u);
-
-  runtime::SessionOptions cpu_options;
-  cpu_options.backends = {cpu::MakeCpuBackend()};
-  auto reference = runtime::Session::Create(model, cpu_options);
-  ASSERT_TRUE(reference.ok()) << reference.status().ToString();
-  Tensor x = Tensor::Allocate(DataType::kFloat32, {o.n, o.c_in, o.h, o.w}).value();
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
-  for (size_t i = 0; i < x.element_count(); ++i) x.data<float>()[i] = u(rng);
-  runtime::InputBinding in{"x", x.dtype(), x.shape(), x.raw_data(), x.byte_size(), ""};
-  auto got = (*session)->Run({in});
-  auto want = (*reference)->Run({in});
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
-  ASSERT_TRUE(want.ok()) << want.status().ToString();
-  const Tensor& g = (*got)[0].tensor;
-  const Tensor& w = (*want)[0].tensor;
-  ASSERT_EQ(g.shape(), w.shape());
-  size_t differ = 0;
-  for (size_t i = 0; i < g.element_count(); ++i) {
-    ASSERT_FALSE(std::isnan(g.data<float>()[i]));
-    const double quanta = std::fabs(static_cast<double>(g.data<float>()[i]) - w.data<float>()[i]) / 0.03;
-    EXPECT_LE(quanta, 1.0001) << i;
-    differ += quanta > 0.5;
-  }
-  EXPECT_LE(differ * 100, g.element_count()) << differ << " of " << g.element_count();
+  ExpectWithinOneQuantum(*session, model, {o.n, o.c_in, o.h, o.w}, 0.03);
 }
 
 TEST(CudaInt8, QdqModelWithAnRgbInputRunsWhollyInInt8) {
