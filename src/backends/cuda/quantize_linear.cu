@@ -17,16 +17,20 @@
 //   DynamicQuantizeLinear: the range [min(0, min x), max(0, max x)] found by
 //                     one block, then the scale, zero point and every
 //                     element in float32 as the CPU kernel computes them.
-// One thread per element; the scale and zero point are read on the device,
-// so nothing waits for the host and a run can be recorded as a CUDA graph.
+// One thread per element, or four (16-byte loads or stores) for the common
+// case of a QDQ model's activations: float32 data, one float32 scale, 8-bit
+// integers. The scale and zero point are read on the device, so nothing
+// waits for the host and a run can be recorded as a CUDA graph.
 // Where the CPU fails DynamicQuantizeLinear (x holds NaN: no range exists),
 // the GPU cannot report an error without synchronising; it writes a NaN
 // scale and zero point 0, so that everything dequantized from it is NaN.
 #pragma nv_diag_suppress 20208
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "backends/cuda/device_common.cuh"
 #include "backends/cuda/quantize_linear.h"
@@ -68,6 +72,54 @@ __global__ void DequantizeKernel(const Q* x, const S* scale, const Q* zero_point
   const float zp = zero_point ? static_cast<float>(zero_point[k]) : 0.0f;
   const float centered = __fsub_rn(static_cast<float>(x[i]), zp);
   y[i] = FromFloat<Y>(__fmul_rn(centered, ToFloat(scale[k])));
+}
+
+// The 8-bit fast path: four elements a thread, float32 arithmetic only. The
+// same integers as QuantizeKernel's double arithmetic: rintf(q) + zp is
+// exact in float32 wherever the result lies inside [lo, hi], and rounds to a
+// value still beyond the bound where it does not (the bounds are integers).
+template <typename Q>
+using Int8x4 = std::conditional_t<std::is_signed_v<Q>, char4, uchar4>;
+
+template <typename Q>
+__device__ __forceinline__ Q Quantize8(float x, float s, float zp) {
+  constexpr float lo = std::numeric_limits<Q>::min(), hi = std::numeric_limits<Q>::max();
+  const float q = __fdiv_rn(x, s);
+  return static_cast<Q>(static_cast<int>(isnan(q) ? zp : fminf(fmaxf(__fadd_rn(rintf(q), zp), lo), hi)));
+}
+
+template <typename Q>
+__global__ void QuantizeTensor4Kernel(const float4* x, const float* scale, const Q* zero_point, Int8x4<Q>* y,
+                                      int64_t n4) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n4) return;
+  const float s = *scale, zp = zero_point ? static_cast<float>(*zero_point) : 0.0f;
+  const float4 v = x[i];
+  y[i] = Int8x4<Q>{Quantize8<Q>(v.x, s, zp), Quantize8<Q>(v.y, s, zp), Quantize8<Q>(v.z, s, zp),
+                   Quantize8<Q>(v.w, s, zp)};
+}
+
+template <typename Q>
+__global__ void DequantizeTensor4Kernel(const Int8x4<Q>* x, const float* scale, const Q* zero_point, float4* y,
+                                        int64_t n4) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n4) return;
+  const float s = *scale, zp = zero_point ? static_cast<float>(*zero_point) : 0.0f;
+  const Int8x4<Q> v = x[i];
+  y[i] = make_float4(__fmul_rn(__fsub_rn(static_cast<float>(v.x), zp), s),
+                     __fmul_rn(__fsub_rn(static_cast<float>(v.y), zp), s),
+                     __fmul_rn(__fsub_rn(static_cast<float>(v.z), zp), s),
+                     __fmul_rn(__fsub_rn(static_cast<float>(v.w), zp), s));
+}
+
+// Whether the 8-bit fast path takes a node: float32 data and scale, one
+// scale, 8-bit integers, and the float data 16-byte aligned (the integers
+// then are 4-byte aligned when their buffer is).
+bool FastPath(const ops::QuantScaleLayout& layout, DataType f, DataType scale, DataType q, const void* fp,
+              const void* qp) {
+  return layout.mode == ops::QuantScaleLayout::Mode::kPerTensor && f == DataType::kFloat32 &&
+         scale == DataType::kFloat32 && (q == DataType::kInt8 || q == DataType::kUint8) &&
+         reinterpret_cast<uintptr_t>(fp) % 16 == 0 && reinterpret_cast<uintptr_t>(qp) % 4 == 0;
 }
 
 constexpr int kRangeThreads = 1024;
@@ -206,16 +258,28 @@ Status QuantizeLinear(CudaKernelContext& ctx) {
   if (x.dtype() == scale.dtype() && x.dtype() == DataType::kFloat16) rounding = QuotientRounding::kHalf;
   if (x.dtype() == scale.dtype() && x.dtype() == DataType::kBfloat16) rounding = QuotientRounding::kBfloat16;
   bool launched = false;
+  // The fast path's groups of four, then the rest (and every other case) one element a thread.
+  const int64_t n4 = FastPath(layout, x.dtype(), scale.dtype(), y->dtype(), x.raw_data(), y->raw_data()) ? n / 4 : 0;
   DispatchFloat(x.dtype(), [&](auto xt) {
     using X = decltype(xt);
     DispatchFloat(scale.dtype(), [&](auto st) {
       using S = decltype(st);
       DispatchQuantized(y->dtype(), false, [&](auto qt) {
         using Q = decltype(qt);
-        QuantizeKernel<X, S, Q><<<BlocksFor(n, kThreads), kThreads, 0, ctx.stream()>>>(
-            static_cast<const X*>(x.raw_data()), static_cast<const S*>(scale.raw_data()),
-            zp ? static_cast<const Q*>(zp->raw_data()) : nullptr, static_cast<Q*>(y->raw_data()), n, layout, rounding,
-            static_cast<double>(std::numeric_limits<Q>::min()), static_cast<double>(std::numeric_limits<Q>::max()));
+        if constexpr (std::is_same_v<X, float> && sizeof(Q) == 1) {
+          if (n4 > 0) {
+            QuantizeTensor4Kernel<Q><<<BlocksFor(n4, kThreads), kThreads, 0, ctx.stream()>>>(
+                static_cast<const float4*>(x.raw_data()), static_cast<const float*>(scale.raw_data()),
+                zp ? static_cast<const Q*>(zp->raw_data()) : nullptr, static_cast<Int8x4<Q>*>(y->raw_data()), n4);
+          }
+        }
+        if (n > 4 * n4) {
+          QuantizeKernel<X, S, Q><<<BlocksFor(n - 4 * n4, kThreads), kThreads, 0, ctx.stream()>>>(
+              static_cast<const X*>(x.raw_data()) + 4 * n4, static_cast<const S*>(scale.raw_data()),
+              zp ? static_cast<const Q*>(zp->raw_data()) : nullptr, static_cast<Q*>(y->raw_data()) + 4 * n4,
+              n - 4 * n4, layout, rounding, static_cast<double>(std::numeric_limits<Q>::min()),
+              static_cast<double>(std::numeric_limits<Q>::max()));
+        }
         launched = true;
       });
     });
@@ -241,15 +305,26 @@ Status DequantizeLinear(CudaKernelContext& ctx) {
   const int64_t n = static_cast<int64_t>(x.element_count());
   if (n == 0) return Status::Ok();
   bool launched = false;
+  const int64_t n4 = FastPath(layout, y->dtype(), scale.dtype(), x.dtype(), y->raw_data(), x.raw_data()) ? n / 4 : 0;
   DispatchQuantized(x.dtype(), true, [&](auto qt) {
     using Q = decltype(qt);
     DispatchFloat(scale.dtype(), [&](auto st) {
       using S = decltype(st);
       DispatchFloat(y->dtype(), [&](auto yt) {
         using Y = decltype(yt);
-        DequantizeKernel<Q, S, Y><<<BlocksFor(n, kThreads), kThreads, 0, ctx.stream()>>>(
-            static_cast<const Q*>(x.raw_data()), static_cast<const S*>(scale.raw_data()),
-            zp ? static_cast<const Q*>(zp->raw_data()) : nullptr, static_cast<Y*>(y->raw_data()), n, layout);
+        if constexpr (std::is_same_v<Y, float> && sizeof(Q) == 1) {
+          if (n4 > 0) {
+            DequantizeTensor4Kernel<Q><<<BlocksFor(n4, kThreads), kThreads, 0, ctx.stream()>>>(
+                static_cast<const Int8x4<Q>*>(x.raw_data()), static_cast<const float*>(scale.raw_data()),
+                zp ? static_cast<const Q*>(zp->raw_data()) : nullptr, static_cast<float4*>(y->raw_data()), n4);
+          }
+        }
+        if (n > 4 * n4) {
+          DequantizeKernel<Q, S, Y><<<BlocksFor(n - 4 * n4, kThreads), kThreads, 0, ctx.stream()>>>(
+              static_cast<const Q*>(x.raw_data()) + 4 * n4, static_cast<const S*>(scale.raw_data()),
+              zp ? static_cast<const Q*>(zp->raw_data()) : nullptr, static_cast<Y*>(y->raw_data()) + 4 * n4,
+              n - 4 * n4, layout);
+        }
         launched = true;
       });
     });

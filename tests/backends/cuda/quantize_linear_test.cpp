@@ -104,6 +104,7 @@ struct Layout {
 const Layout kLayouts[] = {
     {"per-tensor", {3, 127}, {}, 1, 0, 13},
     {"per-tensor [1]", {13}, {1}, 1, 0, 13},
+    {"per-tensor, 7 blocks of the 4-wide kernel and a tail of 3", {7, 1001}, {}, 1, 0, 13},
     {"per-axis 1", {2, 13, 5}, {13}, 1, 0, 13},
     {"per-axis -1", {3, 5, 127}, {127}, -1, 0, 19},
     {"blocked", {2, 13, 3}, {2, 4, 3}, 1, 4, 21},  // 13 = 4 + 4 + 4 + 1
