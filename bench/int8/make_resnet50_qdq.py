@@ -102,6 +102,24 @@ def images(n, seed):
         np.float32)
 
 
+def quantize_qdq(fp32, qdq, calib, input_name):
+    """quantize_static in QDQ form as docs/int8.md says for the GPU: int8 symmetric activations (zero point 0),
+    per-channel int8 symmetric weights, calibrated on the images of `calib`, one at a time."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter(calib[i:i + 1] for i in range(len(calib)))
+
+        def get_next(self):
+            x = next(self.it, None)
+            return None if x is None else {input_name: x}
+
+    quantize_static(fp32, qdq, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+                    extra_options={"ActivationSymmetric": True, "WeightSymmetric": True})
+
+
 def normalise(model, calib):
     """Rescales each Conv's weights and bias, in order, so that its output has unit RMS on `calib`."""
     import onnxruntime as ort
@@ -147,19 +165,7 @@ def main():
         onnx.save(model, fp16)
     print(fp16, flush=True)
     if not os.path.exists(qdq):
-        from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
-
-        class Reader(CalibrationDataReader):
-            def __init__(self):
-                self.it = iter(calib[i:i + 1] for i in range(len(calib)))
-
-            def get_next(self):
-                x = next(self.it, None)
-                return None if x is None else {"input": x}
-
-        quantize_static(fp32, qdq, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
-                        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
-                        extra_options={"ActivationSymmetric": True, "WeightSymmetric": True})
+        quantize_qdq(fp32, qdq, calib, "input")
     print(qdq, flush=True)
     return 0
 

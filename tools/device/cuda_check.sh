@@ -20,7 +20,8 @@
 #   sanitizer    compute-sanitizer memcheck over the real-model set
 #   int8         ResNet-50 QDQ int8 vs vigil fp16/fp32 (and ONNX Runtime's
 #                CUDA provider with INT8_ARGS=--ort and its wheel on
-#                PYTHONPATH), top-1 agreement (bench/int8/resnet50_int8.py)
+#                PYTHONPATH), top-1 agreement (bench/int8/int8_bench.py)
+#   int8vit      the same for ViT-B/16 (bench/int8/make_vit_qdq.py)
 #   peer         bench/peer_bench.py: vigil vs PyTorch eager (and compiled
 #                unless PEER_ARGS has --no-compile), fp16, batch 1 and 64
 set -u
@@ -43,9 +44,16 @@ has() { [[ " $steps " == *" $1 "* ]]; }
   if has int8; then
     echo "== int8: ResNet-50 QDQ"
     python3 bench/int8/make_resnet50_qdq.py /tmp/vigil_int8_models 2>&1 | tail -3
-    python3 bench/int8/resnet50_int8.py --vigil "$b/vigil" --models /tmp/vigil_int8_models --out /tmp/vigil_int8_work \
+    python3 bench/int8/int8_bench.py --vigil "$b/vigil" --models /tmp/vigil_int8_models --out /tmp/vigil_int8_work \
       ${INT8_ARGS:-} 2>&1 | grep -v "^+" | tail -80
     cp /tmp/vigil_int8_work/raw.json "$out/int8_raw.json"
+  fi
+  if has int8vit; then
+    echo "== int8: ViT-B/16 QDQ"
+    python3 -W ignore bench/int8/make_vit_qdq.py /tmp/vigil_int8_models 2>&1 | grep -v WARNING | tail -3
+    python3 bench/int8/int8_bench.py --model vit_b_16 --vigil "$b/vigil" --models /tmp/vigil_int8_models \
+      --out /tmp/vigil_int8_vit ${INT8_ARGS:-} 2>&1 | grep -v "^+" | tail -80
+    cp /tmp/vigil_int8_vit/raw.json "$out/int8_vit_raw.json"
   fi
   if has conformance; then
     echo "== conformance --backend cuda"

@@ -6,7 +6,8 @@
 # QUANT_DIR/<model>/<kind>/model.onnx as real_models.py writes them (only the
 # model.onnx files are needed); MODELS_DIR (default tests/models/tiny) holds
 # <model>/input_*.npy. Prints one line per model: PASS/FAIL, its rel L2, and
-# how many QDQ convolutions ran in int8 (from `vigil inspect`).
+# how many QDQ convolutions and matrix products ran in int8 (from `vigil
+# inspect`).
 set -u
 vigil=${1:?vigil binary}
 quant=${2:?quantized models dir}
@@ -22,7 +23,9 @@ for m in "$quant"/*/*/model.onnx; do
   rc=$?
   total=$((total + 1))
   [ $rc -eq 0 ] && pass=$((pass + 1))
-  int8=$("$vigil" inspect "$m" --backend cuda 2>&1 | grep -o "int8 on cuda: [0-9]* of [0-9]*" || echo "no QDQ convolution")
+  int8=$("$vigil" inspect "$m" --backend cuda 2>&1 | grep -o "int8 on cuda: [0-9]* of [0-9]* QDQ [a-z ]* run in int8" |
+         sed 's/^int8 on cuda: //; s/ run in int8$//' | paste -sd';' -)
+  [ -n "$int8" ] || int8="no QDQ convolution or product"
   l2=$(echo "$out" | grep -o "rel L2 error [0-9.e+-]*" | sort -t' ' -k4 -g | tail -1)
   printf '%-14s %-8s %s  %s  (%s)\n' "$name" "$kind" "$([ $rc -eq 0 ] && echo PASS || echo FAIL)" "${l2:-identical}" "$int8"
 done

@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
-"""ResNet-50 in int8 on the GPU, for issue 18's table: vigil's int8 (the QDQ
-model, fused by the QDQ pass), vigil's fp16 and fp32, and, with --ort, ONNX
+"""ResNet-50 or ViT-B/16 in int8 on the GPU, for issue 18's table: vigil's
+int8 (the QDQ model, fused by the QDQ pass), vigil's fp16 and fp32, and, with --ort, ONNX
 Runtime's CUDA provider on the same QDQ model and on the fp16 one, timed in
 the same call; then the top-1 agreement of the int8 and fp32 models on
 --images inputs (both on vigil's GPU path) and the int8 model's GPU output
 against vigil's CPU reference on a few.
 
-    python3 bench/int8/resnet50_int8.py --vigil BUILD/vigil --models DIR --out DIR [--ort]
+    python3 bench/int8/int8_bench.py --vigil BUILD/vigil --models DIR --out DIR [--model vit_b_16] [--ort]
 
-DIR holds the models of bench/int8/make_resnet50_qdq.py. Prints a Markdown
-report and writes OUT/report.md and OUT/raw.json.
+DIR holds the models of bench/int8/make_resnet50_qdq.py (--model resnet50,
+the default) or bench/int8/make_vit_qdq.py (--model vit_b_16). Prints the
+results and writes OUT/raw.json.
 """
 import argparse
+import glob
 import json
 import os
 import subprocess
@@ -37,10 +39,18 @@ def vigil_bench(vigil, model, batch, iters, extra=()):
     return json.loads(r.stdout)
 
 
+def io_names(path):
+    import onnx
+    m = onnx.load(path, load_external_data=False)
+    inits = {t.name for t in m.graph.initializer}
+    return [i.name for i in m.graph.input if i.name not in inits][0], m.graph.output[0].name
+
+
 def ort_time(model, batch, dtype, configs, iters):
     import onnxruntime as ort
     out = {}
     x = images(batch, 99).astype(dtype)
+    in_name, _ = io_names(model)
     for name, opts in configs.items():
         try:
             so = ort.SessionOptions()
@@ -50,7 +60,7 @@ def ort_time(model, batch, dtype, configs, iters):
             s = ort.InferenceSession(model, so, providers=prov)
             xv = ort.OrtValue.ortvalue_from_numpy(x, "cuda", 0)
             b = s.io_binding()
-            b.bind_ortvalue_input("input", xv)
+            b.bind_ortvalue_input(in_name, xv)
             b.bind_output(s.get_outputs()[0].name, "cuda")
             s.run_with_iobinding(b)
             first = time.perf_counter() - t0
@@ -74,11 +84,13 @@ def main():
     p.add_argument("--models", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--ort", action="store_true")
+    p.add_argument("--model", choices=("resnet50", "vit_b_16"), default="resnet50")
     p.add_argument("--images", type=int, default=256)
     p.add_argument("--iters", type=int, default=100)
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    m = {k: os.path.join(a.models, f"resnet50_{k}.onnx") for k in ("fp32", "fp16", "qdq_s8")}
+    m = {k: os.path.join(a.models, f"{a.model}_{k}.onnx") for k in ("fp32", "fp16", "qdq_s8")}
+    in_name, _ = io_names(m["qdq_s8"])
     raw = {}
     r = sh([a.vigil, "inspect", m["qdq_s8"], "--backend", "cuda"])
     raw["inspect"] = r.stdout[-6000:] + r.stderr[-2000:]
@@ -109,11 +121,12 @@ def main():
         logits = {}
         for k in ("fp32", "qdq_s8"):
             d = os.path.join(a.out, k)
-            r = sh([a.vigil, "run", m[k], "--backend", "cuda", "-i", f"input={a.out}/x.npy", "-o", d])
+            r = sh([a.vigil, "run", m[k], "--backend", "cuda", "-i", f"{in_name}={a.out}/x.npy", "-o", d])
             if r.returncode != 0:
                 raw["accuracy_error"] = (r.stdout + r.stderr)[-2000:]
                 break
-            logits[k] = np.load(os.path.join(d, "logits.npy")).astype(np.float64)
+            outs = sorted(glob.glob(os.path.join(d, "*.npy")))  # the model's one output
+            logits[k] = np.load(outs[0]).astype(np.float64)
         if len(logits) != 2:
             break
         agree += int((logits["fp32"].argmax(1) == logits["qdq_s8"].argmax(1)).sum())
@@ -124,7 +137,7 @@ def main():
     # The int8 model on the GPU against vigil's CPU reference (the unfused QDQ graph), 4 images.
     x = images(4, 7)
     np.save(os.path.join(a.out, "x4.npy"), x)
-    r = sh([a.vigil, "compare", m["qdq_s8"], "--backends", "cuda,cpu", "-i", f"input={a.out}/x4.npy", "--rtol", "1e-2",
+    r = sh([a.vigil, "compare", m["qdq_s8"], "--backends", "cuda,cpu", "-i", f"{in_name}={a.out}/x4.npy", "--rtol", "1e-2",
             "--atol", "1e-2"])
     raw["compare_cpu"] = r.stdout[-3000:] + r.stderr[-1000:]
     print(raw["compare_cpu"])
