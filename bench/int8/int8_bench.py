@@ -18,11 +18,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import ort_peer  # noqa: E402
 from make_resnet50_qdq import images  # noqa: E402
 
 
@@ -46,36 +47,9 @@ def io_names(path):
     return [i.name for i in m.graph.input if i.name not in inits][0], m.graph.output[0].name
 
 
-def ort_time(model, batch, dtype, configs, iters):
-    import onnxruntime as ort
-    out = {}
-    x = images(batch, 99).astype(dtype)
+def ort_time(model, batch, dtype, iters):
     in_name, _ = io_names(model)
-    for name, opts in configs.items():
-        try:
-            so = ort.SessionOptions()
-            so.log_severity_level = 3
-            prov = [("CUDAExecutionProvider", dict(opts)), "CPUExecutionProvider"]
-            t0 = time.perf_counter()
-            s = ort.InferenceSession(model, so, providers=prov)
-            xv = ort.OrtValue.ortvalue_from_numpy(x, "cuda", 0)
-            b = s.io_binding()
-            b.bind_ortvalue_input(in_name, xv)
-            b.bind_output(s.get_outputs()[0].name, "cuda")
-            s.run_with_iobinding(b)
-            first = time.perf_counter() - t0
-            for _ in range(10):
-                s.run_with_iobinding(b)
-            ts = []
-            for _ in range(iters):
-                t = time.perf_counter()
-                s.run_with_iobinding(b)
-                b.synchronize_outputs()
-                ts.append(time.perf_counter() - t)
-            out[name] = {"median_ms": 1e3 * float(np.median(ts)), "first_s": first}
-        except Exception as e:  # a configuration ORT refuses is reported, not fatal
-            out[name] = {"error": str(e)[:300]}
-    return out
+    return ort_peer.time_model(model, {in_name: images(batch, 99).astype(dtype)}, iters=iters)
 
 
 def main():
@@ -102,14 +76,10 @@ def main():
             raw["vigil"][f"{k}/{batch}"] = vigil_bench(a.vigil, m[k], batch, a.iters)
             print(k, batch, json.dumps(raw["vigil"][f"{k}/{batch}"])[:400], flush=True)
     if a.ort:
-        import onnxruntime as ort
-        ort.preload_dlls()
-        configs = {"plain": {}, "prefer_nhwc": {"prefer_nhwc": "1"}, "cuda_graph": {"enable_cuda_graph": "1"},
-                   "nhwc+graph": {"prefer_nhwc": "1", "enable_cuda_graph": "1"}}
         raw["ort"] = {}
         for k, dt in (("qdq_s8", np.float32), ("fp16", np.float16)):
             for batch in (1, 64):
-                raw["ort"][f"{k}/{batch}"] = ort_time(m[k], batch, dt, configs, a.iters)
+                raw["ort"][f"{k}/{batch}"] = ort_time(m[k], batch, dt, a.iters)
                 print("ort", k, batch, raw["ort"][f"{k}/{batch}"], flush=True)
     # Accuracy: int8 vs fp32 top-1 on the GPU, in batches of 64.
     agree = total = 0

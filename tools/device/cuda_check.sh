@@ -23,7 +23,10 @@
 #                PYTHONPATH), top-1 agreement (bench/int8/int8_bench.py)
 #   int8vit      the same for ViT-B/16 (bench/int8/make_vit_qdq.py)
 #   peer         bench/peer_bench.py: vigil vs PyTorch eager (and compiled
-#                unless PEER_ARGS has --no-compile), fp16, batch 1 and 64
+#                unless PEER_ARGS has --no-compile), fp16, batch 1 and 64;
+#                PEER_ARGS="--ort" adds ONNX Runtime's CUDA provider (its
+#                wheel on PYTHONPATH), "--models ...,bert_base --dtypes
+#                fp16,fp32 [--tf32]" the rest of issue 19's table
 set -u
 b=$(cd "${1:?devbuild dir}" && pwd)
 out=${2:?output dir}
@@ -171,7 +174,7 @@ has() { [[ " $steps " == *" $1 "* ]]; }
   fi
   if has peer; then
     echo "== peer benchmark"
-    python3 bench/peer_bench.py "$b/vigil" /tmp/peer --markdown "$out/peer_bench.md" ${PEER_ARGS:-} 2>&1 \
-      | grep -v Warning
+    python3 bench/peer_bench.py "$b/vigil" /tmp/peer --markdown "$out/peer_bench.md" --json "$out/peer_bench.json" \
+      ${PEER_ARGS:-} 2>&1 | grep -v Warning
   fi
 } 2>&1 | tee "$out/cuda_check.log"

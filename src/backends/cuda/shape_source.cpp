@@ -1,5 +1,7 @@
 // Ops that make a tensor from a shape: Shape and Size (which read only the
-// input's dims, never its data) and ConstantOfShape. With concrete input
+// input's dims, never its data), ConstantOfShape, and Range over integers
+// (a transformer's position ids, from a Shape; float Ranges stay on the
+// CPU). With concrete input
 // shapes these are usually folded at plan time and never run; the backend
 // must still claim them, or a model with a symbolic batch dim could not be
 // placed on the GPU as a whole.
@@ -78,6 +80,48 @@ Status ConstantOfShapeOp(CudaKernelContext& ctx) {
   return s;
 }
 
+// Range(start, limit, delta) over int32 or int64, its scalars read on the
+// host: max(ceil((limit - start) / delta), 0) values start + i * delta,
+// exactly as the CPU kernel computes them.
+Status RangeOp(CudaKernelContext& ctx) {
+  const ir::DataType dtype = ctx.input(0)->dtype();
+  int64_t v[3];
+  for (size_t i = 0; i < 3; ++i) {
+    const runtime::Tensor* t = ctx.input(i);
+    if (!t || t->dtype() != dtype || t->element_count() != 1) {
+      return ctx.Fail("start, limit and delta must be scalars of one dtype; input {} is {}", i,
+                      t ? t->Describe() : std::string("missing"));
+    }
+    v[i] = dtype == ir::DataType::kInt32 ? t->data<int32_t>()[0] : t->data<int64_t>()[0];
+  }
+  const int64_t start = v[0], limit = v[1], delta = v[2];
+  if (delta == 0) return ctx.Fail("delta is 0");
+  const __int128 span = static_cast<__int128>(limit) - start;
+  const __int128 n = span / delta + ((span % delta != 0 && ((span > 0) == (delta > 0))) ? 1 : 0);
+  if (n > (__int128{1} << 31)) return ctx.Unsupported("a Range of {} elements (at most 2^31 here)", static_cast<int64_t>(n));
+  std::vector<int64_t> values(static_cast<size_t>(std::max<__int128>(n, 0)));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = start + static_cast<int64_t>(i) * delta;
+  if (dtype == ir::DataType::kInt64) return WriteValues(ctx, dtype, {static_cast<int64_t>(values.size())}, values);
+  // int32: narrowed on the host (every value lies within [start, limit), so within int32).
+  VIGIL_RETURN_IF_ERROR(ctx.stream_context().RefuseWhileRecording(ctx.node(), "it copies host values to the device"));
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * out, ctx.Output(0, dtype, {static_cast<int64_t>(values.size())}));
+  std::vector<int32_t> narrow(values.begin(), values.end());
+  if (!narrow.empty()) {
+    VIGIL_CUDA_CALL(cudaMemcpyAsync(out->raw_data(), narrow.data(), out->byte_size(), cudaMemcpyHostToDevice,
+                                    ctx.stream()));
+  }
+  return Status::Ok();
+}
+
+bool IntegerRange(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
+  const ir::DataType t = InputDtype(types, 0);
+  if (t != ir::DataType::kInt32 && t != ir::DataType::kInt64) {
+    if (why_not) *why_not = fmt::format("a Range of {} (int32 and int64 run here)", ir::DataTypeName(t));
+    return false;
+  }
+  return true;
+}
+
 bool AnyTensor(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
   if (InputDtype(types, 0) == ir::DataType::kUndefined) {
     if (why_not) *why_not = "the input's type is not known at load time";
@@ -108,6 +152,7 @@ std::span<const CudaKernelDef> ShapeSourceCudaKernels() {
       {"", "Shape", 1, kLatest, ShapeOp, AnyTensor, 0},
       {"", "Size", 1, kLatest, SizeOp, AnyTensor, 0},
       {"", "ConstantOfShape", 9, kLatest, ConstantOfShapeOp, FixedSizeValue, HostInput(0)},
+      {"", "Range", 11, kLatest, RangeOp, IntegerRange, HostInput(0) | HostInput(1) | HostInput(2)},
   };
   return kDefs;
 }

@@ -1,6 +1,8 @@
-// Shape, Size and ConstantOfShape on the GPU, and a model with a symbolic
+// Shape, Size, ConstantOfShape and integer Range on the GPU, and a model with a symbolic
 // batch dim whose shape arithmetic (Shape -> Gather -> Concat -> Reshape)
 // cannot be folded at load: it must still be placed on the GPU as a whole.
+#include <tuple>
+
 #include "cuda_test_util.h"
 
 namespace vigil::cuda::testing {
@@ -25,6 +27,23 @@ TEST(CudaShapeSource, ShapeSizeAndConstantOfShape) {
   ExpectCudaMatchesCpu(fill, 0);
   NodeCase zeros{"ConstantOfShape", 9, {}, {I64({2}, {5, 13})}, {true}};
   ExpectCudaMatchesCpu(zeros, 0);
+}
+
+// Integer Range with its scalars on the host: ascending, descending with a
+// remainder, and empty; int64 and int32.
+TEST(CudaShapeSource, IntegerRange) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  for (auto [start, limit, delta] : {std::tuple<int64_t, int64_t, int64_t>{0, 128, 1}, {130, -7, -4}, {5, 5, 3},
+                                     {-3, 1000, 13}}) {
+    SCOPED_TRACE(::testing::Message() << "Range(" << start << ", " << limit << ", " << delta << ")");
+    NodeCase r64{"Range", 11, {}, {I64({}, {start}), I64({}, {limit}), I64({}, {delta})}, {true, true, true}};
+    ExpectCudaMatchesCpu(r64, 0);
+    auto i32 = [](int64_t v) {
+      return cpu::testing::MakeTensor<int32_t>(ir::DataType::kInt32, {}, {static_cast<int32_t>(v)});
+    };
+    NodeCase r32{"Range", 11, {}, {i32(start), i32(limit), i32(delta)}, {true, true, true}};
+    ExpectCudaMatchesCpu(r32, 0);
+  }
 }
 
 TEST(CudaShapeSource, SymbolicBatchRunsWithoutFallback) {
