@@ -535,33 +535,30 @@ void QdqFuser::TryProduct(size_t i) {
     }
     return true;
   };
-  std::optional<std::string> bias_value;
   if (gemm && node.inputs.size() > 2 && !node.inputs[2].empty()) {
     if (!row_vector(node.inputs[2])) {
       why = fmt::format("C is not a row of {} values (a full matrix C is not folded)", n);
       return note(false);
     }
-    bias_value = node.inputs[2];
-  } else if (!gemm) {
-    // MatMul's bias: an Add, the product's sole reader, of a constant [N].
-    std::optional<size_t> add = SoleReader(node.outputs[0]);
-    if (add && IsOp(g_.nodes[*add], "Add") && g_.nodes[*add].inputs.size() == 2) {
-      const Node& an = g_.nodes[*add];
-      const std::string& other = an.inputs[0] == node.outputs[0] ? an.inputs[1] : an.inputs[0];
-      if (at->shape.dims.size() >= 2 && row_vector(other) && Bias(other, n)) {
-        bias_value = other;
-        p.bias_add = *add;
-        p.result = an.outputs[0];
-      }
-    }
-  }
-  if (bias_value) {
-    std::optional<std::vector<double>> bias = Bias(*bias_value, n);
+    std::optional<std::vector<double>> bias = Bias(node.inputs[2], n);
     if (!bias) {
       why = "C is neither a constant float32 [N] nor a DequantizeLinear of a constant";
       return note(false);
     }
     p.bias = std::move(*bias);
+  } else if (!gemm && at->shape.dims.size() >= 2) {
+    // MatMul's bias: an Add, the product's sole reader, of a constant [N].
+    std::optional<size_t> add = SoleReader(node.outputs[0]);
+    if (add && IsOp(g_.nodes[*add], "Add") && g_.nodes[*add].inputs.size() == 2) {
+      const Node& an = g_.nodes[*add];
+      const std::string& other = an.inputs[0] == node.outputs[0] ? an.inputs[1] : an.inputs[0];
+      std::optional<std::vector<double>> bias = row_vector(other) ? Bias(other, n) : std::nullopt;
+      if (bias) {
+        p.bias = std::move(*bias);
+        p.bias_add = *add;
+        p.result = an.outputs[0];
+      }
+    }
   }
   Node fused;
   fused.name = node.name.empty() ? fmt::format("qmatmul{}", i) : node.name;

@@ -306,20 +306,9 @@ Status QConvNhwc(CudaKernelContext& ctx) {
   return RunInt8Route(ctx, s, relu, const_cast<void*>(x.raw_data()), const_cast<void*>(w.raw_data()), sp, bp, *y);
 }
 
-bool IsType(const ir::TypeInfo* t, ir::DataType d) { return !t || (t->kind == ir::TypeInfo::Kind::kTensor && t->elem_type == d); }
-
 bool QConvNhwcSupported(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
+  if (!Int8ProductTypesSupported(node, types, "QConvNhwc", why_not)) return false;
   auto in = [&](size_t i) { return i < types.inputs.size() ? types.inputs[i] : nullptr; };
-  if (!IsType(in(0), ir::DataType::kInt8) || !IsType(in(1), ir::DataType::kInt8) ||
-      !IsType(in(2), ir::DataType::kFloat32) || !IsType(in(3), ir::DataType::kFloat32)) {
-    if (why_not) *why_not = "QConvNhwc takes int8 X and W, float32 scale and bias";
-    return false;
-  }
-  Result<std::string> act = ops::StringAttr(node, "activation", "");
-  if (!act.ok() || (!act->empty() && *act != ir::kConvNhwcRelu)) {
-    if (why_not) *why_not = "activation other than Relu";
-    return false;
-  }
   Result<int64_t> group = ops::IntAttr(node, "group", 1);
   if (!group.ok() || *group != 1) {
     if (why_not) *why_not = "grouped convolution (cuDNN's int8 engines here take group 1)";

@@ -63,17 +63,8 @@ bool IsType(const ir::TypeInfo* t, ir::DataType d) {
 }
 
 bool QMatMulSupported(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
+  if (!Int8ProductTypesSupported(node, types, "QMatMul", why_not)) return false;
   auto in = [&](size_t i) { return i < types.inputs.size() ? types.inputs[i] : nullptr; };
-  if (!IsType(in(0), ir::DataType::kInt8) || !IsType(in(1), ir::DataType::kInt8) ||
-      !IsType(in(2), ir::DataType::kFloat32) || !IsType(in(3), ir::DataType::kFloat32)) {
-    if (why_not) *why_not = "QMatMul takes int8 A and W, float32 scale and bias";
-    return false;
-  }
-  Result<std::string> act = ops::StringAttr(node, "activation", "");
-  if (!act.ok() || (!act->empty() && *act != ir::kConvNhwcRelu)) {
-    if (why_not) *why_not = "activation other than Relu";
-    return false;
-  }
   // W [N, K]: both known, in multiples of 4.
   const ir::TypeInfo* w = in(1);
   auto dim = [&](size_t i) -> std::optional<int64_t> {
@@ -97,6 +88,22 @@ const CudaKernelDef kInt8MatMulKernels[] = {
 };
 
 }  // namespace
+
+bool Int8ProductTypesSupported(const ir::Node& node, const runtime::NodeTypes& types, const char* op,
+                               std::string* why_not) {
+  auto in = [&](size_t i) { return i < types.inputs.size() ? types.inputs[i] : nullptr; };
+  if (!IsType(in(0), ir::DataType::kInt8) || !IsType(in(1), ir::DataType::kInt8) ||
+      !IsType(in(2), ir::DataType::kFloat32) || !IsType(in(3), ir::DataType::kFloat32)) {
+    if (why_not) *why_not = fmt::format("{} takes int8 inputs 0 and 1, float32 scale and bias", op);
+    return false;
+  }
+  Result<std::string> act = ops::StringAttr(node, "activation", "");
+  if (!act.ok() || (!act->empty() && *act != ir::kConvNhwcRelu)) {
+    if (why_not) *why_not = "activation other than Relu";
+    return false;
+  }
+  return true;
+}
 
 std::span<const CudaKernelDef> Int8MatMulCudaKernels() { return kInt8MatMulKernels; }
 

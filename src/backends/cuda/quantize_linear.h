@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "backends/cuda/cuda_kernel.h"
 
@@ -16,6 +17,12 @@ namespace vigil::cuda {
 std::span<const CudaKernelDef> QuantizeLinearCudaKernels();
 std::span<const CudaKernelDef> Int8ConvCudaKernels();
 std::span<const CudaKernelDef> Int8MatMulCudaKernels();
+
+// What QConvNhwc and QMatMul both ask of a node at load: int8 inputs 0 and 1
+// (X or A, and W), float32 scale and bias (inputs 2 and 3; a type not known
+// yet passes), and `activation` "" or "Relu". `op` names the op in why_not.
+bool Int8ProductTypesSupported(const ir::Node& node, const runtime::NodeTypes& types, const char* op,
+                               std::string* why_not);
 
 // y[r, m] = saturate(round_half_even(act(float(acc[r, m]) * scale[m] +
 // bias[m]))) for `rows` rows of `m` channels (QConvNhwc's epilogue where
