@@ -12,10 +12,12 @@ cd "$(dirname "$0")/.."
 # fmt; ImageDecoder's image libraries, linked statically, with the same
 # package names on Debian 12 and Ubuntu 24.04); GoogleTest; ONNX's test
 # models; the onnx Python package and numpy, which the tests compare
-# against; venv and headers for the Python package.
+# against; venv and headers for the Python package; oneDNN 2.x (its header
+# at build time; libdnnl.so.2 is loaded at run time where present, never
+# linked: src/backends/cpu/fast/dnnl_library.h).
 packages=(build-essential cmake pkg-config libcli11-dev nlohmann-json3-dev libfmt-dev libeigen3-dev
           libgtest-dev libgmock-dev libonnx-testdata python3-onnx python3-numpy python3-venv python3-dev ccache
-          libjpeg-dev libpng-dev libwebp-dev libtiff-dev libopenjp2-7-dev)
+          libjpeg-dev libpng-dev libwebp-dev libtiff-dev libopenjp2-7-dev libdnnl-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

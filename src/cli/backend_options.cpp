@@ -38,6 +38,10 @@ void AddBackendOptions(CLI::App* sub, BackendChoice& c) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   sub->add_flag("--no-fallback", c.no_fallback,
                 "with --backend cuda: fail at load, naming the node and why, instead of running it on the CPU");
+  sub->add_option("--threads", c.threads,
+                  "threads the CPU backend may use for one node (its convolutions and matrix products); "
+                  "0 (default): every core")
+      ->check(CLI::NonNegativeNumber);
   sub->add_flag("--tf32", c.tf32, "with --backend cuda: let float32 convolutions and products use TF32 tensor cores");
   sub->add_flag("--deterministic", c.deterministic,
                 "with --backend cuda: only deterministic algorithms (bitwise-identical outputs across runs)");

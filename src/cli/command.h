@@ -57,6 +57,7 @@ struct BackendChoice {
   bool tune = false;            // autotuning: measure candidate algorithms of new problems
   std::string tuning_cache;     // file of recorded algorithm choices (read; appended to with --tune)
   bool profiling = false;       // synchronise after every device node (bench --profile)
+  int threads = 0;              // the CPU backend's threads per node (intra_op_num_threads; 0: every core)
 };
 // Adds the options; --gpu-mem-limit is checked when parsed (usage error).
 void AddBackendOptions(CLI::App* sub, BackendChoice& choice);

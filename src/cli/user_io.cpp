@@ -26,6 +26,7 @@ vigil::SessionOptions ToSessionOptions(const BackendChoice& c) {
   o.tune = c.tune;
   o.tuning_cache_file = c.tuning_cache;
   o.enable_profiling = c.profiling;
+  o.intra_op_num_threads = c.threads;
   return o;
 }
 

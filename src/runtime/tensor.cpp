@@ -68,7 +68,9 @@ Tensor Tensor::OnDevice(Device device, ir::DataType dtype, std::vector<int64_t> 
 }
 
 Tensor Tensor::FromConstant(const ir::Tensor& c) {
-  return Shared(c.dtype, c.dims, const_cast<uint8_t*>(c.bytes.data()), c.keep_alive);
+  Tensor t = Shared(c.dtype, c.dims, const_cast<uint8_t*>(c.bytes.data()), c.keep_alive);
+  t.constant_ = true;
+  return t;
 }
 
 Tensor Tensor::Sequence(ir::DataType elem_type, std::vector<Tensor> items) {

@@ -77,6 +77,9 @@ class Tensor {
 
   // What keeps the data alive (null for a plain View of caller memory).
   const std::shared_ptr<const void>& storage() const { return storage_; }
+  // Made by FromConstant: an initializer's bytes, never written, alive as
+  // long as storage() is.
+  bool is_constant() const { return constant_; }
 
   // An ir::Tensor view of this tensor's bytes (keeps this tensor's storage
   // alive), for shape inference's constant inputs.
@@ -92,6 +95,7 @@ class Tensor {
   std::vector<int64_t> shape_;
   void* data_ = nullptr;
   std::shared_ptr<const void> storage_;
+  bool constant_ = false;
   Kind kind_ = Kind::kDense;
   ir::DataType elem_type_ = ir::DataType::kUndefined;           // a sequence's items
   std::shared_ptr<const std::vector<Tensor>> items_;             // a sequence's items

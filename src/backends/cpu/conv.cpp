@@ -1,4 +1,4 @@
-// Conv and ConvTranspose as im2col/col2im plus an Eigen matrix product, per
+// Conv and ConvTranspose as im2col/col2im plus a matrix product (gemm.h), per
 // image and channel group. Conv is the hot op of CNNs, so unlike most of the
 // reference backend it is written for speed as well: the patch copy works a
 // contiguous row at a time and 1x1 stride-1 convolutions skip it entirely.
@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include <Eigen/Core>
-
 #include "backends/cpu/conv_pool_kernels.h"
 #include "backends/cpu/element_codec.h"
+#include "backends/cpu/fast/fast_kernels.h"
+#include "backends/cpu/gemm.h"
 #include "ops/attributes.h"
 
 namespace vigil::cpu {
@@ -43,9 +43,6 @@ Result<SpatialGeometry> ForwardGeometry(const ir::Node& node, const ops::WindowA
 }
 
 namespace {
-
-template <typename T>
-using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 // ceil(a / b) for b > 0 and any sign of a.
 int64_t CeilDiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
@@ -226,9 +223,7 @@ Status ConvCompute(KernelContext& ctx, const ConvDims& d, const T* x, const T* w
         patches = col.data();
       }
       T* yg = y + (n * d.out_channels + gi * mg) * cols;
-      Eigen::Map<RowMatrix<T>> out(yg, mg, cols);
-      out.noalias() = Eigen::Map<const RowMatrix<T>>(w + gi * mg * depth, mg, depth) *
-                      Eigen::Map<const RowMatrix<T>>(patches, depth, cols);
+      GemmRowMajor(GemmShape{mg, cols, depth}, w + gi * mg * depth, patches, yg, T(1), false);
       AddBias(bias ? bias + gi * mg : nullptr, mg, cols, yg);
     }
   }
@@ -249,13 +244,14 @@ Status ConvTransposeCompute(KernelContext& ctx, const ConvDims& d, const T* x, c
   if (!pointwise) VIGIL_RETURN_IF_ERROR(ResizeScratch(ctx, col, static_cast<size_t>(col_size)));
   for (int64_t n = 0; n < d.batch; ++n) {
     for (int64_t gi = 0; gi < d.group; ++gi) {
-      Eigen::Map<const RowMatrix<T>> wg(w + gi * cg * depth, cg, depth);
-      Eigen::Map<const RowMatrix<T>> xg(x + (n * d.in_channels + gi * cg) * cols, cg, cols);
+      const T* wg = w + gi * cg * depth;  // [Cg, Mg*K]: multiplied transposed
+      const T* xg = x + (n * d.in_channels + gi * cg) * cols;
       T* yg = y + (n * d.out_channels + gi * mg) * image;
+      const GemmShape shape{depth, cols, cg, /*trans_a=*/true, /*trans_b=*/false};
       if (pointwise) {
-        Eigen::Map<RowMatrix<T>>(yg, mg, image).noalias() = wg.transpose() * xg;
+        GemmRowMajor(shape, wg, xg, yg, T(1), false);
       } else {
-        Eigen::Map<RowMatrix<T>>(col.data(), depth, cols).noalias() = wg.transpose() * xg;
+        GemmRowMajor(shape, wg, xg, col.data(), T(1), false);
         std::fill(yg, yg + mg * image, T(0));
         Col2Im(g, mg, col.data(), yg);
       }
@@ -302,6 +298,15 @@ Status ConvKernel(KernelContext& ctx) {
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, ctx.input(0)->dtype(), OutputShape(d, d.g.columns)));
   return DispatchFloat(ctx, 0, [&]<ir::DataType D>() -> Status {
     if (y->element_count() == 0) return Status::Ok();
+    if constexpr (D == ir::DataType::kFloat32) {
+      if (ctx.optimised()) {
+        fast::ConvProblem p{d.batch, d.in_channels, d.out_channels, d.group, &d.g, ctx.input(1),
+                            ctx.input(0)->data<float>(), ctx.input(1)->data<float>(),
+                            ctx.has_input(2) ? ctx.input(2)->data<float>() : nullptr, y->data<float>()};
+        VIGIL_ASSIGN_OR_RETURN(bool done, fast::ConvDnnl(p, ctx.cache()));
+        if (done) return Status::Ok();
+      }
+    }
     return RunInComputeType<D>(ctx, d, *y, [](auto&&... args) { return ConvCompute(args...); });
   });
 }

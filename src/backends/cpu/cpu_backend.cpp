@@ -1,5 +1,7 @@
 #include "backends/cpu/cpu_backend.h"
 
+#include "backends/cpu/fast/dnnl_library.h"
+#include "backends/cpu/fast/kernel_cache.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel.h"
 #include "backends/cpu/kernel_type_constraints.h"
@@ -9,7 +11,7 @@ namespace {
 
 class CpuBackend final : public runtime::Backend {
  public:
-  explicit CpuBackend(int max_threads) : max_threads_(max_threads) {}
+  explicit CpuBackend(const CpuOptions& options) : options_(options) {}
   std::string_view name() const override { return "cpu"; }
 
   bool Supports(const ir::Node& node, int64_t opset) const override {
@@ -29,6 +31,16 @@ class CpuBackend final : public runtime::Backend {
     return KernelTakesInputTypes(*def, node, types, why_not);
   }
 
+  // Which convolution path ran: oneDNN, or the reference code and why.
+  std::vector<std::string> Notes() const override {
+    const fast::KernelCache::Counts c = cache_->counts();
+    if (c.conv_plans > 0) {
+      return {fmt::format("cpu: {}; {} convolution shape(s) planned", fast::DnnlDescription(), c.conv_plans)};
+    }
+    if (cache_->conv_without_dnnl()) return {"cpu: " + fast::DnnlDescription()};
+    return {};
+  }
+
   Status Run(const ir::Node& node, int64_t opset, std::span<const runtime::Tensor* const> inputs,
              std::vector<runtime::Tensor>& outputs, runtime::OutputAllocator& allocator) const override {
     const KernelDef* def = FindKernel(node.domain, node.op_type, opset);
@@ -38,18 +50,22 @@ class CpuBackend final : public runtime::Backend {
     }
     outputs.assign(node.outputs.size(), runtime::Tensor());
     KernelContext ctx(node, opset, inputs, outputs, allocator);
-    ScopedGemmThreadLimit limit(max_threads_);
+    ctx.set_optimised(!options_.reference_kernels);
+    ctx.set_cache(cache_.get());
+    ScopedGemmThreadLimit limit(options_.max_threads);
     return def->fn(ctx);
   }
 
  private:
-  int max_threads_;
+  CpuOptions options_;
+  // Mutable through a const backend: Run is const and thread-safe, and so is the cache.
+  std::unique_ptr<fast::KernelCache> cache_ = std::make_unique<fast::KernelCache>();
 };
 
 }  // namespace
 
-std::shared_ptr<const runtime::Backend> MakeCpuBackend(int max_threads) {
-  return std::make_shared<CpuBackend>(max_threads);
+std::shared_ptr<const runtime::Backend> MakeCpuBackend(const CpuOptions& options) {
+  return std::make_shared<CpuBackend>(options);
 }
 
 }  // namespace vigil::cpu

@@ -18,6 +18,10 @@
 
 namespace vigil::cpu {
 
+namespace fast {
+class KernelCache;
+}  // namespace fast
+
 using runtime::OutputAllocator;
 
 class KernelContext {
@@ -56,12 +60,25 @@ class KernelContext {
   // "dtype float16 of input 0 is not supported by the CPU Conv kernel"
   Status UnsupportedDtype(size_t input_index) const;
 
+  // Whether the kernel may take an optimised path (src/backends/cpu/fast/)
+  // where it has one, instead of its reference code. On by default; a
+  // backend made with CpuOptions::reference_kernels turns it off, and tests
+  // run both to check one against the other.
+  bool optimised() const { return optimised_; }
+  void set_optimised(bool on) { optimised_ = on; }
+  // What optimised paths prepare once per session (fast/kernel_cache.h);
+  // null when the kernel runs outside a backend (tests).
+  fast::KernelCache* cache() const { return cache_; }
+  void set_cache(fast::KernelCache* cache) { cache_ = cache; }
+
  private:
   const ir::Node& node_;
   int64_t opset_;
   std::span<const runtime::Tensor* const> inputs_;
   std::vector<runtime::Tensor>& outputs_;
   OutputAllocator& allocator_;
+  bool optimised_ = true;
+  fast::KernelCache* cache_ = nullptr;
 };
 
 using KernelFn = Status (*)(KernelContext& ctx);

@@ -10,6 +10,7 @@
 
 #include "backends/cpu/conv_pool_kernels.h"
 #include "backends/cpu/element_codec.h"
+#include "backends/cpu/fast/fast_kernels.h"
 #include "ops/attributes.h"
 
 namespace vigil::cpu {
@@ -199,6 +200,11 @@ Status MaxPoolKernel(KernelContext& ctx) {
     if (ctx.num_outputs() > 1 && ctx.output_wanted(1)) {
       VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * ind, ctx.Output(1, ir::DataType::kInt64, PooledShape(x, g.columns)));
       indices = ind->data<int64_t>();
+    }
+    if constexpr (D == ir::DataType::kFloat32) {
+      if (ctx.optimised() && !indices && fast::MaxPool2dFloat(g, x.dim(0) * x.dim(1), x.data<float>(), y->data<float>())) {
+        return Status::Ok();
+      }
     }
     MaxPoolPlanes<D>(g, x, storage_order == 1, *y, indices);
     return Status::Ok();

@@ -3,11 +3,15 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <random>
 
 #include <gtest/gtest.h>
 
+#include "backends/cpu/fast/dnnl_library.h"
+#include "backends/cpu/fast/fast_kernels.h"
+#include "backends/cpu/fast/kernel_cache.h"
 #include "backends/cpu/float_kernel_test_util.h"
 #include "backends/cpu/kernel_test_util.h"
 
@@ -108,19 +112,64 @@ void CheckConv(ConvCase c, uint32_t seed = 1) {
   ir::Node node = ConvNode(c);
   std::vector<const runtime::Tensor*> inputs{&xt, &wt};
   if (c.bias) inputs.push_back(&bt);
-  auto result = kt::RunKernel(node, 11, inputs);
-  ASSERT_TRUE(result.ok()) << result.status().ToString();
   Shape out = ConvOut(c);
-  ASSERT_EQ(result->at(0).shape(), Concat({c.x[0], c.out_channels}, out));
-  // The reference sums up to C/group * kernel terms of magnitude <= 1.
-  double scale = std::sqrt(static_cast<double>(cg * Product(c.kernel)));
-  ExpectClose(ReadFloat(result->at(0)), RefConv(c, x, w, b, out), Tolerance(c.dtype), Tolerance(c.dtype) * scale);
+  const std::vector<double> expected = RefConv(c, x, w, b, out);
+  // The optimised path (oneDNN, where loaded) and the reference code, each
+  // against the float64 sum.
+  for (bool optimised : {true, false}) {
+    SCOPED_TRACE(optimised ? "optimised path" : "reference code");
+    auto result = kt::RunKernel(node, 11, inputs, optimised);
+    ASSERT_TRUE(result.ok()) << result.status().ToString();
+    ASSERT_EQ(result->at(0).shape(), Concat({c.x[0], c.out_channels}, out));
+    // The reference sums up to C/group * kernel terms of magnitude <= 1.
+    double scale = std::sqrt(static_cast<double>(cg * Product(c.kernel)));
+    ExpectClose(ReadFloat(result->at(0)), expected, Tolerance(c.dtype), Tolerance(c.dtype) * scale);
+  }
 
   // Shape inference agrees with the kernel.
   ir::TypeInfo xtype = ops::TensorType(c.dtype, c.x), wtype = ops::TensorType(c.dtype, w_shape);
   auto inferred = kt::InferNode(node, 11, {&xtype, &wtype});
   ASSERT_TRUE(inferred.ok()) << inferred.status().ToString();
-  EXPECT_EQ(DimsOf(inferred->at(0)), ir::ShapeToString(ops::TensorType(c.dtype, result->at(0).shape()).shape));
+  EXPECT_EQ(DimsOf(inferred->at(0)), ir::ShapeToString(ops::TensorType(c.dtype, Concat({c.x[0], c.out_channels}, out)).shape));
+}
+
+// Where libdnnl.so.2 loads, float32 2D convolutions take the oneDNN path
+// (so the cases above test it), and a session's constant weights are packed
+// once and reused: a second run, and a run with other X, agree with the
+// reference code.
+TEST(Conv, OneDnnTakesFloat32TwoDAndReusesPackedConstantWeights) {
+  if (!fast::DnnlLoaded()) GTEST_SKIP() << fast::DnnlDescription();
+  ConvCase c{.x = {2, 13, 17, 11}, .out_channels = 127, .kernel = {3, 3}, .strides = {2, 1}, .pads = {1, 0, 2, 1}};
+  FillDefaults(c);
+  Shape w_shape = Concat({c.out_channels, c.x[1]}, c.kernel);
+  std::vector<double> w = Random(Product(w_shape), 5), b = Random(c.out_channels, 6);
+  runtime::Tensor wt = MakeFloat(c.dtype, w_shape, w), bt = MakeFloat(c.dtype, {c.out_channels}, b);
+  ir::Tensor constant;
+  constant.name = "w";
+  constant.dtype = DataType::kFloat32;
+  constant.dims = w_shape;
+  auto bytes = std::make_shared<std::vector<uint8_t>>(wt.byte_size());
+  std::memcpy(bytes->data(), wt.raw_data(), wt.byte_size());
+  constant.bytes = *bytes;
+  constant.keep_alive = bytes;
+  runtime::Tensor wc = runtime::Tensor::FromConstant(constant);
+  ASSERT_TRUE(wc.is_constant());
+  fast::KernelCache cache;
+  ir::Node node = ConvNode(c);
+  for (uint32_t seed : {11u, 11u, 12u}) {
+    runtime::Tensor xt = MakeFloat(c.dtype, c.x, Random(Product(c.x), seed));
+    std::vector<const runtime::Tensor*> inputs{&xt, &wc, &bt};
+    std::vector<runtime::Tensor> fast_out(1), ref_out(1);
+    kt::HeapAllocator alloc;
+    KernelContext fast_ctx(node, 11, inputs, fast_out, alloc);
+    fast_ctx.set_cache(&cache);
+    ASSERT_TRUE(ConvKernel(fast_ctx).ok());
+    auto ref = kt::RunKernel(node, 11, inputs, /*optimised=*/false);
+    ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+    ExpectClose(ReadFloat(fast_out[0]), ReadFloat(ref->at(0)), 1e-5, 1e-5 * std::sqrt(13.0 * 9));
+  }
+  EXPECT_EQ(cache.counts().conv_plans, 1u);
+  EXPECT_EQ(cache.counts().packed_weights, 1u);
 }
 
 TEST(Conv, Pointwise13To127Channels) { CheckConv({.x = {2, 13, 9, 11}, .out_channels = 127, .kernel = {1, 1}}); }

@@ -96,14 +96,17 @@ inline ir::Attribute FloatsAttr(std::string name, std::vector<float> v) {
 }
 
 // Runs the CPU kernel registered for node.op_type at `opset` on `inputs`
-// (null entries are omitted optional inputs).
+// (null entries are omitted optional inputs); `optimised` false keeps it on
+// its reference code (KernelContext::optimised).
 inline Result<std::vector<runtime::Tensor>> RunKernel(const ir::Node& node, int64_t opset,
-                                                      const std::vector<const runtime::Tensor*>& inputs) {
+                                                      const std::vector<const runtime::Tensor*>& inputs,
+                                                      bool optimised = true) {
   const KernelDef* def = FindKernel(node.domain, node.op_type, opset);
   if (!def) return UnsupportedError("no CPU kernel for {} at opset {}", node.op_type, opset);
   std::vector<runtime::Tensor> outputs(node.outputs.size());
   HeapAllocator alloc;
   KernelContext ctx(node, opset, inputs, outputs, alloc);
+  ctx.set_optimised(optimised);
   VIGIL_RETURN_IF_ERROR(def->fn(ctx));
   return outputs;
 }

@@ -1,6 +1,7 @@
 // MaxPool, AveragePool, LpPool and the Global pools against a naive float64
 // reference; the expected output sizes are worked out by hand per case.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -205,6 +206,57 @@ TEST(MaxPool, NaNWinsAndTiesTakeTheFirst) {
   EXPECT_TRUE(std::isnan(y[0]));
   EXPECT_EQ(y[1], 3.f);
   EXPECT_EQ(kt::Values<int64_t>(r->at(1)), (std::vector<int64_t>{1, 2}));
+}
+
+// The optimised 2D float32 path (fast/pool2d.cpp) against the reference
+// code on the same input, bit for bit: odd sizes, strides, pads, dilations,
+// ceil_mode, windows wholly in the padding (dilation), NaN and ties.
+TEST(MaxPool, OptimisedPathMatchesTheReferenceBitForBit) {
+  struct Case {
+    Shape x, kernel, strides, dilations, pads;
+    bool ceil_mode;
+  };
+  const std::vector<Case> cases = {
+      {{1, 64, 112, 112}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, false},  // ResNet's stem pool
+      {{2, 13, 17, 19}, {3, 2}, {2, 3}, {1, 1}, {1, 0, 2, 1}, true},
+      {{1, 127, 9, 8}, {2, 2}, {1, 1}, {1, 1}, {0, 0, 0, 0}, false},
+      {{1, 3, 11, 13}, {3, 3}, {1, 2}, {3, 2}, {2, 2, 2, 2}, true},  // dilated
+      {{1, 3, 3, 5}, {2, 2}, {1, 1}, {4, 4}, {2, 2, 2, 2}, false},  // row 1's windows lie wholly in the padding
+      {{1, 5, 7, 7}, {7, 7}, {1, 1}, {1, 1}, {0, 0, 0, 0}, false},
+  };
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-2.f, 2.f);
+  for (const Case& c : cases) {
+    int64_t n = 1;
+    for (int64_t d : c.x) n *= d;
+    std::vector<float> values(static_cast<size_t>(n));
+    for (size_t i = 0; i < values.size(); ++i) {
+      // Coarse values give ties; every 37th is NaN.
+      values[i] = i % 37 == 5 ? std::numeric_limits<float>::quiet_NaN() : std::round(dist(rng) * 4.f) / 4.f;
+    }
+    runtime::Tensor x = kt::F32(c.x, values);
+    ir::Node node = kt::MakeNode("MaxPool", {"x"}, {"y"},
+                                 {kt::IntsAttr("kernel_shape", c.kernel), kt::IntsAttr("strides", c.strides),
+                                  kt::IntsAttr("dilations", c.dilations), kt::IntsAttr("pads", c.pads),
+                                  kt::IntAttr("ceil_mode", c.ceil_mode)});
+    auto fast = kt::RunKernel(node, 12, {&x}, /*optimised=*/true);
+    auto reference = kt::RunKernel(node, 12, {&x}, /*optimised=*/false);
+    ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+    ASSERT_TRUE(reference.ok()) << reference.status().ToString();
+    ASSERT_EQ(fast->at(0).shape(), reference->at(0).shape());
+    std::vector<uint32_t> a = kt::Values<uint32_t>(fast->at(0)), b = kt::Values<uint32_t>(reference->at(0));
+    ASSERT_EQ(a.size(), b.size());
+    int64_t nans = 0, lowest = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(a[i], b[i]) << "x " << ::testing::PrintToString(c.x) << " output " << i;
+      float v;
+      std::memcpy(&v, &a[i], sizeof v);
+      nans += std::isnan(v);
+      lowest += std::isinf(v);
+    }
+    EXPECT_GT(nans, 0) << "the case should reach NaN windows";
+    if (c.dilations[0] == 4) EXPECT_GT(lowest, 0) << "the dilated case should have windows wholly in the padding";
+  }
 }
 
 TEST(AveragePool, PadsExcludedOrIncluded) {

@@ -1,0 +1,341 @@
+// float32 2D convolutions through oneDNN (loaded at run time,
+// dnnl_library.h). The reference is ConvCompute in conv.cpp (im2col and a
+// matrix product); ConvDnnl takes a case only where oneDNN has an
+// implementation for it, and says "not taken" otherwise.
+//
+// Tensors stay NCHW between nodes. oneDNN picks the layouts it computes in
+// (format "any"); X is reordered into it and Y back, which costs less than
+// the faster kernels gain, except for 1x1 stride-1 convolutions, which read
+// NCHW as a matrix product best. Constant weights are reordered once per
+// session (KernelCache).
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "backends/cpu/fast/dnnl_library.h"
+#include "backends/cpu/fast/fast_kernels.h"
+#include "backends/cpu/fast/kernel_cache.h"
+#include "backends/cpu/gemm.h"
+
+namespace vigil::cpu::fast {
+
+#if defined(VIGIL_HAVE_DNNL_HEADERS)
+namespace {
+
+// 64-byte aligned bytes (oneDNN's blocked layouts read them with vector loads).
+struct AlignedBytes {
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::unique_ptr<void, Free> data;
+  size_t size = 0;
+  static AlignedBytes Make(size_t n) {
+    AlignedBytes b;
+    b.size = n;
+    if (n) b.data.reset(std::aligned_alloc(64, (n + 63) / 64 * 64));
+    return b;
+  }
+};
+
+// One convolution shape made into primitives.
+struct ConvPlan {
+  const DnnlApi* api = nullptr;
+  dnnl_primitive_desc_t pd = nullptr;
+  dnnl_primitive_t conv = nullptr;
+  dnnl_memory_desc_t user_src{}, user_weights{}, user_dst{}, bias{};
+  dnnl_memory_desc_t src{}, weights{}, dst{}, scratch{};
+  dnnl_primitive_t src_in = nullptr, weights_in = nullptr, dst_out = nullptr;  // reorders, where needed
+  bool has_bias = false;
+  std::string impl;
+
+  ~ConvPlan() {
+    for (dnnl_primitive_t p : {conv, src_in, weights_in, dst_out}) {
+      if (p) api->dnnl_primitive_destroy(p);
+    }
+    if (pd) api->dnnl_primitive_desc_destroy(pd);
+  }
+};
+
+struct PackedWeights {
+  AlignedBytes bytes;
+  std::shared_ptr<const void> owner;  // keeps the constant (and its address) alive
+};
+
+}  // namespace
+
+struct KernelCache::Impl {
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<const ConvPlan>> plans;
+  std::map<std::pair<const void*, std::string>, std::shared_ptr<const PackedWeights>> weights;
+};
+
+namespace {
+
+// A reorder primitive from `from` to `to`, or null where they are the same.
+Result<dnnl_primitive_t> MakeReorder(const DnnlApi& api, const dnnl_memory_desc_t& from,
+                                     const dnnl_memory_desc_t& to, bool* ok) {
+  if (api.dnnl_memory_desc_equal(&from, &to)) return static_cast<dnnl_primitive_t>(nullptr);
+  dnnl_primitive_desc_t pd = nullptr;
+  dnnl_primitive_t p = nullptr;
+  if (api.dnnl_reorder_primitive_desc_create(&pd, &from, api.engine, &to, api.engine, nullptr) != dnnl_success ||
+      api.dnnl_primitive_create(&p, pd) != dnnl_success) {
+    *ok = false;
+  }
+  if (pd) api.dnnl_primitive_desc_destroy(pd);
+  return p;
+}
+
+// The plan for problem `p` on `threads` threads, or null where oneDNN has no
+// implementation for it (or refuses its arguments).
+std::shared_ptr<const ConvPlan> MakePlan(const DnnlApi& api, const ConvProblem& p, int threads) {
+  const SpatialGeometry& g = *p.g;
+  auto plan = std::make_shared<ConvPlan>();
+  plan->api = &api;
+  plan->has_bias = p.bias != nullptr;
+  const dnnl_dims_t src_dims = {p.batch, p.in_channels, g.image[0], g.image[1]};
+  const dnnl_dims_t dst_dims = {p.batch, p.out_channels, g.columns[0], g.columns[1]};
+  const dnnl_dims_t bias_dims = {p.out_channels};
+  const int64_t cg = p.in_channels / p.group, mg = p.out_channels / p.group;
+  const bool grouped = p.group > 1;
+  const dnnl_dims_t w_dims_grouped = {p.group, mg, cg, g.kernel[0], g.kernel[1]};
+  const dnnl_dims_t w_dims = {p.out_channels, cg, g.kernel[0], g.kernel[1]};
+  const dnnl_dims_t strides = {g.strides[0], g.strides[1]};
+  const dnnl_dims_t dilates = {g.dilations[0] - 1, g.dilations[1] - 1};
+  const dnnl_dims_t pad_l = {g.pad_begin[0], g.pad_begin[1]};
+  const dnnl_dims_t pad_r = {g.pad_end[0], g.pad_end[1]};
+  const bool pointwise = g.kernel[0] == 1 && g.kernel[1] == 1 && g.strides[0] == 1 && g.strides[1] == 1 &&
+                         g.pad_begin[0] == 0 && g.pad_begin[1] == 0 && g.pad_end[0] == 0 && g.pad_end[1] == 0;
+  const dnnl_format_tag_t act = pointwise ? dnnl_nchw : dnnl_format_tag_any;
+  dnnl_memory_desc_t src_any, w_any, dst_any;
+  bool ok = api.dnnl_memory_desc_init_by_tag(&plan->user_src, 4, src_dims, dnnl_f32, dnnl_nchw) == dnnl_success &&
+            api.dnnl_memory_desc_init_by_tag(&plan->user_dst, 4, dst_dims, dnnl_f32, dnnl_nchw) == dnnl_success &&
+            api.dnnl_memory_desc_init_by_tag(&plan->user_weights, grouped ? 5 : 4, grouped ? w_dims_grouped : w_dims,
+                                             dnnl_f32, grouped ? dnnl_goihw : dnnl_oihw) == dnnl_success &&
+            api.dnnl_memory_desc_init_by_tag(&plan->bias, 1, bias_dims, dnnl_f32, dnnl_a) == dnnl_success &&
+            api.dnnl_memory_desc_init_by_tag(&src_any, 4, src_dims, dnnl_f32, act) == dnnl_success &&
+            api.dnnl_memory_desc_init_by_tag(&dst_any, 4, dst_dims, dnnl_f32, act) == dnnl_success &&
+            api.dnnl_memory_desc_init_by_tag(&w_any, grouped ? 5 : 4, grouped ? w_dims_grouped : w_dims, dnnl_f32,
+                                             dnnl_format_tag_any) == dnnl_success;
+  if (!ok) return nullptr;
+  dnnl_convolution_desc_t desc;
+  if (api.dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct, &src_any,
+                                                     &w_any, plan->has_bias ? &plan->bias : nullptr, &dst_any,
+                                                     strides, dilates, pad_l, pad_r) != dnnl_success) {
+    return nullptr;
+  }
+  dnnl_primitive_attr_t attr = nullptr;
+  if (api.dnnl_primitive_attr_create(&attr) != dnnl_success) return nullptr;
+  // The scratchpad comes with each run, so that runs on several threads
+  // can share one primitive.
+  ok = api.dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
+  api.omp_set_num_threads(threads);  // oneDNN plans for the threads it sees at creation
+  ok = ok && api.dnnl_primitive_desc_create(&plan->pd, &desc, attr, api.engine, nullptr) == dnnl_success;
+  api.dnnl_primitive_attr_destroy(attr);
+  if (!ok) return nullptr;
+  plan->src = *api.dnnl_primitive_desc_query_md(plan->pd, dnnl_query_src_md, 0);
+  plan->weights = *api.dnnl_primitive_desc_query_md(plan->pd, dnnl_query_weights_md, 0);
+  plan->dst = *api.dnnl_primitive_desc_query_md(plan->pd, dnnl_query_dst_md, 0);
+  plan->scratch = *api.dnnl_primitive_desc_query_md(plan->pd, dnnl_query_scratchpad_md, 0);
+  const char* impl = nullptr;
+  if (api.dnnl_primitive_desc_query(plan->pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl) {
+    plan->impl = impl;
+  }
+  ok = api.dnnl_primitive_create(&plan->conv, plan->pd) == dnnl_success;
+  auto r1 = MakeReorder(api, plan->user_src, plan->src, &ok);
+  auto r2 = MakeReorder(api, plan->user_weights, plan->weights, &ok);
+  auto r3 = MakeReorder(api, plan->dst, plan->user_dst, &ok);
+  plan->src_in = *r1;
+  plan->weights_in = *r2;
+  plan->dst_out = *r3;
+  return ok ? plan : nullptr;
+}
+
+std::string PlanKey(const ConvProblem& p, int threads) {
+  const SpatialGeometry& g = *p.g;
+  return fmt::format("{} {} {} {} {}x{} {}x{} k{}x{} s{}x{} d{}x{} p{},{},{},{} b{} t{}", p.batch, p.in_channels,
+                     p.out_channels, p.group, g.image[0], g.image[1], g.columns[0], g.columns[1], g.kernel[0],
+                     g.kernel[1], g.strides[0], g.strides[1], g.dilations[0], g.dilations[1], g.pad_begin[0],
+                     g.pad_begin[1], g.pad_end[0], g.pad_end[1], p.bias != nullptr, threads);
+}
+
+// One stream per thread: a CPU stream runs what it is given on the calling
+// thread, and a stream is not to be shared between threads.
+struct ThreadStream {
+  const DnnlApi* api = nullptr;
+  dnnl_stream_t stream = nullptr;
+  ~ThreadStream() {
+    if (stream) api->dnnl_stream_destroy(stream);
+  }
+};
+
+Result<dnnl_stream_t> StreamOf(const DnnlApi& api) {
+  thread_local ThreadStream s;
+  if (!s.stream) {
+    s.api = &api;
+    dnnl_status_t st = api.dnnl_stream_create(&s.stream, api.engine, dnnl_stream_default_flags);
+    if (st != dnnl_success) return InternalError("oneDNN: creating a CPU stream failed ({})", DnnlStatusName(st));
+  }
+  return s.stream;
+}
+
+// Memory objects over caller-owned buffers for the length of one run.
+class Memories {
+ public:
+  explicit Memories(const DnnlApi& api) : api_(api) {}
+  ~Memories() {
+    for (dnnl_memory_t m : made_) api_.dnnl_memory_destroy(m);
+  }
+  Result<dnnl_memory_t> Over(const dnnl_memory_desc_t& md, const void* data) {
+    dnnl_memory_t m = nullptr;
+    dnnl_status_t s = api_.dnnl_memory_create(&m, &md, api_.engine, const_cast<void*>(data));
+    if (s != dnnl_success) return InternalError("oneDNN: wrapping a buffer failed ({})", DnnlStatusName(s));
+    made_.push_back(m);
+    return m;
+  }
+
+ private:
+  const DnnlApi& api_;
+  std::vector<dnnl_memory_t> made_;
+};
+
+Status Execute(const DnnlApi& api, dnnl_stream_t stream, dnnl_primitive_t p, std::vector<dnnl_exec_arg_t> args,
+               const char* what) {
+  dnnl_status_t s = api.dnnl_primitive_execute(p, stream, static_cast<int>(args.size()), args.data());
+  if (s != dnnl_success) return InternalError("oneDNN: {} failed ({})", what, DnnlStatusName(s));
+  return Status::Ok();
+}
+
+Status Reorder(const DnnlApi& api, dnnl_stream_t stream, Memories& mem, dnnl_primitive_t p,
+               const dnnl_memory_desc_t& from_md, const void* from, const dnnl_memory_desc_t& to_md, void* to) {
+  VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t a, mem.Over(from_md, from));
+  VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t b, mem.Over(to_md, to));
+  return Execute(api, stream, p, {{DNNL_ARG_FROM, a}, {DNNL_ARG_TO, b}}, "a reorder");
+}
+
+}  // namespace
+
+KernelCache::KernelCache() : impl_(std::make_unique<Impl>()) {}
+KernelCache::~KernelCache() = default;
+KernelCache::Counts KernelCache::counts() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return Counts{impl_->plans.size(), impl_->weights.size()};
+}
+
+Result<bool> ConvDnnl(const ConvProblem& p, KernelCache* cache) {
+  if (p.g->rank() != 2) return false;
+  const DnnlApi* api = Dnnl();
+  if (!api) {
+    if (cache) cache->NoteConvWithoutDnnl();
+    return false;
+  }
+  const int threads = GemmThreadsFor(static_cast<double>(p.batch) * p.out_channels * p.g->ColumnSize() *
+                                     (p.in_channels / p.group) * p.g->KernelSize());
+  const std::string key = PlanKey(p, threads);
+  std::shared_ptr<const ConvPlan> plan;
+  if (cache) {
+    std::lock_guard<std::mutex> lock(cache->impl().mu);
+    auto it = cache->impl().plans.find(key);
+    if (it != cache->impl().plans.end()) plan = it->second;
+  }
+  if (!plan) {
+    plan = MakePlan(*api, p, threads);
+    if (!plan) return false;  // oneDNN has nothing for this case: the reference runs it
+    if (cache) {
+      std::lock_guard<std::mutex> lock(cache->impl().mu);
+      cache->impl().plans.emplace(key, plan);
+    }
+  }
+  VIGIL_ASSIGN_OR_RETURN(dnnl_stream_t stream, StreamOf(*api));
+  api->omp_set_num_threads(threads);
+  Memories mem(*api);
+
+  // Weights in the plan's layout: packed once per session for a constant.
+  const void* weights = p.w;
+  std::shared_ptr<const PackedWeights> packed;
+  AlignedBytes run_weights;
+  if (plan->weights_in) {
+    const bool constant = cache && p.w_tensor && p.w_tensor->is_constant() && p.w_tensor->storage();
+    const std::pair<const void*, std::string> wkey{p.w, key};
+    if (constant) {
+      std::lock_guard<std::mutex> lock(cache->impl().mu);
+      auto it = cache->impl().weights.find(wkey);
+      if (it != cache->impl().weights.end()) packed = it->second;
+    }
+    if (!packed) {
+      AlignedBytes bytes = AlignedBytes::Make(api->dnnl_memory_desc_get_size(&plan->weights));
+      if (bytes.size && !bytes.data) return OutOfMemoryError("oneDNN convolution: no memory for packed weights");
+      VIGIL_RETURN_IF_ERROR(
+          Reorder(*api, stream, mem, plan->weights_in, plan->user_weights, p.w, plan->weights, bytes.data.get()));
+      if (constant) {
+        auto made = std::make_shared<PackedWeights>();
+        made->bytes = std::move(bytes);
+        made->owner = p.w_tensor->storage();
+        std::lock_guard<std::mutex> lock(cache->impl().mu);
+        packed = cache->impl().weights.emplace(wkey, std::move(made)).first->second;
+      } else {
+        run_weights = std::move(bytes);
+      }
+    }
+    weights = packed ? packed->bytes.data.get() : run_weights.data.get();
+  }
+
+  const void* src = p.x;
+  AlignedBytes src_buf, dst_buf;
+  if (plan->src_in) {
+    src_buf = AlignedBytes::Make(api->dnnl_memory_desc_get_size(&plan->src));
+    if (src_buf.size && !src_buf.data) return OutOfMemoryError("oneDNN convolution: no memory for its input");
+    VIGIL_RETURN_IF_ERROR(Reorder(*api, stream, mem, plan->src_in, plan->user_src, p.x, plan->src, src_buf.data.get()));
+    src = src_buf.data.get();
+  }
+  void* dst = p.y;
+  if (plan->dst_out) {
+    dst_buf = AlignedBytes::Make(api->dnnl_memory_desc_get_size(&plan->dst));
+    if (dst_buf.size && !dst_buf.data) return OutOfMemoryError("oneDNN convolution: no memory for its output");
+    dst = dst_buf.data.get();
+  }
+  AlignedBytes scratch = AlignedBytes::Make(api->dnnl_memory_desc_get_size(&plan->scratch));
+  if (scratch.size && !scratch.data) return OutOfMemoryError("oneDNN convolution: no memory for its scratchpad");
+  VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t src_m, mem.Over(plan->src, src));
+  VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t w_m, mem.Over(plan->weights, weights));
+  VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t dst_m, mem.Over(plan->dst, dst));
+  std::vector<dnnl_exec_arg_t> args = {{DNNL_ARG_SRC, src_m}, {DNNL_ARG_WEIGHTS, w_m}, {DNNL_ARG_DST, dst_m}};
+  if (scratch.size) {
+    VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t scratch_m, mem.Over(plan->scratch, scratch.data.get()));
+    args.push_back({DNNL_ARG_SCRATCHPAD, scratch_m});
+  }
+  if (plan->has_bias) {
+    VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t b_m, mem.Over(plan->bias, p.bias));
+    args.push_back({DNNL_ARG_BIAS, b_m});
+  }
+  VIGIL_RETURN_IF_ERROR(Execute(*api, stream, plan->conv, std::move(args), "the convolution"));
+  if (plan->dst_out) {
+    VIGIL_RETURN_IF_ERROR(Reorder(*api, stream, mem, plan->dst_out, plan->dst, dst, plan->user_dst, p.y));
+  }
+  return true;
+}
+
+#else
+
+struct KernelCache::Impl {};
+KernelCache::KernelCache() : impl_(std::make_unique<Impl>()) {}
+KernelCache::~KernelCache() = default;
+KernelCache::Counts KernelCache::counts() const { return {}; }
+KernelCache::Counts KernelCache::counts() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return Counts{impl_->plans.size(), impl_->weights.size()};
+}
+
+Result<bool> ConvDnnl(const ConvProblem& p, KernelCache* cache) {
+  if (cache && p.g->rank() == 2) cache->NoteConvWithoutDnnl();
+  return false;
+}
+
+#endif
+
+}  // namespace vigil::cpu::fast

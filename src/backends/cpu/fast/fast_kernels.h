@@ -1,0 +1,40 @@
+// Optimised CPU paths, beside the reference kernels they stand in for (the
+// way ncnn keeps src/layer/x86/ beside src/layer/). A reference kernel calls
+// one of these when KernelContext::optimised() and the case fits; each
+// returns whether it took the case, so that every other case stays on the
+// reference code. Tests run both on odd sizes and compare them.
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cpu/conv_pool_kernels.h"
+
+namespace vigil::cpu::fast {
+
+// MaxPool over 2D float32 planes, values only (no Indices output): for each
+// of `planes` planes of g.image, the maximum over each window, NaN winning
+// as in the reference (the first NaN of a window), -inf for a window wholly
+// in the padding. Returns false (nothing written) unless g is 2D.
+bool MaxPool2dFloat(const SpatialGeometry& g, int64_t planes, const float* x, float* y);
+
+class KernelCache;  // kernel_cache.h
+
+// One float32 Conv: X [batch, in_channels, image], W [out_channels,
+// in_channels / group, kernel], optional B [out_channels], Y [batch,
+// out_channels, columns], all contiguous NCHW. `w_tensor` is W as the node
+// received it: a constant's packed copy is kept in `cache` (may be null).
+struct ConvProblem {
+  int64_t batch = 0, in_channels = 0, out_channels = 0, group = 1;
+  const SpatialGeometry* g = nullptr;
+  const runtime::Tensor* w_tensor = nullptr;
+  const float* x = nullptr;
+  const float* w = nullptr;
+  const float* bias = nullptr;
+  float* y = nullptr;
+};
+// Runs it through oneDNN (conv_dnnl.cpp): true when done; false, with
+// nothing written, when oneDNN is not loaded, the convolution is not 2D or
+// oneDNN has no implementation for it; an error when oneDNN failed running it.
+Result<bool> ConvDnnl(const ConvProblem& p, KernelCache* cache);
+
+}  // namespace vigil::cpu::fast
