@@ -53,6 +53,7 @@ class CpuBackend final : public runtime::Backend {
     ctx.set_optimised(!options_.reference_kernels);
     ctx.set_cache(cache_.get());
     ScopedGemmThreadLimit limit(options_.max_threads);
+    ScopedOptimisedProducts products(ctx.optimised());
     return def->fn(ctx);
   }
 

@@ -10,6 +10,7 @@
 
 #include "backends/cpu/element_codec.h"
 #include "backends/cpu/elementwise_kernels.h"
+#include "backends/cpu/fast/fast_kernels.h"
 #include "ops/op_params.h"
 
 namespace vigil::cpu {
@@ -58,15 +59,24 @@ Status Celu(KernelContext& ctx) {
   });
 }
 
+// 1 / (1 + exp(-x)) for x >= 0 and exp(x) / (1 + exp(x)) below, so that exp
+// never overflows; written as one exp(-|x|) and a select of the numerator, so
+// that the sign of x (random in real activations) costs no branch, with the
+// same roundings as the two-branch form.
 template <typename C>
 C StableSigmoid(C x) {
-  if (x >= 0) return C(1) / (C(1) + std::exp(-x));
-  C e = std::exp(x);  // no overflow for very negative x
-  return e / (C(1) + e);
+  const C e = std::exp(-std::abs(x));
+  return (x >= 0 ? C(1) : e) / (C(1) + e);
 }
 
 Status Sigmoid(KernelContext& ctx) {
-  return MapUnary<kFloatTypes>(ctx, [](auto x) { return StableSigmoid(x); });
+  const runtime::Tensor* x = ctx.input(0);
+  if (ctx.optimised() && x && x->dtype() == ir::DataType::kFloat32) {
+    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, x->dtype(), x->shape()));
+    fast::SigmoidFloat(x->data<float>(), y->data<float>(), x->element_count());
+    return Status::Ok();
+  }
+  return MapUnary<kFloatTypes>(ctx, [](auto v) { return StableSigmoid(v); });
 }
 
 template <typename C>
@@ -186,14 +196,24 @@ Status Shrink(KernelContext& ctx) {
 
 // v clamped to [lo, hi] where each bound is optional; NaN stays NaN, and
 // lo > hi gives hi everywhere, as the spec says.
+// An absent bound is the dtype's extreme (infinite for floats), so that the
+// two selects need no test of has_lo/has_hi per element and compile to
+// vector min/max-like code.
 template <typename C>
 struct ClipOp {
-  bool has_lo, has_hi;
   C lo, hi;
+  ClipOp(bool has_lo, bool has_hi, C lo_value, C hi_value)
+      : lo(has_lo ? lo_value : Lowest()), hi(has_hi ? hi_value : Highest()) {}
+  static C Lowest() {
+    return std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity()
+                                                : std::numeric_limits<C>::lowest();
+  }
+  static C Highest() {
+    return std::numeric_limits<C>::has_infinity ? std::numeric_limits<C>::infinity() : std::numeric_limits<C>::max();
+  }
   C operator()(C v) const {
-    if (has_lo && v < lo) v = lo;
-    if (has_hi && v > hi) v = hi;
-    return v;
+    v = v < lo ? lo : v;
+    return v > hi ? hi : v;
   }
 };
 
@@ -208,7 +228,7 @@ Status Clip6(KernelContext& ctx) {
       [&](auto tag) -> Status {
         using E = Elem<decltype(tag)::value>;
         using C = typename E::Compute;
-        return MapTyped<E, E>(ctx, x->dtype(), ClipOp<C>{b.has_lo, b.has_hi, C(b.lo), C(b.hi)});
+        return MapTyped<E, E>(ctx, x->dtype(), ClipOp<C>(b.has_lo, b.has_hi, C(b.lo), C(b.hi)));
       },
       [&] { return ctx.UnsupportedDtype(0); });
 }
@@ -238,10 +258,12 @@ Status Clip11(KernelContext& ctx) {
       x->dtype(),
       [&](auto tag) -> Status {
         using E = Elem<decltype(tag)::value>;
-        ClipOp<typename E::Compute> op{};
-        VIGIL_RETURN_IF_ERROR(ReadClipBound<E>(ctx, 1, &op.has_lo, &op.lo));
-        VIGIL_RETURN_IF_ERROR(ReadClipBound<E>(ctx, 2, &op.has_hi, &op.hi));
-        return MapTyped<E, E>(ctx, x->dtype(), op);
+        using C = typename E::Compute;
+        bool has_lo = false, has_hi = false;
+        C lo{}, hi{};
+        VIGIL_RETURN_IF_ERROR(ReadClipBound<E>(ctx, 1, &has_lo, &lo));
+        VIGIL_RETURN_IF_ERROR(ReadClipBound<E>(ctx, 2, &has_hi, &hi));
+        return MapTyped<E, E>(ctx, x->dtype(), ClipOp<C>(has_lo, has_hi, lo, hi));
       },
       [&] { return ctx.UnsupportedDtype(0); });
 }

@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/cpu/fast/fast_kernels.h"
 #include "backends/cpu/gemm_eigen_block.h"
 
 namespace vigil::cpu {
@@ -18,6 +19,7 @@ namespace {
 constexpr double kMinMacsPerThread = 4.0 * 1024 * 1024;
 
 thread_local int t_thread_limit = 0;  // ScopedGemmThreadLimit; 0: none
+thread_local bool t_optimised = false;  // ScopedOptimisedProducts
 
 int ThreadsFor(double macs) { return GemmThreadsFor(macs); }
 
@@ -122,13 +124,26 @@ void Gemm(const GemmShape& s, const T* a, const T* b, T* out, T alpha, bool accu
   }
 }
 
+// One product: float32 through oneDNN's sgemm where allowed and loaded, else
+// (and for every other type) Gemm.
+template <typename T>
+void Product(const GemmShape& s, const T* a, const T* b, T* out, T alpha, bool accumulate) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (t_optimised &&
+        fast::SgemmDnnl(s, a, b, out, alpha, accumulate, ThreadsFor(static_cast<double>(s.m) * s.n * s.k))) {
+      return;
+    }
+  }
+  Gemm(s, a, b, out, alpha, accumulate);
+}
+
 template <typename T>
 void Batched(const GemmShape& s, const T* a, std::span<const int64_t> a_offsets, const T* b,
              std::span<const int64_t> b_offsets, T* out) {
   const int64_t batch = static_cast<int64_t>(std::min(a_offsets.size(), b_offsets.size()));
   const int64_t out_size = s.m * s.n;
   const int threads = ThreadsFor(static_cast<double>(batch) * s.m * s.n * s.k);
-  if (batch >= threads) {
+  if (batch >= threads && !(std::is_same_v<T, float> && t_optimised && threads == 1)) {
     // Many matrices: one thread per group of whole products.
     ParallelChunks(batch, threads, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {
@@ -138,7 +153,7 @@ void Batched(const GemmShape& s, const T* a, std::span<const int64_t> a_offsets,
     return;
   }
   // Few large matrices: split each one.
-  for (int64_t i = 0; i < batch; ++i) Gemm(s, a + a_offsets[i], b + b_offsets[i], out + i * out_size, T(1), false);
+  for (int64_t i = 0; i < batch; ++i) Product(s, a + a_offsets[i], b + b_offsets[i], out + i * out_size, T(1), false);
 }
 
 }  // namespace
@@ -147,6 +162,9 @@ ScopedGemmThreadLimit::ScopedGemmThreadLimit(int max_threads) : previous_(t_thre
   t_thread_limit = max_threads > 0 ? max_threads : 0;
 }
 ScopedGemmThreadLimit::~ScopedGemmThreadLimit() { t_thread_limit = previous_; }
+
+ScopedOptimisedProducts::ScopedOptimisedProducts(bool on) : previous_(t_optimised) { t_optimised = on; }
+ScopedOptimisedProducts::~ScopedOptimisedProducts() { t_optimised = previous_; }
 
 int GemmThreadsFor(double macs) {
   unsigned hw = std::thread::hardware_concurrency();
@@ -168,7 +186,7 @@ bool UseGemmIsa(GemmIsa isa) {
 }
 
 void GemmRowMajor(const GemmShape& s, const float* a, const float* b, float* out, float alpha, bool accumulate) {
-  Gemm(s, a, b, out, alpha, accumulate);
+  Product(s, a, b, out, alpha, accumulate);
 }
 void GemmRowMajor(const GemmShape& s, const double* a, const double* b, double* out, double alpha, bool accumulate) {
   Gemm(s, a, b, out, alpha, accumulate);

@@ -52,6 +52,21 @@ class ScopedGemmThreadLimit {
  private:
   int previous_;
 };
+// Whether float32 products started on the calling thread may go to oneDNN's
+// sgemm where it is loaded (fast/gemm_dnnl.cpp) instead of Eigen. The CPU
+// backend sets it around every node from KernelContext::optimised; outside
+// it (and by default) products use Eigen.
+class ScopedOptimisedProducts {
+ public:
+  explicit ScopedOptimisedProducts(bool on);
+  ~ScopedOptimisedProducts();
+  ScopedOptimisedProducts(const ScopedOptimisedProducts&) = delete;
+  ScopedOptimisedProducts& operator=(const ScopedOptimisedProducts&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // How many threads a product of `macs` multiply-adds is split across here,
 // now (the limit above and the CPU's cores).
 int GemmThreadsFor(double macs);

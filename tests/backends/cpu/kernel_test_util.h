@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel.h"
 #include "ops/schema.h"
 #include "ops/shape_helpers.h"
@@ -95,6 +96,18 @@ inline ir::Attribute FloatsAttr(std::string name, std::vector<float> v) {
   return a;
 }
 
+// While one lives on a thread, RunKernel keeps kernels on their reference
+// code whatever its `optimised` argument says (a test of the reference code
+// through helpers that call RunKernel with the default).
+inline thread_local bool t_force_reference_kernels = false;
+struct ForceReferenceKernels {
+  bool previous = t_force_reference_kernels;
+  ForceReferenceKernels() { t_force_reference_kernels = true; }
+  ~ForceReferenceKernels() { t_force_reference_kernels = previous; }
+  ForceReferenceKernels(const ForceReferenceKernels&) = delete;
+  ForceReferenceKernels& operator=(const ForceReferenceKernels&) = delete;
+};
+
 // Runs the CPU kernel registered for node.op_type at `opset` on `inputs`
 // (null entries are omitted optional inputs); `optimised` false keeps it on
 // its reference code (KernelContext::optimised).
@@ -106,7 +119,9 @@ inline Result<std::vector<runtime::Tensor>> RunKernel(const ir::Node& node, int6
   std::vector<runtime::Tensor> outputs(node.outputs.size());
   HeapAllocator alloc;
   KernelContext ctx(node, opset, inputs, outputs, alloc);
+  optimised = optimised && !t_force_reference_kernels;
   ctx.set_optimised(optimised);
+  ScopedOptimisedProducts products(optimised);  // as the CPU backend sets it around a node
   VIGIL_RETURN_IF_ERROR(def->fn(ctx));
   return outputs;
 }

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "backends/cpu/elementwise_test_util.h"
+#include "backends/cpu/fast/dnnl_library.h"
+#include "backends/cpu/fast/fast_kernels.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel_test_util.h"
 
@@ -332,7 +334,9 @@ TEST(GemmKernel, OddAndEmptySizes) {
 }
 
 TEST(GemmKernel, EveryInstructionSetVariant) {
-  // The Eigen kernels are built per instruction set; run each this CPU has.
+  // The Eigen kernels are built per instruction set; run each this CPU has
+  // (on the reference code: float32 products do not go to oneDNN here).
+  ForceReferenceKernels eigen;
   const GemmIsa original = GemmIsaInUse();
   int ran = 0;
   for (GemmIsa isa : {GemmIsa::kBaseline, GemmIsa::kAvx2, GemmIsa::kAvx512}) {
@@ -349,6 +353,48 @@ TEST(GemmKernel, EveryInstructionSetVariant) {
   }
   EXPECT_GE(ran, 1);
   EXPECT_TRUE(UseGemmIsa(original));
+}
+
+// oneDNN's sgemm (fast/gemm_dnnl.cpp), where libdnnl.so.2 is loaded, takes
+// float32 products of every transpose combination, alpha and accumulation,
+// on odd sizes, one thread and several, and agrees with a float64 product.
+TEST(GemmKernel, OneDnnSgemmTakesFloatProductsAndMatchesFloat64) {
+  if (!fast::DnnlLoaded()) GTEST_SKIP() << fast::DnnlDescription();
+  struct Case {
+    int64_t m, n, k;
+  };
+  for (Case c : {Case{13, 127, 7}, Case{1, 129, 65}, Case{127, 1, 33}, Case{200, 300, 256}}) {
+    for (int mask = 0; mask < 8; ++mask) {
+      GemmShape s{c.m, c.n, c.k, (mask & 1) != 0, (mask & 2) != 0};
+      const bool accumulate = (mask & 4) != 0;
+      const float alpha = accumulate ? 0.5f : 1.0f;
+      std::vector<float> a(static_cast<size_t>(c.m * c.k)), b(static_cast<size_t>(c.k * c.n)),
+          out(static_cast<size_t>(c.m * c.n));
+      for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(static_cast<int64_t>(i * 37 % 101) - 50) / 50.0f;
+      for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(static_cast<int64_t>(i * 53 % 97) - 48) / 48.0f;
+      for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(static_cast<int64_t>(i % 7) - 3);
+      const std::vector<float> before = out;
+      for (int threads : {1, 2}) {
+        out = before;
+        ASSERT_TRUE(fast::SgemmDnnl(s, a.data(), b.data(), out.data(), alpha, accumulate, threads));
+        double worst = 0;
+        for (int64_t i = 0; i < c.m; ++i) {
+          for (int64_t j = 0; j < c.n; ++j) {
+            double sum = 0;
+            for (int64_t p = 0; p < c.k; ++p) {
+              const double av = s.trans_a ? a[static_cast<size_t>(p * c.m + i)] : a[static_cast<size_t>(i * c.k + p)];
+              const double bv = s.trans_b ? b[static_cast<size_t>(j * c.k + p)] : b[static_cast<size_t>(p * c.n + j)];
+              sum += av * bv;
+            }
+            const double want = alpha * sum + (accumulate ? before[static_cast<size_t>(i * c.n + j)] : 0.0);
+            worst = std::max(worst, std::abs(out[static_cast<size_t>(i * c.n + j)] - want));
+          }
+        }
+        // k terms of magnitude <= 1, each rounded once in float32.
+        EXPECT_LE(worst, 2e-7 * c.k + 1e-6) << c.m << "x" << c.n << "x" << c.k << " mask " << mask;
+      }
+    }
+  }
 }
 
 TEST(GemmKernel, ZeroBetaIgnoresC) {

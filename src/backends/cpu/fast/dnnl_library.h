@@ -39,7 +39,8 @@ struct DnnlApi {
   X(dnnl_reorder_primitive_desc_create)         \
   X(dnnl_primitive_create)                      \
   X(dnnl_primitive_destroy)                     \
-  X(dnnl_primitive_execute)
+  X(dnnl_primitive_execute)                     \
+  X(dnnl_sgemm)
 #define VIGIL_DNNL_POINTER(name) decltype(&::name) name = nullptr;
   VIGIL_DNNL_CALLS(VIGIL_DNNL_POINTER)
 #undef VIGIL_DNNL_POINTER

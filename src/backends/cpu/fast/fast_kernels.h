@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "backends/cpu/conv_pool_kernels.h"
+#include "backends/cpu/gemm.h"
 
 namespace vigil::cpu::fast {
 
@@ -16,6 +17,18 @@ namespace vigil::cpu::fast {
 // as in the reference (the first NaN of a window), -inf for a window wholly
 // in the padding. Returns false (nothing written) unless g is 2D.
 bool MaxPool2dFloat(const SpatialGeometry& g, int64_t planes, const float* x, float* y);
+
+// y = 1 / (1 + exp(-x)) over n float32 values (y may be x), as the
+// reference Sigmoid computes it but with a vectorisable exp: within 4 units
+// in the last place of the reference (activation.cpp).
+void SigmoidFloat(const float* x, float* y, uint64_t n);
+
+// out = alpha * op(a) * op(b) (+ out when `accumulate`), row-major, through
+// oneDNN's sgemm on `threads` threads (gemm_dnnl.cpp). False, with nothing
+// written, where oneDNN is not loaded, the product is empty or oneDNN
+// refuses it: the caller then computes it.
+bool SgemmDnnl(const GemmShape& s, const float* a, const float* b, float* out, float alpha, bool accumulate,
+               int threads);
 
 class KernelCache;  // kernel_cache.h
 

@@ -1,0 +1,74 @@
+// Sigmoid over float32 with an exp the compiler can vectorise: the reference
+// (StableSigmoid in elementwise_activation.cpp) calls the C library's exp per
+// element, which no -O2 build vectorises. Same formula, same selects; only
+// exp(-|x|) differs, by at most a few units in the last place.
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "backends/cpu/fast/fast_kernels.h"
+
+namespace vigil::cpu::fast {
+namespace {
+
+inline uint32_t Bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+inline float FromBits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// All-ones where `c`, else zero: selects written as bit masks, because GCC
+// at -O2 turns a float ?: into a branch and then vectorises nothing.
+inline uint32_t Mask(bool c) { return 0u - static_cast<uint32_t>(c); }
+inline uint32_t Select(uint32_t mask, uint32_t a, uint32_t b) { return (a & mask) | (b & ~mask); }
+
+// exp(-a) for a in [0, 104]: -a = n ln2 + r with |r| <= ln2 / 2, exp(r) by a
+// degree-7 polynomial (Cephes' expf coefficients), times 2^n applied in two
+// halves so that results down to the smallest subnormal are reached without
+// forming an invalid exponent; exp(-104) rounds to 0.
+inline float ExpNegative(float a) {
+  const float z = -a;
+  const float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  const float t = z * 1.44269504088896341f + kRound;
+  const float n = t - kRound;
+  const int32_t ni = static_cast<int32_t>(Bits(t) - Bits(kRound));  // n as an integer, in [-150, 0]
+  float r = z - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const int32_t n1 = ni / 2, n2 = ni - n1;  // each >= -75: 2^n1 and 2^n2 are normal floats
+  return p * FromBits(static_cast<uint32_t>(n1 + 127) << 23) * FromBits(static_cast<uint32_t>(n2 + 127) << 23);
+}
+
+}  // namespace
+
+void SigmoidFloat(const float* x, float* y, uint64_t n) {
+  const uint32_t k104 = Bits(104.0f), kInf = Bits(std::numeric_limits<float>::infinity()), kOne = Bits(1.0f);
+  auto one = [&](uint64_t i) {
+    const uint32_t ux = Bits(x[i]);
+    const uint32_t ua = ux & 0x7fffffffu;                       // |x|
+    const float a = FromBits(Select(Mask(ua > k104), k104, ua));  // clamped; NaN and inf become 104
+    const float e = ExpNegative(a);
+    const float num = FromBits(Select(Mask((ux >> 31) != 0), Bits(e), kOne));  // x < 0 (or -0): e, else 1
+    const float v = num / (1.0f + e);
+    y[i] = FromBits(Select(Mask(ua > kInf), ux, Bits(v)));  // a NaN stays
+  };
+  uint64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+#pragma GCC ivdep
+    for (uint64_t k = 0; k < 16; ++k) one(i + k);
+  }
+  for (; i < n; ++i) one(i);
+}
+
+}  // namespace vigil::cpu::fast
