@@ -2,6 +2,7 @@
 // definitions: 2-D coercion at `axis` before opset 13, one axis from 13; and
 // LpNormalization (p = 1, 2) along one axis.
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include <gtest/gtest.h>
@@ -110,6 +111,57 @@ TEST(Softmax, InfinitiesTiesAndEmpty) {
   auto e = kt::RunKernel(kt::MakeNode("Softmax", {"x"}, {"y"}), 13, {&empty});
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(e->at(0).shape(), (Shape{0, 5}));
+}
+
+// The optimised float32 line (fast/activation.cpp) against the reference
+// code: within 4 units in the last place on lines of odd lengths, spreads
+// wide enough to reach subnormal outputs, -inf elements; NaN lines, lines
+// with +inf and lines of only -inf take the reference's line and agree bit
+// for bit; a non-last axis (not contiguous) stays on the reference.
+TEST(Softmax, OptimisedLinesWithinFourUlpOfTheReference) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t n : {1, 13, 197, 1001}) {
+    const int64_t rows = 9;
+    std::vector<float> x(static_cast<size_t>(rows * n));
+    for (size_t i = 0; i < x.size(); ++i) {
+      const int64_t row = static_cast<int64_t>(i) / n;
+      const float spread = row < 3 ? 3.0f : 120.0f;  // rows 3..: outputs down to the subnormals
+      x[i] = spread * std::sin(static_cast<float>(i) * 0.7f + static_cast<float>(row));
+    }
+    if (n > 1) x[static_cast<size_t>(1 * n)] = -inf;         // row 1: one -inf element
+    x[static_cast<size_t>(5 * n + n / 2)] = nan;             // row 5: a NaN
+    x[static_cast<size_t>(6 * n)] = inf;                     // row 6: +inf
+    for (int64_t k = 0; k < n; ++k) x[static_cast<size_t>(7 * n + k)] = -inf;  // row 7: only -inf
+    runtime::Tensor xt = kt::F32({rows, n}, x);
+    ir::Node node = kt::MakeNode("Softmax", {"x"}, {"y"});
+    auto fast = kt::RunKernel(node, 13, {&xt}, /*optimised=*/true);
+    auto reference = kt::RunKernel(node, 13, {&xt}, /*optimised=*/false);
+    ASSERT_TRUE(fast.ok() && reference.ok());
+    std::vector<float> a = kt::Values<float>(fast->at(0)), b = kt::Values<float>(reference->at(0));
+    int64_t subnormal = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      const int64_t row = static_cast<int64_t>(i) / n;
+      int32_t ua, ub;
+      std::memcpy(&ua, &a[i], 4);
+      std::memcpy(&ub, &b[i], 4);
+      if (row >= 5 && row <= 7) {
+        ASSERT_EQ(ua, ub) << "n " << n << " row " << row << ": the reference's line";
+        continue;
+      }
+      ASSERT_FALSE(std::isnan(b[i]));
+      ASSERT_LE(std::abs(static_cast<int64_t>(ua) - ub), 4) << "n " << n << " at " << i << ": " << a[i] << " vs " << b[i];
+      subnormal += b[i] > 0 && b[i] < std::numeric_limits<float>::min();
+    }
+    if (n >= 197) EXPECT_GT(subnormal, 0) << "n " << n << ": the wide rows should reach subnormal outputs";
+  }
+  // Axis 0 of [13, 7]: not contiguous, the reference code, bit for bit.
+  std::vector<float> x(91);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(static_cast<float>(i));
+  runtime::Tensor xt = kt::F32({13, 7}, x);
+  ir::Node node = kt::MakeNode("Softmax", {"x"}, {"y"}, {kt::IntAttr("axis", 0)});
+  auto fast = kt::RunKernel(node, 13, {&xt}, true), reference = kt::RunKernel(node, 13, {&xt}, false);
+  ASSERT_TRUE(fast.ok() && reference.ok());
+  EXPECT_EQ(kt::Values<uint32_t>(fast->at(0)), kt::Values<uint32_t>(reference->at(0)));
 }
 
 TEST(Softmax, Errors) {

@@ -1,7 +1,8 @@
-// Sigmoid over float32 with an exp the compiler can vectorise: the reference
-// (StableSigmoid in elementwise_activation.cpp) calls the C library's exp per
-// element, which no -O2 build vectorises. Same formula, same selects; only
-// exp(-|x|) differs, by at most a few units in the last place.
+// Sigmoid and Softmax over float32 with an exp the compiler can vectorise:
+// the references (StableSigmoid in elementwise_activation.cpp, SoftmaxKernel
+// in softmax.cpp) call the C library's exp per element, which no -O2 build
+// vectorises. Same formulas; exp differs by at most a few units in the last
+// place.
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -27,11 +28,12 @@ inline float FromBits(uint32_t u) {
 inline uint32_t Mask(bool c) { return 0u - static_cast<uint32_t>(c); }
 inline uint32_t Select(uint32_t mask, uint32_t a, uint32_t b) { return (a & mask) | (b & ~mask); }
 
-// exp(-a) for a in [0, 104]: -a = n ln2 + r with |r| <= ln2 / 2, exp(r) by a
+// exp(-(a + a_lo)) for a in [0, 104] and |a_lo| below a's last place (the
+// rounding error of a difference, carried exactly): -a = n ln2 + r with |r| <= ln2 / 2, exp(r) by a
 // degree-7 polynomial (Cephes' expf coefficients), times 2^n applied in two
 // halves so that results down to the smallest subnormal are reached without
 // forming an invalid exponent; exp(-104) rounds to 0.
-inline float ExpNegative(float a) {
+inline float ExpNegative(float a, float a_lo = 0.0f) {
   const float z = -a;
   const float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
   const float t = z * 1.44269504088896341f + kRound;
@@ -39,6 +41,7 @@ inline float ExpNegative(float a) {
   const int32_t ni = static_cast<int32_t>(Bits(t) - Bits(kRound));  // n as an integer, in [-150, 0]
   float r = z - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
+  r = r - a_lo;  // the argument's low part: exp(-(a + a_lo))
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
@@ -69,6 +72,49 @@ void SigmoidFloat(const float* x, float* y, uint64_t n) {
     for (uint64_t k = 0; k < 16; ++k) one(i + k);
   }
   for (; i < n; ++i) one(i);
+}
+
+bool SoftmaxLineFloat(const float* x, float* y, int64_t n) {
+  if (n <= 0) return true;
+  float max = x[0];
+  uint32_t nan = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    const float v = x[k];
+    max = v > max ? v : max;
+    nan |= Mask(v != v);
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  if (nan || max == inf || max == -inf) return false;  // NaN lines, and lines an exp(inf - inf) would reach
+  // y = exp(x - max), then the sum of y in double: 8 running sums side by side.
+  uint64_t i = 0;
+  const uint64_t count = static_cast<uint64_t>(n);
+  const uint32_t k104 = Bits(104.0f);
+  auto one = [&](uint64_t k) {
+    // max - x as a float and its exact rounding error (Knuth's two-sum), so
+    // that exp sees the difference the reference takes in double.
+    const float d = max - x[k], back = d - max, lo = (max - (d - back)) - (x[k] + back);
+    const uint32_t a = Bits(d);  // >= 0 (+inf for an -inf element): bit patterns order as the values
+    const uint32_t big = Mask(a > k104);
+    y[k] = ExpNegative(FromBits(Select(big, k104, a)), FromBits(Select(big, 0u, Bits(lo))));  // exp(-104) rounds to 0
+  };
+  for (; i + 16 <= count; i += 16) {
+#pragma GCC ivdep
+    for (uint64_t k = 0; k < 16; ++k) one(i + k);
+  }
+  for (; i < count; ++i) one(i);
+  double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  i = 0;
+  for (; i + 8 <= count; i += 8) {
+    for (uint64_t k = 0; k < 8; ++k) part[k] += y[i + k];
+  }
+  for (; i < count; ++i) part[0] += y[i];
+  const double sum = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+  const float inv = static_cast<float>(1.0 / sum);
+  for (i = 0; i + 16 <= count; i += 16) {
+    for (uint64_t k = 0; k < 16; ++k) y[i + k] *= inv;
+  }
+  for (; i < count; ++i) y[i] *= inv;
+  return true;
 }
 
 }  // namespace vigil::cpu::fast

@@ -30,6 +30,13 @@ void SigmoidFloat(const float* x, float* y, uint64_t n);
 bool SgemmDnnl(const GemmShape& s, const float* a, const float* b, float* out, float alpha, bool accumulate,
                int threads);
 
+// Softmax of one contiguous line of n float32 values into y (y may be x):
+// exp(x - max) with activation.cpp's exp, summed in double, times 1 / sum;
+// within 4 units in the last place of the reference. False, with y
+// unspecified, for a line holding a NaN or an infinite maximum, which the
+// reference computes instead.
+bool SoftmaxLineFloat(const float* x, float* y, int64_t n);
+
 class KernelCache;  // kernel_cache.h
 
 // One float32 Conv: X [batch, in_channels, image], W [out_channels,
