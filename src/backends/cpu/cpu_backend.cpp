@@ -33,6 +33,7 @@ class CpuBackend final : public runtime::Backend {
 
   // Which convolution path ran: oneDNN, or the reference code and why.
   std::vector<std::string> Notes() const override {
+    if (options_.reference_kernels) return {"cpu: every node on its reference kernel (CpuOptions::reference_kernels)"};
     const fast::KernelCache::Counts c = cache_->counts();
     if (c.conv_plans > 0) {
       return {fmt::format("cpu: {}; {} convolution shape(s) planned", fast::DnnlDescription(), c.conv_plans)};

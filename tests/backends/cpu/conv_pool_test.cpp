@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/fast/dnnl_library.h"
 #include "backends/cpu/fast/fast_kernels.h"
 #include "backends/cpu/fast/kernel_cache.h"
@@ -170,6 +171,40 @@ TEST(Conv, OneDnnTakesFloat32TwoDAndReusesPackedConstantWeights) {
   }
   EXPECT_EQ(cache.counts().conv_plans, 1u);
   EXPECT_EQ(cache.counts().packed_weights, 1u);
+}
+
+// The backend says which convolution path ran: oneDNN and how many shapes it
+// planned, or why the reference kernels ran; a backend made with
+// reference_kernels says that instead, and its result is the reference's.
+TEST(Conv, BackendNotesNameTheConvolutionPath) {
+  ConvCase c{.x = {1, 13, 9, 9}, .out_channels = 7, .kernel = {3, 3}, .pads = {1, 1, 1, 1}};
+  FillDefaults(c);
+  Shape w_shape = Concat({c.out_channels, c.x[1]}, c.kernel);
+  runtime::Tensor xt = MakeFloat(c.dtype, c.x, Random(Product(c.x), 1)),
+                  wt = MakeFloat(c.dtype, w_shape, Random(Product(w_shape), 2)),
+                  bt = MakeFloat(c.dtype, {c.out_channels}, Random(c.out_channels, 3));
+  std::vector<const runtime::Tensor*> inputs{&xt, &wt, &bt};
+  ir::Node node = ConvNode(c);
+  std::vector<std::vector<float>> results;
+  for (bool reference : {false, true}) {
+    auto backend = MakeCpuBackend(CpuOptions{1, reference});
+    std::vector<runtime::Tensor> outputs;
+    kt::HeapAllocator alloc;
+    ASSERT_TRUE(backend->Run(node, 11, inputs, outputs, alloc).ok());
+    results.push_back(kt::Values<float>(outputs[0]));
+    const std::vector<std::string> notes = backend->Notes();
+    ASSERT_EQ(notes.size(), 1u);
+    if (reference) {
+      EXPECT_NE(notes[0].find("reference kernel"), std::string::npos) << notes[0];
+    } else if (fast::DnnlLoaded()) {
+      EXPECT_NE(notes[0].find("oneDNN"), std::string::npos) << notes[0];
+      EXPECT_NE(notes[0].find("1 convolution shape(s) planned"), std::string::npos) << notes[0];
+    } else {
+      EXPECT_NE(notes[0].find("reference kernels"), std::string::npos) << notes[0];
+    }
+  }
+  ExpectClose(std::vector<double>(results[0].begin(), results[0].end()),
+              std::vector<double>(results[1].begin(), results[1].end()), 1e-5, 1e-5 * std::sqrt(13.0 * 9));
 }
 
 TEST(Conv, Pointwise13To127Channels) { CheckConv({.x = {2, 13, 9, 11}, .out_channels = 127, .kernel = {1, 1}}); }

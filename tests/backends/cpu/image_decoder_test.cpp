@@ -117,6 +117,7 @@ TEST(ImageDecoder, TruncatedStreamsFailCleanly) {
                {"rgb.ppm", "PNM"},           {"plain.ppm", "PNM"},        {"bilevel.pbm", "PNM"}};
   for (const auto& c : cases) {
     const Bytes full = ReadFile(c.image);
+    ASSERT_GT(full.size(), 7u) << c.image << ": the fixture is missing";
     for (size_t keep : {full.size() / 2, full.size() * 3 / 4, full.size() - 7}) {
       SCOPED_TRACE(std::string(c.image) + " cut to " + std::to_string(keep) + " of " + std::to_string(full.size()));
       auto y = Decode(Bytes(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(keep)));
@@ -153,11 +154,13 @@ TEST(ImageDecoder, CorruptStreamsNeverCrash) {
   }
   // A PNG whose IHDR checksum is wrong, a JPEG whose frame has no components.
   Bytes png = ReadFile("rgb.png");
+  ASSERT_GT(png.size(), 33u) << "the fixture is missing: nothing to corrupt";
   png[29] ^= 0xFF;  // IHDR's CRC
   auto y = Decode(png);
   ASSERT_FALSE(y.ok());
   EXPECT_NE(y.status().ToString().find("libpng"), std::string::npos) << y.status().ToString();
   Bytes jpeg = ReadFile("rgb_444.jpg");
+  ASSERT_GT(jpeg.size(), 11u) << "the fixture is missing";
   for (size_t i = 2; i + 9 < jpeg.size(); ++i) {
     if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xC0) jpeg[i + 9] = 0;  // SOF0: number of components
   }
@@ -189,10 +192,12 @@ TEST(ImageDecoder, OversizedHeadersAreRefused) {
   SKIP_WITHOUT_DECODER();
   std::vector<std::pair<std::string, Bytes>> cases;
   Bytes png = ReadFile("rgb.png");
+  ASSERT_GT(png.size(), 33u) << "the fixture is missing: nothing to rewrite";
   PutBe32(png, 16, 60000), PutBe32(png, 20, 60000);
   PutBe32(png, 29, Crc32(&png[12], 17));  // "IHDR" + 13 bytes of data
   cases.emplace_back("PNG", png);
   Bytes jpeg = ReadFile("rgb_420.jpg");
+  ASSERT_GT(jpeg.size(), 11u) << "the fixture is missing";
   for (size_t i = 2; i + 9 < jpeg.size(); ++i) {
     if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xC0) {  // SOF0: length, precision, then height and width
       jpeg[i + 5] = jpeg[i + 7] = 60000 >> 8, jpeg[i + 6] = jpeg[i + 8] = 60000 & 0xFF;
