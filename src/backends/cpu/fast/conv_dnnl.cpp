@@ -326,10 +326,6 @@ struct KernelCache::Impl {};
 KernelCache::KernelCache() : impl_(std::make_unique<Impl>()) {}
 KernelCache::~KernelCache() = default;
 KernelCache::Counts KernelCache::counts() const { return {}; }
-KernelCache::Counts KernelCache::counts() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  return Counts{impl_->plans.size(), impl_->weights.size()};
-}
 
 Result<bool> ConvDnnl(const ConvProblem& p, KernelCache* cache) {
   if (cache && p.g->rank() == 2) cache->NoteConvWithoutDnnl();
