@@ -41,7 +41,7 @@ void AddBackendOptions(CLI::App* sub, BackendChoice& c) {
   sub->add_option("--threads", c.threads,
                   "threads the CPU backend may use for one node (its convolutions and matrix products); "
                   "0 (default): every core")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 4096));
   sub->add_flag("--tf32", c.tf32, "with --backend cuda: let float32 convolutions and products use TF32 tensor cores");
   sub->add_flag("--deterministic", c.deterministic,
                 "with --backend cuda: only deterministic algorithms (bitwise-identical outputs across runs)");
