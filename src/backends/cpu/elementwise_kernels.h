@@ -66,22 +66,30 @@ T WrapNeg(T a) {
 
 // --- Elementwise map over one tensor ---------------------------------------
 
-// out[i] = op(x[i]) for n elements: loads each element in its compute type,
-// and stores the result as `OutElem`'s storage. `out` may be `x` (in place)
-// but no other overlap. The loop runs in blocks of a fixed 16 elements so
-// that the compiler vectorises the block at -O2 (GCC's cost model there only
-// vectorises loops of a known trip count) and turns a select such as Relu's
-// into a vector compare instead of a branch per element, which mispredicts
-// on real data; the last n % 16 elements run one at a time.
-template <typename InElem, typename OutElem, typename Op>
-void MapElements(const typename InElem::Storage* x, typename OutElem::Storage* out, uint64_t n, const Op& op) {
-  constexpr uint64_t kBlock = 16;
-  uint64_t i = 0;
+// f(i) for i in [0, n), where f(i) reads and writes index i only (an output
+// may be an input, in place, but nothing else overlaps). The loop runs in
+// blocks of a fixed 16 so that the compiler vectorises the block at -O2
+// (GCC's cost model there only vectorises loops of a known trip count) and
+// turns a select such as Relu's into a vector compare instead of a branch
+// per element, which mispredicts on real data; the last n % 16 run one at a
+// time. The results are those of the plain loop, bit for bit.
+template <typename Int, typename F>
+inline void ForEachIndexBlocked(Int n, F&& f) {
+  constexpr Int kBlock = 16;
+  Int i = 0;
   for (; i + kBlock <= n; i += kBlock) {
 #pragma GCC ivdep
-    for (uint64_t j = 0; j < kBlock; ++j) out[i + j] = OutElem::Store(op(InElem::Load(x[i + j])));
+    for (Int j = 0; j < kBlock; ++j) f(i + j);
   }
-  for (; i < n; ++i) out[i] = OutElem::Store(op(InElem::Load(x[i])));
+  for (; i < n; ++i) f(i);
+}
+
+// out[i] = op(x[i]) for n elements: loads each element in its compute type,
+// and stores the result as `OutElem`'s storage. `out` may be `x` (in place)
+// but no other overlap.
+template <typename InElem, typename OutElem, typename Op>
+void MapElements(const typename InElem::Storage* x, typename OutElem::Storage* out, uint64_t n, const Op& op) {
+  ForEachIndexBlocked(n, [&](uint64_t i) { out[i] = OutElem::Store(op(InElem::Load(x[i]))); });
 }
 
 // Allocates output 0 with input 0's shape and dtype `out_dtype`, and maps

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "backends/cpu/elementwise_kernels.h"
 #include "backends/cpu/fast/fast_kernels.h"
 
 namespace vigil::cpu::fast {
@@ -66,12 +67,7 @@ void SigmoidFloat(const float* x, float* y, uint64_t n) {
     const float v = num / (1.0f + e);
     y[i] = FromBits(Select(Mask(ua > kInf), ux, Bits(v)));  // a NaN stays
   };
-  uint64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-#pragma GCC ivdep
-    for (uint64_t k = 0; k < 16; ++k) one(i + k);
-  }
-  for (; i < n; ++i) one(i);
+  ForEachIndexBlocked(n, one);
 }
 
 bool SoftmaxLineFloat(const float* x, float* y, int64_t n) {
@@ -86,7 +82,6 @@ bool SoftmaxLineFloat(const float* x, float* y, int64_t n) {
   const float inf = std::numeric_limits<float>::infinity();
   if (nan || max == inf || max == -inf) return false;  // NaN lines, and lines an exp(inf - inf) would reach
   // y = exp(x - max), then the sum of y in double: 8 running sums side by side.
-  uint64_t i = 0;
   const uint64_t count = static_cast<uint64_t>(n);
   const uint32_t k104 = Bits(104.0f);
   auto one = [&](uint64_t k) {
@@ -97,23 +92,16 @@ bool SoftmaxLineFloat(const float* x, float* y, int64_t n) {
     const uint32_t big = Mask(a > k104);
     y[k] = ExpNegative(FromBits(Select(big, k104, a)), FromBits(Select(big, 0u, Bits(lo))));  // exp(-104) rounds to 0
   };
-  for (; i + 16 <= count; i += 16) {
-#pragma GCC ivdep
-    for (uint64_t k = 0; k < 16; ++k) one(i + k);
-  }
-  for (; i < count; ++i) one(i);
+  ForEachIndexBlocked(count, one);
   double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  i = 0;
+  uint64_t i = 0;
   for (; i + 8 <= count; i += 8) {
     for (uint64_t k = 0; k < 8; ++k) part[k] += y[i + k];
   }
   for (; i < count; ++i) part[0] += y[i];
   const double sum = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
   const float inv = static_cast<float>(1.0 / sum);
-  for (i = 0; i + 16 <= count; i += 16) {
-    for (uint64_t k = 0; k < 16; ++k) y[i + k] *= inv;
-  }
-  for (; i < count; ++i) y[i] *= inv;
+  ForEachIndexBlocked(count, [&](uint64_t k) { y[k] *= inv; });
   return true;
 }
 

@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "backends/cpu/elementwise_kernels.h"
 #include "backends/cpu/fast/fast_kernels.h"
 
 namespace vigil::cpu::fast {
@@ -55,17 +56,6 @@ void ExactRow(const float* xp, int64_t w, const TapRange& r, int64_t dh, const s
 
 }  // namespace
 
-// f(i) for i in [0, n), in blocks of a fixed 16 so that GCC vectorises the
-// block at -O2 (its cost model there only takes loops of a known trip count).
-template <typename F>
-inline void Blocked(int64_t n, F&& f) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    for (int64_t k = 0; k < 16; ++k) f(i + k);
-  }
-  for (; i < n; ++i) f(i);
-}
-
 bool MaxPool2dFloat(const SpatialGeometry& g, int64_t planes, const float* x, float* y) {
   if (g.rank() != 2) return false;
   const int64_t h = g.image[0], w = g.image[1], oh = g.columns[0], ow = g.columns[1];
@@ -95,7 +85,7 @@ bool MaxPool2dFloat(const SpatialGeometry& g, int64_t planes, const float* x, fl
       for (int64_t a = r.first; a < r.last; ++a) {
         const float* row = xp + (r.start + a * dh) * w - left;
         float* vv = v.data();
-        Blocked(in1 - in0, [&](int64_t k) {
+        ForEachIndexBlocked(in1 - in0, [&](int64_t k) {
           const float e = row[in0 + k], m = vv[in0 + k];
           vv[in0 + k] = e > m ? e : m;
           nan |= e != e;
@@ -107,10 +97,10 @@ bool MaxPool2dFloat(const SpatialGeometry& g, int64_t planes, const float* x, fl
       }
       const float* vv = v.data();
       float* tt = t.data();
-      Blocked(starts, [&](int64_t k) { tt[k] = vv[k]; });
+      ForEachIndexBlocked(starts, [&](int64_t k) { tt[k] = vv[k]; });
       for (int64_t b = 1; b < kw; ++b) {
         const float* vb = vv + b * dw;
-        Blocked(starts, [&](int64_t k) { tt[k] = vb[k] > tt[k] ? vb[k] : tt[k]; });
+        ForEachIndexBlocked(starts, [&](int64_t k) { tt[k] = vb[k] > tt[k] ? vb[k] : tt[k]; });
       }
       for (int64_t j = 0; j < ow; ++j) out[j] = tt[j * sw];
     }
