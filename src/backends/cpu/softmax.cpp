@@ -96,6 +96,16 @@ double SumExp(int64_t n, double max, Load&& load) {
   return sum;
 }
 
+// One line of the reference Softmax: exp(x - max) / sum, in double. A line
+// of only -inf has no softmax: exp(-inf - -inf) gives NaN, as in the ONNX
+// reference.
+template <typename Load, typename Store>
+void SoftmaxLine(int64_t n, Load&& load, Store&& store) {
+  const double max = LineMax(n, load);
+  const double sum = SumExp(n, max, load);
+  for (int64_t k = 0; k < n; ++k) store(k, std::exp(load(k) - max) / sum);
+}
+
 }  // namespace
 
 Status SoftmaxKernel(KernelContext& ctx) {
@@ -111,20 +121,15 @@ Status SoftmaxKernel(KernelContext& ctx) {
         const float* xl = xs + o * s.n;
         float* yl = ys + o * s.n;
         if (fast::SoftmaxLineFloat(xl, yl, s.n)) continue;
-        const double max = LineMax(s.n, [&](int64_t k) { return static_cast<double>(xl[k]); });
-        const double sum = SumExp(s.n, max, [&](int64_t k) { return static_cast<double>(xl[k]); });
-        for (int64_t k = 0; k < s.n; ++k) yl[k] = static_cast<float>(std::exp(xl[k] - max) / sum);
+        SoftmaxLine(
+            s.n, [&](int64_t k) { return static_cast<double>(xl[k]); },
+            [&](int64_t k, double v) { yl[k] = static_cast<float>(v); });
       }
       return Status::Ok();
     }
   }
-  return ForEachLine(ctx, SoftmaxAxisRule(ctx), [](int64_t n, auto&& load, auto&& store) {
-    // A line of only -inf has no softmax: exp(-inf - -inf) gives NaN, as in
-    // the ONNX reference.
-    const double max = LineMax(n, load);
-    const double sum = SumExp(n, max, load);
-    for (int64_t k = 0; k < n; ++k) store(k, std::exp(load(k) - max) / sum);
-  });
+  return ForEachLine(ctx, SoftmaxAxisRule(ctx),
+                     [](int64_t n, auto&& load, auto&& store) { SoftmaxLine(n, load, store); });
 }
 
 Status LogSoftmaxKernel(KernelContext& ctx) {

@@ -29,12 +29,19 @@ inline float FromBits(uint32_t u) {
 inline uint32_t Mask(bool c) { return 0u - static_cast<uint32_t>(c); }
 inline uint32_t Select(uint32_t mask, uint32_t a, uint32_t b) { return (a & mask) | (b & ~mask); }
 
-// exp(-(a + a_lo)) for a in [0, 104] and |a_lo| below a's last place (the
-// rounding error of a difference, carried exactly): -a = n ln2 + r with |r| <= ln2 / 2, exp(r) by a
+// exp(-(a + a_lo)) for a >= 0 (or NaN, taken as beyond 104) and |a_lo| below
+// a's last place (the rounding error of a difference, carried exactly):
+// -a = n ln2 + r with |r| <= ln2 / 2, exp(r) by a
 // degree-7 polynomial (Cephes' expf coefficients), times 2^n applied in two
 // halves so that results down to the smallest subnormal are reached without
 // forming an invalid exponent; exp(-104) rounds to 0.
 inline float ExpNegative(float a, float a_lo = 0.0f) {
+  // Beyond 104 (+inf and NaN too: a >= 0, so the bit patterns order as the
+  // values) exp(-a) rounds to 0: clamp, and drop the low part with it.
+  const uint32_t k104 = 0x42D00000u;  // Bits(104.0f)
+  const uint32_t big = Mask(Bits(a) > k104);
+  a = FromBits(Select(big, k104, Bits(a)));
+  a_lo = FromBits(Select(big, 0u, Bits(a_lo)));
   const float z = -a;
   const float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
   const float t = z * 1.44269504088896341f + kRound;
@@ -57,12 +64,11 @@ inline float ExpNegative(float a, float a_lo = 0.0f) {
 }  // namespace
 
 void SigmoidFloat(const float* x, float* y, uint64_t n) {
-  const uint32_t k104 = Bits(104.0f), kInf = Bits(std::numeric_limits<float>::infinity()), kOne = Bits(1.0f);
+  const uint32_t kInf = Bits(std::numeric_limits<float>::infinity()), kOne = Bits(1.0f);
   auto one = [&](uint64_t i) {
     const uint32_t ux = Bits(x[i]);
-    const uint32_t ua = ux & 0x7fffffffu;                       // |x|
-    const float a = FromBits(Select(Mask(ua > k104), k104, ua));  // clamped; NaN and inf become 104
-    const float e = ExpNegative(a);
+    const uint32_t ua = ux & 0x7fffffffu;  // |x|
+    const float e = ExpNegative(FromBits(ua));
     const float num = FromBits(Select(Mask((ux >> 31) != 0), Bits(e), kOne));  // x < 0 (or -0): e, else 1
     const float v = num / (1.0f + e);
     y[i] = FromBits(Select(Mask(ua > kInf), ux, Bits(v)));  // a NaN stays
@@ -83,14 +89,12 @@ bool SoftmaxLineFloat(const float* x, float* y, int64_t n) {
   if (nan || max == inf || max == -inf) return false;  // NaN lines, and lines an exp(inf - inf) would reach
   // y = exp(x - max), then the sum of y in double: 8 running sums side by side.
   const uint64_t count = static_cast<uint64_t>(n);
-  const uint32_t k104 = Bits(104.0f);
   auto one = [&](uint64_t k) {
-    // max - x as a float and its exact rounding error (Knuth's two-sum), so
-    // that exp sees the difference the reference takes in double.
+    // max - x (>= 0; +inf for an -inf element) as a float and its exact
+    // rounding error (Knuth's two-sum), so that exp sees the difference the
+    // reference takes in double.
     const float d = max - x[k], back = d - max, lo = (max - (d - back)) - (x[k] + back);
-    const uint32_t a = Bits(d);  // >= 0 (+inf for an -inf element): bit patterns order as the values
-    const uint32_t big = Mask(a > k104);
-    y[k] = ExpNegative(FromBits(Select(big, k104, a)), FromBits(Select(big, 0u, Bits(lo))));  // exp(-104) rounds to 0
+    y[k] = ExpNegative(d, lo);
   };
   ForEachIndexBlocked(count, one);
   double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};

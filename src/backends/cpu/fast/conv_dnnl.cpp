@@ -77,10 +77,11 @@ struct KernelCache::Impl {
 
 namespace {
 
-// A reorder primitive from `from` to `to`, or null where they are the same.
-Result<dnnl_primitive_t> MakeReorder(const DnnlApi& api, const dnnl_memory_desc_t& from,
-                                     const dnnl_memory_desc_t& to, bool* ok) {
-  if (api.dnnl_memory_desc_equal(&from, &to)) return static_cast<dnnl_primitive_t>(nullptr);
+// A reorder primitive from `from` to `to`; null where they are the same, and
+// where oneDNN cannot make one (then *ok becomes false).
+dnnl_primitive_t MakeReorder(const DnnlApi& api, const dnnl_memory_desc_t& from, const dnnl_memory_desc_t& to,
+                             bool* ok) {
+  if (api.dnnl_memory_desc_equal(&from, &to)) return nullptr;
   dnnl_primitive_desc_t pd = nullptr;
   dnnl_primitive_t p = nullptr;
   if (api.dnnl_reorder_primitive_desc_create(&pd, &from, api.engine, &to, api.engine, nullptr) != dnnl_success ||
@@ -147,12 +148,9 @@ std::shared_ptr<const ConvPlan> MakePlan(const DnnlApi& api, const ConvProblem& 
     plan->impl = impl;
   }
   ok = api.dnnl_primitive_create(&plan->conv, plan->pd) == dnnl_success;
-  auto r1 = MakeReorder(api, plan->user_src, plan->src, &ok);
-  auto r2 = MakeReorder(api, plan->user_weights, plan->weights, &ok);
-  auto r3 = MakeReorder(api, plan->dst, plan->user_dst, &ok);
-  plan->src_in = *r1;
-  plan->weights_in = *r2;
-  plan->dst_out = *r3;
+  plan->src_in = MakeReorder(api, plan->user_src, plan->src, &ok);
+  plan->weights_in = MakeReorder(api, plan->user_weights, plan->weights, &ok);
+  plan->dst_out = MakeReorder(api, plan->dst, plan->user_dst, &ok);
   return ok ? plan : nullptr;
 }
 
