@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string_view>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/module/backend_module.h"
@@ -130,6 +131,10 @@ Result<AssembledSession> AssembleSession(ir::Model model, const SessionConfig& c
     options.backends.push_back(loaded.backend);
     options.no_fallback = !config.cpu_fallback();
     options.conv_layout = config.layout;
+    // TF32 convolutions run on tensor cores, which want channels-last as
+    // float16 ones do. VIGIL_NHWC_FLOAT32=0 keeps float32 NCHW, to measure it.
+    const char* nhwc_float32 = std::getenv("VIGIL_NHWC_FLOAT32");
+    options.nhwc_float32 = config.allow_tf32 && !(nhwc_float32 && std::string_view(nhwc_float32) == "0");
     options.device_graphs = config.cuda_graphs;
   }
   // The CPU backend is always present: it folds constants at load and, when

@@ -48,7 +48,6 @@ bool DeviceTakesNhwc(const ir::Node& conv, const std::unordered_map<std::string,
   const ir::TypeInfo* w = TypeOf(types, conv.inputs[1]);
   const ir::TypeInfo* y = TypeOf(types, conv.outputs[0]);
   if (!IsRank4Tensor(x) || !IsRank4Tensor(w)) return false;
-  if (x->elem_type != ir::DataType::kFloat16 && x->elem_type != ir::DataType::kBfloat16) return false;
   ir::Node probe = conv;
   probe.domain = ir::kVigilDomain;
   probe.op_type = ir::kConvNhwcOp;
@@ -163,8 +162,16 @@ bool DeviceTakesFusedQdq(const ir::Node& fused, const std::vector<const ir::Type
   return device.SupportsTyped(probe, ir::kVigilOpsetVersion, nt, why_not);
 }
 
+// Whether X of `conv` has a dtype that SelectNhwcConvs moves channels-last.
+bool NhwcDtype(const ir::Node& conv, const std::unordered_map<std::string, ir::TypeInfo>& types, bool float32) {
+  const ir::TypeInfo* x = TypeOf(types, conv.inputs[0]);
+  if (!x) return false;
+  return x->elem_type == ir::DataType::kFloat16 || x->elem_type == ir::DataType::kBfloat16 ||
+         (float32 && x->elem_type == ir::DataType::kFloat32);
+}
+
 std::vector<size_t> SelectNhwcConvs(const ir::Model& model, const std::unordered_map<std::string, ir::TypeInfo>& types,
-                                    const Backend& device) {
+                                    const Backend& device, bool float32) {
   std::vector<size_t> picked;
   if (device.device() == Device::kHost) return picked;
   const ir::Graph& g = model.graph;
@@ -188,15 +195,15 @@ std::vector<size_t> SelectNhwcConvs(const ir::Model& model, const std::unordered
     // NHWC from end to end, with no transposes around them.
     auto group = ops::IntAttr(n, "group", 1);
     if (!group.ok() || (*group != 1 && !IsDepthwise(n, types, *group))) continue;
-    if (DeviceTakesNhwc(n, types, device, "")) picked.push_back(i);
+    if (NhwcDtype(n, types, float32) && DeviceTakesNhwc(n, types, device, "")) picked.push_back(i);
   }
   return picked;
 }
 
 Result<bool> ApplyConvLayout(ir::Model& model, const std::unordered_map<std::string, ir::TypeInfo>& types,
-                             ConvLayout layout, const Backend& first_backend) {
+                             ConvLayout layout, const Backend& first_backend, bool float32) {
   if (layout == ConvLayout::kAsModel) return false;
-  std::vector<size_t> convs = SelectNhwcConvs(model, types, first_backend);
+  std::vector<size_t> convs = SelectNhwcConvs(model, types, first_backend, float32);
   if (convs.empty()) return false;
   ir::NhwcOptions options;
   // The device fuses a following Relu, Clip(0, 6) or Add only where its

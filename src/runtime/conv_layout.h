@@ -20,7 +20,8 @@ enum class ConvLayout {
   kAsModel,       // as the model says (NCHW): no rewriting
   // float16/bfloat16 2D convolutions with constant weights that the first
   // backend, a device backend, can run as ai.vigil.ConvNhwc run channels-last
-  // (tensor-core convolutions want NHWC); float32 stays NCHW. MaxPool,
+  // (tensor-core convolutions want NHWC); float32 ones too where the session
+  // allows TF32 (SessionOptions::nhwc_float32), else they stay NCHW. MaxPool,
   // AveragePool and GlobalAveragePool between them follow, where the
   // backend runs their ai.vigil.*PoolNhwc ops.
   kNhwcOnDevice,
@@ -28,7 +29,8 @@ enum class ConvLayout {
 
 // The Conv nodes of `model` that kNhwcOnDevice moves to NHWC on `device`
 // (the session's first backend): default-domain Conv, X a float16 or
-// bfloat16 tensor of known rank 4 (per `types`, from load-time inference), W
+// bfloat16 tensor (or float32, with `float32`) of known rank 4 (per `types`,
+// from load-time inference), W
 // a constant initializer of rank 4, group 1 or depthwise (group == C == M,
 // one input channel per group, unless the environment variable
 // VIGIL_DEPTHWISE is "cudnn"; other grouped convolutions stay NCHW), and
@@ -36,7 +38,7 @@ enum class ConvLayout {
 // ai.vigil.QConv (which the QDQ pass wrote after asking the device). Empty
 // when `device` runs on the host.
 std::vector<size_t> SelectNhwcConvs(const ir::Model& model, const std::unordered_map<std::string, ir::TypeInfo>& types,
-                                    const Backend& device);
+                                    const Backend& device, bool float32 = false);
 
 // Whether `device` takes a node the QDQ fusion pass (ir/fuse_qdq.h) would
 // write, with those input and output types: QConv is asked as the QConvNhwc
@@ -46,9 +48,10 @@ bool DeviceTakesFusedQdq(const ir::Node& fused, const std::vector<const ir::Type
                          const std::vector<const ir::TypeInfo*>& outputs, const Backend& device,
                          const ir::Model& model, std::string* why_not);
 
-// Applies `layout` to `model`; returns whether the graph changed (its
-// weight transposes then still need constant folding).
+// Applies `layout` to `model` (float32 convolutions too with `float32`, as
+// SelectNhwcConvs); returns whether the graph changed (its weight transposes
+// then still need constant folding).
 Result<bool> ApplyConvLayout(ir::Model& model, const std::unordered_map<std::string, ir::TypeInfo>& types,
-                             ConvLayout layout, const Backend& first_backend);
+                             ConvLayout layout, const Backend& first_backend, bool float32 = false);
 
 }  // namespace vigil::runtime

@@ -218,6 +218,27 @@ TEST(ConvLayout, Float32AndHostOnlySessionsStayNchw) {
   EXPECT_EQ(Count((*host)->model(), "ConvNhwc"), 0u);
 }
 
+// Where the session allows TF32 (nhwc_float32), float32 convolutions move
+// channels-last as float16 ones do, and the result is the NCHW session's.
+TEST(ConvLayout, Float32ConvsRunNhwcWhenTheSessionAllowsTf32) {
+  SessionOptions o = Options(ConvLayout::kNhwcOnDevice);
+  o.nhwc_float32 = true;
+  auto nhwc = Session::Create(SmallCnn(DataType::kFloat32), std::move(o));
+  ASSERT_TRUE(nhwc.ok()) << nhwc.status().ToString();
+  const ir::Model& m = (*nhwc)->model();
+  EXPECT_EQ(Count(m, "ConvNhwc"), 2u);
+  EXPECT_EQ(Count(m, "Conv"), 0u);
+  EXPECT_EQ(Count(m, "GlobalAveragePoolNhwc"), 1u);
+  auto plain = Session::Create(SmallCnn(DataType::kFloat32), Options(ConvLayout::kAsModel, /*device=*/false));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  std::vector<float> got = RunOn(**nhwc, DataType::kFloat32), want = RunOn(**plain, DataType::kFloat32);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_FALSE(std::isnan(got[i])) << i;
+    EXPECT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << i;
+  }
+}
+
 TEST(ConvLayout, GroupedConvsStayNchw) {
   ir::Model m = SmallCnn();
   // conv1 becomes a grouped convolution (2 groups of 4 channels).
