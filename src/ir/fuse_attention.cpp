@@ -2,28 +2,21 @@
 #include "ir/fuse_attention.h"
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <cmath>
 #include <memory>
 #include <optional>
 #include <unordered_set>
 #include <vector>
 
+#include "ir/attention_matcher.h"
+#include "ir/fuse_matmul_bias.h"  // kMatMulBiasOp
 #include "ir/graph_index.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain, kVigilOpsetVersion
 #include "ir/symbolic_shapes.h"
 
 namespace vigil::ir {
-namespace {
-
-// One matched chain.
-struct AttentionMatch {
-  std::string qkv;
-  int64_t heads = 0;
-  int64_t head_dim = 0;
-  double scale = 1;
-  size_t out_transpose = 0;       // the Transpose(2,0,1,3) the rewrite replaces
-  std::vector<size_t> chain;      // every node of the chain, out_transpose included
-};
 
 bool IsOp(const Node& n, const char* op, size_t inputs) {
   return n.op_type == op && (n.domain.empty() || n.domain == "ai.onnx") && n.inputs.size() == inputs &&
@@ -35,49 +28,41 @@ bool HasPerm(const Node& n, const std::vector<int64_t>& perm) {
   return IsOp(n, "Transpose", 1) && a && a->type == AttributeType::kInts && a->ints == perm;
 }
 
-class AttentionMatcher {
- public:
-  AttentionMatcher(const Model& model, const GraphIndex& idx, const std::unordered_map<std::string, TypeInfo>& types)
-      : g_(model.graph),
-        idx_(idx),
-        types_(types),
-        opset_(model.OpsetVersion("")),
-        sym_(model.graph, idx, types, model.OpsetVersion("")) {
-    for (size_t i = 0; i < g_.nodes.size(); ++i) {
-      for (const std::string& out : g_.nodes[i].outputs) {
-        if (!out.empty()) producer_[out] = i;
-      }
+AttentionMatcher::AttentionMatcher(const Model& model, const GraphIndex& idx,
+                                   const std::unordered_map<std::string, TypeInfo>& types)
+    : g_(model.graph), idx_(idx), types_(types), opset_(model.OpsetVersion("")),
+      sym_(model.graph, idx, types, model.OpsetVersion("")) {
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    for (const std::string& out : g_.nodes[i].outputs) {
+      if (!out.empty()) producer_[out] = i;
     }
   }
+}
 
-  // The chain whose Softmax is node `softmax`, or nullopt.
-  std::optional<AttentionMatch> Match(size_t softmax);
+std::optional<AttentionMatch> AttentionMatcher::Match(size_t softmax) {
+  const Node& sm = g_.nodes[softmax];
+  if (!IsOp(sm, "Softmax", 1) || !SoftmaxOnLastAxis(sm)) return std::nullopt;
+  if (std::optional<AttentionMatch> m = MatchPacked(softmax)) return m;
+  return MatchProjected(softmax);
+}
 
- private:
-  // The node producing `value` when it is `op` with `inputs` inputs.
-  std::optional<size_t> ProducerOp(const std::string& value, const char* op, size_t inputs) const {
-    auto it = producer_.find(value);
-    if (it == producer_.end() || !IsOp(g_.nodes[it->second], op, inputs)) return std::nullopt;
-    return it->second;
-  }
-  // Steps back over a scale node (Mul by or Div by a single-element value)
-  // that produces `value`, if there is one: returns its data input.
-  std::string SkipScale(const std::string& value, AttentionMatch& m);
-  // From q', k' or v' [B,H,S,D] back to the Gather that picks it out of the
-  // split projection; records H and D, returns the Gather's index.
-  std::optional<int64_t> HeadSplit(const std::string& value, AttentionMatch& m, std::string* split,
-                                   std::optional<SymShape>* sbe);
-  // The split of qkv into [3,S,B,E] that produces `split`.
-  bool Split(const std::string& split, const SymShape& sbe, AttentionMatch& m);
-  bool SoftmaxOnLastAxis(const Node& sm);
+std::optional<size_t> AttentionMatcher::Producer(const std::string& value) const {
+  auto it = producer_.find(value);
+  if (it == producer_.end()) return std::nullopt;
+  return it->second;
+}
 
-  const Graph& g_;
-  const GraphIndex& idx_;
-  const std::unordered_map<std::string, TypeInfo>& types_;
-  int64_t opset_;
-  SymbolicShapes sym_;
-  std::unordered_map<std::string, size_t> producer_;
-};
+std::optional<size_t> AttentionMatcher::ProducerOp(const std::string& value, const char* op, size_t inputs) const {
+  const std::optional<size_t> p = Producer(value);
+  if (!p || !IsOp(g_.nodes[*p], op, inputs)) return std::nullopt;
+  return p;
+}
+
+std::optional<size_t> AttentionMatcher::OnlyConsumer(const std::string& value) const {
+  auto users = idx_.consumers.find(value);
+  if (users == idx_.consumers.end() || users->second.size() != 1 || idx_.outputs.count(value)) return std::nullopt;
+  return users->second[0];
+}
 
 std::string AttentionMatcher::SkipScale(const std::string& value, AttentionMatch& m) {
   auto it = producer_.find(value);
@@ -175,9 +160,8 @@ bool AttentionMatcher::Split(const std::string& split, const SymShape& sbe, Atte
   return true;
 }
 
-std::optional<AttentionMatch> AttentionMatcher::Match(size_t softmax) {
+std::optional<AttentionMatch> AttentionMatcher::MatchPacked(size_t softmax) {
   const Node& sm = g_.nodes[softmax];
-  if (!IsOp(sm, "Softmax", 1) || !SoftmaxOnLastAxis(sm)) return std::nullopt;
   AttentionMatch m;
   m.chain.push_back(softmax);
   const auto mm1 = ProducerOp(SkipScale(sm.inputs[0], m), "MatMul", 2);
@@ -213,6 +197,26 @@ std::optional<AttentionMatch> AttentionMatcher::Match(size_t softmax) {
   return m;
 }
 
+// The constant initializer `name` of `g`, when its bytes are all there.
+const Tensor* ConstantBytes(const Graph& g, const std::string& name) {
+  for (const ValueInfo& v : g.inputs) {
+    if (v.name == name) return nullptr;  // overridable at run time
+  }
+  for (const Tensor& t : g.initializers) {
+    if (t.name != name) continue;
+    const std::optional<uint64_t> count = t.ElementCount();
+    const int bits = DataTypeBits(t.dtype);
+    if (!count || bits <= 0 || bits % 8 != 0 || t.storage == Tensor::Storage::kStrings ||
+        t.bytes.size() != *count * static_cast<uint64_t>(bits / 8)) {
+      return nullptr;
+    }
+    return &t;
+  }
+  return nullptr;
+}
+
+namespace {
+
 // A name no value of `g` has, starting from `base`.
 std::string FreshName(const std::unordered_set<std::string>& taken, const std::string& base) {
   std::string name = base;
@@ -233,29 +237,129 @@ Tensor HeadShape(const std::string& name, int64_t heads, int64_t head_dim) {
   return t;
 }
 
-// The Attention node for `m`, reading qkv; its name and output are the
-// caller's.
+// The Attention node for `m`, reading qkv (and the mask); its name and
+// output are the caller's.
 Node AttentionNode(const AttentionMatch& m) {
   Node att;
   att.op_type = kAttentionOp;
   att.domain = kVigilDomain;
   att.inputs = {m.qkv};
+  if (!m.mask.empty()) att.inputs.push_back(m.mask);
   Attribute heads, scale, layout;
   heads.name = "num_heads", heads.type = AttributeType::kInt, heads.i = m.heads;
   scale.name = "scale", scale.type = AttributeType::kFloat, scale.f = static_cast<float>(m.scale);
-  layout.name = "layout", layout.type = AttributeType::kString, layout.s = "sbe";
+  layout.name = "layout", layout.type = AttributeType::kString, layout.s = m.batch_first ? "bse" : "sbe";
   att.attributes = {heads, scale, layout};
+  if (m.zero_undefined_rows) {
+    Attribute rows;
+    rows.name = kAttentionUndefinedRows, rows.type = AttributeType::kString, rows.s = "zero";
+    att.attributes.push_back(rows);
+  }
   return att;
 }
 
-// The fused pair for `m`: Attention, then the Reshape that writes the
-// replaced Transpose's output. Records the new values' types.
-std::vector<Node> Rewrite(Graph& g, const AttentionMatch& m, std::unordered_set<std::string>& taken,
-                          std::unordered_map<std::string, TypeInfo>& types) {
+// The type of the packed projection of a projected match: q's, with 3E columns.
+std::optional<TypeInfo> PackedType(const Graph& g, const AttentionMatch& m,
+                                   const std::unordered_map<std::string, TypeInfo>& types) {
+  auto q = types.find(g.nodes[m.projections[0]].outputs[0]);
+  if (q == types.end() || !q->second.shape.rank_known || q->second.shape.dims.empty()) return std::nullopt;
+  TypeInfo t = q->second;
+  t.shape.dims.back() = Dim::Known(3 * m.heads * m.head_dim);
+  return t;
+}
+
+// [rows, c0] ++ [rows, c1] ++ [rows, c2] along the columns (a bias is one
+// row), as a new initializer; nullopt when a part is not a constant of
+// `dtype` with `rows` rows of `cols` columns.
+std::optional<Tensor> ConcatColumns(const Graph& g, const std::array<std::string, 3>& parts, DataType dtype,
+                                    int64_t rows, int64_t cols, std::vector<int64_t> dims, std::string name) {
+  std::array<const Tensor*, 3> t{};
+  for (size_t i = 0; i < 3; ++i) {
+    t[i] = ConstantBytes(g, parts[i]);
+    if (!t[i] || t[i]->dtype != dtype || t[i]->ElementCount() != static_cast<uint64_t>(rows * cols)) {
+      return std::nullopt;
+    }
+  }
+  const size_t row_bytes = static_cast<size_t>(cols) * static_cast<size_t>(DataTypeBits(dtype) / 8);
+  auto owned = std::shared_ptr<uint8_t[]>(new uint8_t[std::max<size_t>(1, 3 * row_bytes * rows)]);
+  uint8_t* out = owned.get();
+  for (int64_t r = 0; r < rows; ++r) {
+    for (size_t i = 0; i < 3; ++i, out += row_bytes) std::memcpy(out, t[i]->bytes.data() + r * row_bytes, row_bytes);
+  }
+  Tensor c;
+  c.name = std::move(name);
+  c.dtype = dtype;
+  c.dims = std::move(dims);
+  c.storage = Tensor::Storage::kTypedDecoded;
+  c.bytes = {owned.get(), 3 * row_bytes * static_cast<size_t>(rows)};
+  c.keep_alive = std::shared_ptr<const void>(owned, owned.get());
+  return c;
+}
+
+// The packed in-projection of a projected match: MatMulBias(x, [Wq Wk Wv],
+// [bq bk bv]) writing `m.qkv`, with its two new initializers appended to
+// `g`; nullopt (and `g` unchanged) when the weights cannot be packed.
+std::optional<Node> PackedProjection(Graph& g, const AttentionMatch& m, std::unordered_set<std::string>& taken) {
+  std::array<std::string, 3> w, b;
+  for (size_t i = 0; i < 3; ++i) {
+    const Node& p = g.nodes[m.projections[i]];
+    w[i] = p.inputs[1];
+    b[i] = p.inputs[2];
+  }
+  const Tensor* w0 = ConstantBytes(g, w[0]);
+  if (!w0 || w0->dims.size() != 2) return std::nullopt;
+  const int64_t k = w0->dims[0], e = m.heads * m.head_dim;
+  const std::string base = g.nodes[m.projections[0]].name.empty() ? m.qkv : g.nodes[m.projections[0]].name;
+  const std::string wname = FreshName(taken, base + "/packed_qkv_weight");
+  const std::string bname = FreshName(taken, base + "/packed_qkv_bias");
+  std::optional<Tensor> wt = ConcatColumns(g, w, w0->dtype, k, e, {k, 3 * e}, wname);
+  std::optional<Tensor> bt = ConcatColumns(g, b, w0->dtype, 1, e, {3 * e}, bname);
+  if (!wt || !bt) return std::nullopt;
+  taken.insert(wname);
+  taken.insert(bname);
+  g.initializers.push_back(std::move(*wt));
+  g.initializers.push_back(std::move(*bt));
+  Node packed;
+  packed.name = base + "/PackedQKV";
+  packed.op_type = kMatMulBiasOp;
+  packed.domain = kVigilDomain;
+  packed.inputs = {m.x, wname, bname};
+  packed.outputs = {m.qkv};
+  return packed;
+}
+
+// The fused nodes for `m`: [the packed projection,] Attention, then the
+// Reshape that writes the replaced Transpose's output. Records the new
+// values' types.
+Result<std::vector<Node>> Rewrite(Graph& g, AttentionMatch m, std::unordered_set<std::string>& taken,
+                                  std::unordered_map<std::string, TypeInfo>& types) {
+  std::vector<Node> nodes;
+  const std::string out = g.nodes[m.out_transpose].outputs[0];
+  if (m.projected) {
+    std::optional<TypeInfo> qkv_type = PackedType(g, m, types);
+    m.qkv = FreshName(taken, out + "/packed_qkv");
+    std::optional<Node> packed = qkv_type ? PackedProjection(g, m, taken) : std::nullopt;
+    // The matcher checked the types and the weights' bytes.
+    if (!packed) return InternalError("attention fusion: the projections of '{}' cannot be packed", out);
+    taken.insert(m.qkv);
+    types[m.qkv] = *qkv_type;
+    // The packed weights' types, as load-time inference would give them (a
+    // device places the projection by them).
+    for (const Tensor& t : g.initializers) {
+      if (t.name != packed->inputs[1] && t.name != packed->inputs[2]) continue;
+      TypeInfo tt;
+      tt.kind = TypeInfo::Kind::kTensor;
+      tt.elem_type = t.dtype;
+      tt.shape.rank_known = true;
+      for (int64_t d : t.dims) tt.shape.dims.push_back(Dim::Known(d));
+      types[t.name] = tt;
+    }
+    nodes.push_back(std::move(*packed));
+  }
   const Node& tr = g.nodes[m.out_transpose];
-  const std::string y = FreshName(taken, tr.outputs[0] + "/attention");
+  const std::string y = FreshName(taken, out + "/attention");
   taken.insert(y);
-  const std::string shape = FreshName(taken, tr.outputs[0] + "/attention_heads");
+  const std::string shape = FreshName(taken, out + "/attention_heads");
   taken.insert(shape);
   g.initializers.push_back(HeadShape(shape, m.heads, m.head_dim));
 
@@ -278,13 +382,24 @@ std::vector<Node> Rewrite(Graph& g, const AttentionMatch& m, std::unordered_set<
   st.shape.rank_known = true;
   st.shape.dims = {Dim::Known(4)};
   types[shape] = st;
-  return {std::move(att), std::move(view)};
+  nodes.push_back(std::move(att));
+  nodes.push_back(std::move(view));
+  return nodes;
+}
+
+// The values the replacement of `m` reads: qkv (or x, for a projected
+// match), and the mask.
+std::vector<std::string> ReplacementInputs(const AttentionMatch& m) {
+  std::vector<std::string> in = {m.projected ? m.x : m.qkv};
+  if (!m.mask.empty()) in.push_back(m.mask);
+  return in;
 }
 
 // The nodes still needed once the chains of `matches` are replaced: those
-// with a path to a graph output, where a replaced chain reads only its qkv.
-// When a needed node reads a value of a chain, that chain is dropped from
-// `matches` (its values must stay) and the walk starts again.
+// with a path to a graph output, where a replaced chain reads only what
+// ReplacementInputs names. When a needed node reads a value of a chain, that
+// chain is dropped from `matches` (its values must stay) and the walk starts
+// again.
 std::vector<bool> LiveAfterRewrite(const Graph& g, std::vector<AttentionMatch>& matches) {
   std::unordered_map<std::string, size_t> producer;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -294,11 +409,11 @@ std::vector<bool> LiveAfterRewrite(const Graph& g, std::vector<AttentionMatch>& 
   }
   for (;;) {
     std::unordered_map<size_t, size_t> owner;  // chain node -> match, out_transpose excluded
-    std::unordered_map<size_t, const std::string*> replaced;  // out_transpose -> qkv
+    std::unordered_map<size_t, std::vector<std::string>> replaced;  // out_transpose -> what its replacement reads
     for (size_t k = 0; k < matches.size(); ++k) {
       for (size_t j : matches[k].chain) owner[j] = k;
       owner.erase(matches[k].out_transpose);
-      replaced[matches[k].out_transpose] = &matches[k].qkv;
+      replaced[matches[k].out_transpose] = ReplacementInputs(matches[k]);
     }
     std::vector<bool> live(g.nodes.size(), false);
     std::vector<const std::string*> work;
@@ -314,7 +429,7 @@ std::vector<bool> LiveAfterRewrite(const Graph& g, std::vector<AttentionMatch>& 
       }
       live[p->second] = true;
       if (auto r = replaced.find(p->second); r != replaced.end()) {
-        work.push_back(r->second);
+        for (const std::string& in : r->second) work.push_back(&in);
       } else {
         for (const std::string& in : g.nodes[p->second].inputs) work.push_back(&in);
       }
@@ -338,8 +453,19 @@ Result<size_t> FuseAttention(Model& model, std::unordered_map<std::string, TypeI
       std::optional<AttentionMatch> m = matcher.Match(i);
       if (!m) continue;
       if (accept) {
-        auto qkv = types.find(m->qkv);
-        if (qkv == types.end() || !accept(AttentionNode(*m), qkv->second)) continue;
+        std::optional<TypeInfo> qkv;
+        if (m->projected) {
+          qkv = PackedType(g, *m, types);
+        } else if (auto it = types.find(m->qkv); it != types.end()) {
+          qkv = it->second;
+        }
+        if (!qkv) continue;
+        std::vector<const TypeInfo*> inputs = {&*qkv};
+        if (!m->mask.empty()) {
+          auto mask = types.find(m->mask);
+          inputs.push_back(mask == types.end() ? nullptr : &mask->second);
+        }
+        if (!accept(AttentionNode(*m), inputs)) continue;
       }
       bool overlap = false;
       for (size_t j : m->chain) overlap = overlap || taken.count(j);
@@ -356,7 +482,9 @@ Result<size_t> FuseAttention(Model& model, std::unordered_map<std::string, TypeI
   for (const Tensor& t : g.initializers) names.insert(t.name);
   for (const ValueInfo& v : g.inputs) names.insert(v.name);
   std::unordered_map<size_t, std::vector<Node>> replacement;
-  for (const AttentionMatch& m : matches) replacement[m.out_transpose] = Rewrite(g, m, names, types);
+  for (const AttentionMatch& m : matches) {
+    VIGIL_ASSIGN_OR_RETURN(replacement[m.out_transpose], Rewrite(g, m, names, types));
+  }
   // The chains go, and with them every node left without a path to an
   // output: their shape arithmetic (and nodes that were dead already).
   std::vector<Node> kept;

@@ -334,9 +334,25 @@ std::optional<SymShape> SymbolicShapes::ComputeShape(const Node& n) {
     if (single(*a) && b->size() >= a->size()) return b;
     return *a == *b ? a : std::nullopt;
   }
-  if (op == "Softmax" || op == "Identity" || op == "Cast") return ShapeOf(n.inputs[0]);
+  if (op == "Where" && n.inputs.size() == 3) {
+    // The inputs that are not single elements must agree; they give the shape.
+    std::optional<SymShape> out;
+    size_t rank = 0;
+    for (const std::string& in : n.inputs) {
+      std::optional<SymShape> s = ShapeOf(in);
+      if (!s) return std::nullopt;
+      rank = std::max(rank, s->size());
+      if (std::all_of(s->begin(), s->end(), [](const SymDim& d) { return d == SymDim::Known(1); })) continue;
+      if (out && *out != *s) return std::nullopt;
+      out = s;
+    }
+    return out && out->size() == rank ? out : std::nullopt;
+  }
+  if (op == "Softmax" || op == "Identity" || op == "Cast" || op == "IsNaN") return ShapeOf(n.inputs[0]);
   return std::nullopt;
 }
+
+void SymbolicShapes::AssumeShape(const std::string& value, SymShape shape) { shapes_[value] = std::move(shape); }
 
 std::optional<SymShape> SymbolicShapes::ComputeValue(const Node& n) {
   if (!IsDefault(n) || n.outputs.size() != 1) return std::nullopt;

@@ -59,6 +59,10 @@ class SymbolicShapes {
   // Sqrt, Mul, Div of such numbers, or a known shape element. Casts to
   // float16/bfloat16 round as the cast would.
   std::optional<double> ScalarOf(const std::string& value);
+  // Takes `shape` as the shape of `value` from now on, for a rewrite that
+  // checks it at run time instead (the attention fusion's mask Add); answers
+  // already given are not revisited.
+  void AssumeShape(const std::string& value, SymShape shape);
 
  private:
   const Node* Producer(const std::string& value) const;

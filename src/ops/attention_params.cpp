@@ -12,6 +12,21 @@
 #include "ops/attributes.h"
 
 namespace vigil::ops {
+
+std::optional<std::array<int64_t, 4>> BroadcastStrides4(const std::vector<int64_t>& shape,
+                                                        const std::array<int64_t, 4>& target) {
+  if (shape.size() > 4) return std::nullopt;
+  std::array<int64_t, 4> strides{};
+  int64_t stride = 1;
+  for (int i = 3; i >= 0; --i) {
+    const int64_t k = i - (4 - static_cast<int>(shape.size()));  // shape's axis, or < 0 (a missing 1)
+    const int64_t dim = k >= 0 ? shape[static_cast<size_t>(k)] : 1;
+    if (dim != target[i] && dim != 1) return std::nullopt;
+    strides[i] = dim == 1 ? 0 : stride;
+    stride *= dim;
+  }
+  return strides;
+}
 namespace {
 
 template <typename... Args>

@@ -8,6 +8,7 @@
 // ctx.Fail; attribute type errors are those of ops/attributes.h.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -19,6 +20,14 @@
 namespace vigil::ops {
 
 // --- Attention -----------------------------------------------------------------
+
+// The element strides with which a contiguous tensor of shape `shape`
+// (rank <= 4) reads as `target` under numpy broadcasting (dims aligned on
+// the right, missing ones 1): 0 along each dim it broadcasts. nullopt when
+// it does not broadcast to `target`. ai.vigil.Attention's mask
+// (ir/fuse_attention.h) is read this way by every backend.
+std::optional<std::array<int64_t, 4>> BroadcastStrides4(const std::vector<int64_t>& shape,
+                                                        const std::array<int64_t, 4>& target);
 
 // What the optional 4th output (qk_matmul_output) holds.
 enum class QkOutputMode : int {

@@ -94,6 +94,8 @@ Status CheckAttentionAttributes(InferenceContext& ctx, int64_t* heads) {
   if (!std::isfinite(scale)) return ctx.Fail("scale is {}; it must be finite", scale);
   VIGIL_ASSIGN_OR_RETURN(std::string layout, StringAttr(n, "layout", "sbe"));
   if (layout != "sbe" && layout != "bse") return ctx.Fail("layout is '{}'; it must be 'sbe' or 'bse'", layout);
+  VIGIL_ASSIGN_OR_RETURN(std::string rows, StringAttr(n, ir::kAttentionUndefinedRows, "nan"));
+  if (rows != "nan" && rows != "zero") return ctx.Fail("undefined_rows is '{}'; it must be 'nan' or 'zero'", rows);
   return Status::Ok();
 }
 
@@ -122,13 +124,24 @@ Status InferAttention(InferenceContext& ctx) {
     e = ir::Dim::Known(*d[2].value / 3);
   }
   ctx.set_output(0, TensorType(dt, {d[0], d[1], e}));
+  // The mask: QKV's dtype, rank <= 4 (it broadcasts to [B, H, S, S]).
+  if (const ir::TypeInfo* m = ctx.input_type(1); m && m->kind == ir::TypeInfo::Kind::kTensor) {
+    if (m->elem_type != ir::DataType::kUndefined && m->elem_type != dt) {
+      return ctx.Fail("input 1 (the mask) has dtype {}; it must be QKV's, {}", ir::DataTypeName(m->elem_type),
+                      ir::DataTypeName(dt));
+    }
+    if (HasRank(m) && m->shape.dims.size() > 4) {
+      return ctx.Fail("input 1 (the mask) has rank {}; it must broadcast to [B, num_heads, S, S]",
+                      m->shape.dims.size());
+    }
+  }
   return Status::Ok();
 }
 
 const OpSchema kFusedSchemas[] = {
     {ir::kVigilDomain, ir::kMatMulBiasOp, 1, kLatest, 3, 4, 1, 1, InferMatMulBias},
     {ir::kVigilDomain, ir::kGeluOp, 1, kLatest, 1, 1, 1, 1, InferGelu},
-    {ir::kVigilDomain, ir::kAttentionOp, 1, kLatest, 1, 1, 1, 1, InferAttention},
+    {ir::kVigilDomain, ir::kAttentionOp, 1, kLatest, 1, 2, 1, 1, InferAttention},
 };
 
 }  // namespace

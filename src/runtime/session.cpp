@@ -257,8 +257,8 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
     if ((!fuse_attention || std::string_view(fuse_attention) != "0") &&
         state->options.backends[0]->Supports(probe, ir::kVigilOpsetVersion)) {
       const Backend& device = *state->options.backends[0];
-      auto accept = [&device](const ir::Node& node, const ir::TypeInfo& qkv) {
-        NodeTypes types{{&qkv}, {}};
+      auto accept = [&device](const ir::Node& node, const std::vector<const ir::TypeInfo*>& inputs) {
+        NodeTypes types{inputs, {}};
         return device.SupportsTyped(node, ir::kVigilOpsetVersion, types, nullptr);
       };
       VIGIL_ASSIGN_OR_RETURN(attention, ir::FuseAttention(state->model, inferred.types, accept));
@@ -309,7 +309,7 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
     refold = refold && folding.evaluator != nullptr;
   }
   VIGIL_ASSIGN_OR_RETURN(bool relaid, ApplyConvLayout(state->model, inferred.types, state->options.conv_layout,
-                                                      *state->options.backends[0]));
+                                                      *state->options.backends[0], state->options.nhwc_float32));
   if (relaid || refold) {
     // Again, for the new values' types and to fold the weight transposes
     // into KRSC initializers (and the DequantizeLinear nodes of weights the

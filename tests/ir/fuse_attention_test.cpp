@@ -244,10 +244,11 @@ TEST(FuseAttention, AppliedDirectlyFusesBothLayers) { EXPECT_EQ(Fuse(Unfused()),
 TEST(FuseAttention, AcceptorDecidesPerMatch) {
   Prepared refused = Prepare(Unfused());
   int asked = 0;
-  auto none = ir::FuseAttention(refused.model, refused.types, [&](const ir::Node& node, const ir::TypeInfo& qkv) {
+  auto none = ir::FuseAttention(refused.model, refused.types, [&](const ir::Node& node, const std::vector<const ir::TypeInfo*>& inputs) {
     ++asked;
     EXPECT_EQ(node.op_type, ir::kAttentionOp);
-    EXPECT_EQ(qkv.elem_type, DataType::kFloat32);
+    EXPECT_EQ(inputs.size(), 1u);  // qkv; no mask
+    EXPECT_EQ(inputs[0]->elem_type, DataType::kFloat32);
     EXPECT_NE(node.FindAttribute("num_heads"), nullptr);
     return false;
   });
@@ -261,7 +262,7 @@ TEST(FuseAttention, AcceptorDecidesPerMatch) {
   Prepared first_only = Prepare(Unfused());
   int seen = 0;
   auto one = ir::FuseAttention(first_only.model, first_only.types,
-                               [&](const ir::Node&, const ir::TypeInfo&) { return seen++ == 0; });
+                               [&](const ir::Node&, const std::vector<const ir::TypeInfo*>&) { return seen++ == 0; });
   ASSERT_TRUE(one.ok()) << one.status().ToString();
   EXPECT_EQ(*one, 1u);
 }

@@ -7,6 +7,7 @@
 // Attention has no single ONNX op to defer to before opset 23; its kernel is
 // the spec's formula as plain loops in double (ir/fuse_attention.h).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -17,6 +18,7 @@
 #include "ir/fuse_matmul_bias.h"
 #include "backends/cpu/kernel_families.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain
+#include "ops/attention_params.h"  // BroadcastStrides4
 
 namespace vigil::cpu {
 namespace {
@@ -83,11 +85,14 @@ Status GeluKernel(KernelContext& ctx) {
   return def->fn(ctx);
 }
 
-// Where one head's rows live in QKV and in Y, per layout (in elements).
+// Where one head's rows live in QKV and in Y, per layout (in elements), and
+// the mask's strides over [B, H, S, S] (0 where it broadcasts).
 struct AttentionGeometry {
   int64_t seq = 0, batch = 0, embed = 0, heads = 0, head_dim = 0;
   int64_t in_row = 0, in_batch = 0, out_row = 0, out_batch = 0;
   float scale = 1;
+  bool zero_undefined_rows = false;
+  std::array<int64_t, 4> mask_strides{};
   std::vector<int64_t> out_shape;
 };
 
@@ -98,8 +103,11 @@ Result<AttentionGeometry> AttentionShape(KernelContext& ctx) {
   if (!ops::HasAttr(n, "scale")) return AttributeError(ctx, "the attribute scale is missing");
   VIGIL_ASSIGN_OR_RETURN(g.scale, ops::FloatAttr(n, "scale", 1.0f));
   VIGIL_ASSIGN_OR_RETURN(std::string layout, ops::StringAttr(n, "layout", "sbe"));
+  VIGIL_ASSIGN_OR_RETURN(std::string rows, ops::StringAttr(n, ir::kAttentionUndefinedRows, "nan"));
   if (g.heads < 1) return AttributeError(ctx, "num_heads is {}; it must be at least 1", g.heads);
   if (layout != "sbe" && layout != "bse") return AttributeError(ctx, "layout '{}' is not 'sbe' or 'bse'", layout);
+  if (rows != "nan" && rows != "zero") return AttributeError(ctx, "undefined_rows '{}' is not 'nan' or 'zero'", rows);
+  g.zero_undefined_rows = rows == "zero";
   const std::vector<int64_t>& d = ctx.input(0)->shape();
   if (d.size() != 3 || d[2] % (3 * g.heads) != 0) {
     return ctx.Fail("input 0 (QKV) is {}; Attention needs rank 3 with the last dim a multiple of 3 * {}",
@@ -115,31 +123,54 @@ Result<AttentionGeometry> AttentionShape(KernelContext& ctx) {
   g.out_row = sbe ? g.batch * g.embed : g.embed;
   g.out_batch = sbe ? g.embed : g.seq * g.embed;
   g.out_shape = {d[0], d[1], g.embed};
+  if (ctx.has_input(1)) {
+    const runtime::Tensor& m = *ctx.input(1);
+    if (m.dtype() != ctx.input(0)->dtype()) {
+      return ctx.Fail("input 1 (the mask) is {}; it must have QKV's dtype {}", m.Describe(),
+                      ir::DataTypeName(ctx.input(0)->dtype()));
+    }
+    auto strides = ops::BroadcastStrides4(m.shape(), {g.batch, g.heads, g.seq, g.seq});
+    if (!strides) {
+      return ctx.Fail("input 1 (the mask) is {}; it does not broadcast to [B, num_heads, S, S] = [{}, {}, {}, {}]",
+                      m.Describe(), g.batch, g.heads, g.seq, g.seq);
+    }
+    g.mask_strides = *strides;
+  }
   return g;
 }
 
-// One (batch, head): softmax(scale * Q K^T) V, with the max subtracted.
+// One (batch, head): softmax(scale * Q K^T + M) V, with the max subtracted.
+// A row whose softmax is undefined (no finite positive sum: every score
+// -inf, or a NaN or +inf score) is NaN, or 0 with zero_undefined_rows.
 template <typename T, typename Store>
-void AttendHead(const AttentionGeometry& g, const T* x, int64_t b, int64_t h, Store store) {
+void AttendHead(const AttentionGeometry& g, const T* x, const T* mask, int64_t b, int64_t h, Store store) {
   std::vector<double> p(static_cast<size_t>(g.seq)), acc(static_cast<size_t>(g.head_dim));
   const T* q = x + b * g.in_batch + h * g.head_dim;
   const T* k = q + g.embed;
   const T* v = q + 2 * g.embed;
+  const std::array<int64_t, 4>& ms = g.mask_strides;
   for (int64_t s = 0; s < g.seq; ++s) {
     double top = -INFINITY;
+    bool nan = false;
     for (int64_t t = 0; t < g.seq; ++t) {
       double dot = 0;
       for (int64_t j = 0; j < g.head_dim; ++j) dot += double{q[s * g.in_row + j]} * double{k[t * g.in_row + j]};
       p[t] = double{g.scale} * dot;
+      if (mask) p[t] += double{mask[b * ms[0] + h * ms[1] + s * ms[2] + t * ms[3]]};
+      nan = nan || std::isnan(p[t]);
       top = std::max(top, p[t]);
     }
     double sum = 0;
     for (double& e : p) sum += (e = std::exp(e - top));
-    std::fill(acc.begin(), acc.end(), 0.0);
-    for (int64_t t = 0; t < g.seq; ++t) {
-      for (int64_t i = 0; i < g.head_dim; ++i) acc[i] += p[t] * double{v[t * g.in_row + i]};
+    const bool undefined = nan || !(sum > 0) || !std::isfinite(sum);
+    std::fill(acc.begin(), acc.end(), undefined ? (g.zero_undefined_rows ? 0.0 : NAN) : 0.0);
+    if (!undefined) {
+      for (int64_t t = 0; t < g.seq; ++t) {
+        for (int64_t i = 0; i < g.head_dim; ++i) acc[i] += p[t] * double{v[t * g.in_row + i]};
+      }
+      for (double& a : acc) a /= sum;
     }
-    for (int64_t i = 0; i < g.head_dim; ++i) store(b * g.out_batch + s * g.out_row + h * g.head_dim + i, acc[i] / sum);
+    for (int64_t i = 0; i < g.head_dim; ++i) store(b * g.out_batch + s * g.out_row + h * g.head_dim + i, acc[i]);
   }
 }
 
@@ -149,13 +180,17 @@ Status AttentionKernel(KernelContext& ctx) {
   return DispatchFloat(ctx, 0, [&]<ir::DataType D>() -> Status {
     using C = ElementCodec<D>;
     using S = typename C::Storage;
-    std::vector<typename C::Compute> scratch;
+    std::vector<typename C::Compute> scratch, mask_scratch;
     VIGIL_ASSIGN_OR_RETURN(const typename C::Compute* x, ComputeView<D>(ctx, *ctx.input(0), scratch));
+    const typename C::Compute* mask = nullptr;
+    if (ctx.has_input(1)) {
+      VIGIL_ASSIGN_OR_RETURN(mask, ComputeView<D>(ctx, *ctx.input(1), mask_scratch));
+    }
     VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, ctx.input(0)->dtype(), g.out_shape));
     S* out = static_cast<S*>(y->raw_data());
     auto store = [&](int64_t i, double v) { out[i] = C::Store(static_cast<typename C::Compute>(v)); };
     for (int64_t b = 0; b < g.batch; ++b) {
-      for (int64_t h = 0; h < g.heads; ++h) AttendHead(g, x, b, h, store);
+      for (int64_t h = 0; h < g.heads; ++h) AttendHead(g, x, mask, b, h, store);
     }
     return Status::Ok();
   });

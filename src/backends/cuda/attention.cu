@@ -42,6 +42,7 @@
 #include "backends/cuda/device_common.cuh"
 #include "ir/fuse_attention.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain
+#include "ops/attention_params.h"  // BroadcastStrides4
 
 namespace vigil::cuda {
 namespace {
@@ -177,10 +178,13 @@ __device__ __forceinline__ void WarpScores(const wmma::fragment<wmma::matrix_a, 
 // Updates the row's running max m (log2 domain) and the lane's share of the
 // running sum l, writes P (rounded to T) for the first `cols` columns and the
 // row's factor exp(m_old - m_new) into `row_scale`.
+// `mrow`, with a mask, points at M of the row's first column of this tile
+// (null for rows past S and without a mask); `mask_j` is M's column stride.
 template <typename T, int D>
 __device__ __forceinline__ void WarpSoftmax(const float* ss, T* ps, float* row_scale, float& m, float& l, int valid,
-                                            int cols, float scale_log2) {
+                                            int cols, float scale_log2, const T* mrow, int64_t mask_j) {
   using L = TileLayout<D>;
+  constexpr float kLog2e = 1.4426950408889634f;
   const int lane = threadIdx.x % 32;
   const int r = lane / 2, first = (lane % 2) * 32, rot = r + (lane % 2) * 16;
   const float* srow = ss + r * L::kLdS + first;
@@ -189,20 +193,26 @@ __device__ __forceinline__ void WarpSoftmax(const float* ss, T* ps, float* row_s
   // (max, then exponentials) and the loops unrolled only 8 deep: holding the
   // row, or all 32 addresses, in registers pushed ptxas past the 168
   // registers that 3 blocks per SM allow (spills).
-  auto score = [&](int c) { return first + c < valid ? srow[c] * scale_log2 : -INFINITY; };
+  auto score = [&](int c) {
+    if (first + c >= valid) return -INFINITY;
+    const float x = srow[c] * scale_log2;
+    return mrow ? fmaf(kLog2e, ToFloat(mrow[(first + c) * mask_j]), x) : x;
+  };
   float mx = -INFINITY;
 #pragma unroll 8
   for (int j = 0; j < 32; ++j) mx = fmaxf(mx, score((j + rot) % 32));
   mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-  // valid >= 1, so m_new is finite (for finite inputs) and the first tile's
-  // factor is exp2(-inf) = 0.
+  // valid >= 1, so without a mask m_new is finite (for finite inputs) and
+  // the first tile's factor is exp2(-inf) = 0; a masked row may stay -inf,
+  // and the guard keeps inf - inf = NaN out of it.
   const float m_new = fmaxf(m, mx);
-  const float alpha = exp2f(m - m_new);
+  const float ref = m_new == -INFINITY ? 0.0f : m_new;
+  const float alpha = exp2f(m - ref);
   float sum = 0.0f;
 #pragma unroll 8
   for (int j = 0; j < 32; ++j) {
     const int c = (j + rot) % 32;
-    const float p = exp2f(score(c) - m_new);
+    const float p = exp2f(score(c) - ref);
     sum += p;
     if (first + c < cols) prow[c] = FromFloat<T>(p);
   }
@@ -248,7 +258,8 @@ constexpr int BlocksPerSm(int d) { return d <= 64 ? 3 : 2; }
 
 // Grid: x = batch * heads, y = query tiles of 64 rows.
 template <typename T, int D>
-__global__ void __launch_bounds__(kThreads, BlocksPerSm(D)) AttentionTensorCoreKernel(const T* __restrict__ qkv, T* __restrict__ y,
+__global__ void __launch_bounds__(kThreads, BlocksPerSm(D)) AttentionTensorCoreKernel(const T* __restrict__ qkv,
+                                                                      const T* __restrict__ mask, T* __restrict__ y,
                                                                       AttentionShape a, bool vec) {
   using L = TileLayout<D>;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -293,7 +304,10 @@ __global__ void __launch_bounds__(kThreads, BlocksPerSm(D)) AttentionTensorCoreK
     if (active) {
       WarpScores<T, D>(qf, ks, ss, key_tiles);
       __syncwarp();
-      WarpSoftmax<T, D>(ss, ps, row_scale, m, l, valid, key_tiles * kFrag, a.scale_log2);
+      const int64_t q_row = q0 + row0 + lane / 2;  // WarpSoftmax's row
+      const T* mrow = mask && q_row < a.seq ? mask + b * a.mask_b + h * a.mask_h + q_row * a.mask_i + k0 * a.mask_j
+                                            : nullptr;
+      WarpSoftmax<T, D>(ss, ps, row_scale, m, l, valid, key_tiles * kFrag, a.scale_log2, mrow, a.mask_j);
       __syncwarp();
     }
     WaitCopies();
@@ -309,19 +323,22 @@ __global__ void __launch_bounds__(kThreads, BlocksPerSm(D)) AttentionTensorCoreK
   if (!active) return;
 
   const float sum = l + __shfl_xor_sync(0xffffffffu, l, 1);
-  if (lane % 2 == 0) row_scale[lane / 2] = 1.0f / sum;
+  // undefined_rows "zero": a row without a positive sum is written as 0.
+  // -1 marks such a row (1 / sum is never negative: +inf, NaN or positive).
+  if (lane % 2 == 0) row_scale[lane / 2] = a.zero_undefined_rows && !(sum > 0.0f) ? -1.0f : 1.0f / sum;
   __syncwarp();
   T* out = y + b * a.out_batch + h * D;
   for (int i = lane; i < kFrag * D; i += 32) {
     const int r = i / D, c = i % D;
     const int64_t s = q0 + row0 + r;
-    if (s < a.seq) out[s * a.out_row + c] = FromFloat<T>(os[r * L::kLdO + c] * row_scale[r]);
+    const float inv = row_scale[r];
+    if (s < a.seq) out[s * a.out_row + c] = FromFloat<T>(inv < 0.0f ? 0.0f : os[r * L::kLdO + c] * inv);
   }
 }
 
 
 template <typename T, int D>
-Status LaunchTensorCore(const AttentionShape& a, const T* qkv, T* y, cudaStream_t stream) {
+Status LaunchTensorCore(const AttentionShape& a, const T* qkv, const T* mask, T* y, cudaStream_t stream) {
   constexpr size_t kSmem = TileLayout<D>::kBytes;
   static std::atomic<uint64_t> smem_allowed{0};
   auto kernel = AttentionTensorCoreKernel<T, D>;
@@ -332,7 +349,7 @@ Status LaunchTensorCore(const AttentionShape& a, const T* qkv, T* y, cudaStream_
   const bool vec = reinterpret_cast<uintptr_t>(qkv) % 16 == 0 && aligned(a.in_row) && aligned(a.in_batch) &&
                    aligned(a.embed) && aligned(D);
   const dim3 grid(static_cast<unsigned>(a.batch * a.heads), static_cast<unsigned>((a.seq + kTileRows - 1) / kTileRows));
-  kernel<<<grid, kThreads, kSmem, stream>>>(qkv, y, a, vec);
+  kernel<<<grid, kThreads, kSmem, stream>>>(qkv, mask, y, a, vec);
   VIGIL_CHECK_LAUNCH("AttentionTensorCoreKernel");
   return Status::Ok();
 }
@@ -347,7 +364,8 @@ constexpr int kMaxHeadSize = 128;
 // folds the 32 probabilities into its running max and sum and into the
 // output columns each lane owns (lane, lane + 32, ...).
 template <typename T>
-__global__ void __launch_bounds__(32 * kRowWarps) AttentionRowKernel(const T* __restrict__ qkv, T* __restrict__ y,
+__global__ void __launch_bounds__(32 * kRowWarps) AttentionRowKernel(const T* __restrict__ qkv,
+                                                                     const T* __restrict__ mask, T* __restrict__ y,
                                                                      AttentionShape a) {
   __shared__ float q_shared[kRowWarps][kMaxHeadSize];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -371,10 +389,12 @@ __global__ void __launch_bounds__(32 * kRowWarps) AttentionRowKernel(const T* __
       float dot = 0.0f;
       for (int j = 0; j < d; ++j) dot += q[j] * ToFloat(k[j]);
       x = dot * a.scale;
+      if (mask) x += ToFloat(mask[b * a.mask_b + h * a.mask_h + s * a.mask_i + t * a.mask_j]);
     }
     const float m_new = fmaxf(m, WarpMax(x));
-    const float alpha = expf(m - m_new);
-    const float p = expf(x - m_new);
+    const float ref = m_new == -INFINITY ? 0.0f : m_new;  // a masked row may stay -inf
+    const float alpha = expf(m - ref);
+    const float p = expf(x - ref);
     l = l * alpha + WarpSum(p);
     m = m_new;
 #pragma unroll
@@ -392,14 +412,14 @@ __global__ void __launch_bounds__(32 * kRowWarps) AttentionRowKernel(const T* __
   T* out = y + b * a.out_batch + s * a.out_row + h * d;
 #pragma unroll
   for (int i = 0; i < kMaxHeadSize / 32; ++i) {
-    if (lane + 32 * i < d) out[lane + 32 * i] = FromFloat<T>(o[i] / l);
+    if (lane + 32 * i < d) out[lane + 32 * i] = FromFloat<T>(a.zero_undefined_rows && !(l > 0.0f) ? 0.0f : o[i] / l);
   }
 }
 
 template <typename T>
-Status LaunchRows(const AttentionShape& a, const T* qkv, T* y, cudaStream_t stream) {
+Status LaunchRows(const AttentionShape& a, const T* qkv, const T* mask, T* y, cudaStream_t stream) {
   const int64_t blocks = (a.batch * a.heads * a.seq + kRowWarps - 1) / kRowWarps;
-  AttentionRowKernel<T><<<static_cast<unsigned>(blocks), 32 * kRowWarps, 0, stream>>>(qkv, y, a);
+  AttentionRowKernel<T><<<static_cast<unsigned>(blocks), 32 * kRowWarps, 0, stream>>>(qkv, mask, y, a);
   VIGIL_CHECK_LAUNCH("AttentionRowKernel");
   return Status::Ok();
 }
@@ -420,6 +440,8 @@ Result<AttentionShape> ReadShape(const CudaKernelContext& ctx, const runtime::Te
   VIGIL_ASSIGN_OR_RETURN(float scale, ops::FloatAttr(node, "scale", 0.0f));
   VIGIL_ASSIGN_OR_RETURN(std::string layout, ops::StringAttr(node, "layout", "sbe"));
   if (layout != "sbe" && layout != "bse") return ctx.Fail("layout \"{}\" (expected \"sbe\" or \"bse\")", layout);
+  VIGIL_ASSIGN_OR_RETURN(std::string rows, ops::StringAttr(node, ir::kAttentionUndefinedRows, "nan"));
+  if (rows != "nan" && rows != "zero") return ctx.Fail("undefined_rows \"{}\" (expected \"nan\" or \"zero\")", rows);
   const int64_t three_e = x.dim(2);
   if (heads < 1) return ctx.Fail("num_heads is {}, must be at least 1", heads);
   if (three_e % 3 != 0 || (three_e / 3) % heads != 0) {
@@ -439,19 +461,39 @@ Result<AttentionShape> ReadShape(const CudaKernelContext& ctx, const runtime::Te
   a.out_batch = sbe ? a.embed : a.seq * a.embed;
   a.scale = scale;
   a.scale_log2 = static_cast<float>(static_cast<double>(scale) * 1.4426950408889634);
+  a.zero_undefined_rows = rows == "zero";
+  if (const runtime::Tensor* m = ctx.input(1)) {
+    if (m->dtype() != x.dtype()) {
+      return ctx.Fail("input 1 (the mask) is {}; it must have QKV's dtype {}", m->Describe(),
+                      ir::DataTypeName(x.dtype()));
+    }
+    auto strides = ops::BroadcastStrides4(m->shape(), {a.batch, a.heads, a.seq, a.seq});
+    if (!strides) {
+      return ctx.Fail("input 1 (the mask) is {}; it does not broadcast to [B, num_heads, S, S] = [{}, {}, {}, {}]",
+                      m->Describe(), a.batch, a.heads, a.seq, a.seq);
+    }
+    a.mask_b = (*strides)[0];
+    a.mask_h = (*strides)[1];
+    a.mask_i = (*strides)[2];
+    a.mask_j = (*strides)[3];
+  }
   return a;
 }
 
 template <typename T>
-Status LaunchFor(const AttentionShape& a, const T* qkv, T* y, cudaStream_t stream) {
+Status LaunchFor(const AttentionShape& a, const void* qkv_bytes, const void* mask_bytes, void* y_bytes,
+                 cudaStream_t stream) {
+  const T* qkv = static_cast<const T*>(qkv_bytes);
+  const T* mask = static_cast<const T*>(mask_bytes);
+  T* y = static_cast<T*>(y_bytes);
   if constexpr (std::is_same_v<T, float>) {
-    return LaunchRows<T>(a, qkv, y, stream);
+    return LaunchRows<T>(a, qkv, mask, y, stream);
   } else {
     switch (a.head_size) {
-      case 16: return LaunchTensorCore<T, 16>(a, qkv, y, stream);
-      case 32: return LaunchTensorCore<T, 32>(a, qkv, y, stream);
-      case 64: return LaunchTensorCore<T, 64>(a, qkv, y, stream);
-      default: return LaunchTensorCore<T, 128>(a, qkv, y, stream);
+      case 16: return LaunchTensorCore<T, 16>(a, qkv, mask, y, stream);
+      case 32: return LaunchTensorCore<T, 32>(a, qkv, mask, y, stream);
+      case 64: return LaunchTensorCore<T, 64>(a, qkv, mask, y, stream);
+      default: return LaunchTensorCore<T, 128>(a, qkv, mask, y, stream);
     }
   }
 }
@@ -470,23 +512,21 @@ Status AttentionKernel(CudaKernelContext& ctx) {
       (a.batch * a.heads * a.seq + kRowWarps - 1) / kRowWarps > INT32_MAX) {
     return ctx.Unsupported("batch {} x heads {} x sequence {} exceeds the kernel's grid", a.batch, a.heads, a.seq);
   }
+  const void* mask = ctx.input(1) ? ctx.input(1)->raw_data() : nullptr;
   if (x->dtype() != ir::DataType::kFloat32) {
     const char* env = std::getenv("VIGIL_ATTENTION_KERNEL");
     const std::string_view choice = env ? env : "";
     if (choice != "wmma") {
-      const std::string why = AttentionMmaWhyNot(a, x->dtype(), x->raw_data(), y->raw_data());
-      if (why.empty()) return LaunchAttentionMma(a, x->dtype(), x->raw_data(), y->raw_data(), ctx.stream());
+      const std::string why = AttentionMmaWhyNot(a, x->dtype(), x->raw_data(), mask, y->raw_data());
+      if (why.empty()) return LaunchAttentionMma(a, x->dtype(), x->raw_data(), mask, y->raw_data(), ctx.stream());
       if (choice == "mma") return ctx.Unsupported("VIGIL_ATTENTION_KERNEL=mma, but the mma kernel cannot run: {}", why);
     }
   }
   switch (x->dtype()) {
-    case ir::DataType::kFloat32:
-      return LaunchFor(a, static_cast<const float*>(x->raw_data()), static_cast<float*>(y->raw_data()), ctx.stream());
-    case ir::DataType::kFloat16:
-      return LaunchFor(a, static_cast<const __half*>(x->raw_data()), static_cast<__half*>(y->raw_data()), ctx.stream());
+    case ir::DataType::kFloat32: return LaunchFor<float>(a, x->raw_data(), mask, y->raw_data(), ctx.stream());
+    case ir::DataType::kFloat16: return LaunchFor<__half>(a, x->raw_data(), mask, y->raw_data(), ctx.stream());
     case ir::DataType::kBfloat16:
-      return LaunchFor(a, static_cast<const __nv_bfloat16*>(x->raw_data()), static_cast<__nv_bfloat16*>(y->raw_data()),
-                       ctx.stream());
+      return LaunchFor<__nv_bfloat16>(a, x->raw_data(), mask, y->raw_data(), ctx.stream());
     default: return ctx.Unsupported("dtype {} of input 0", ir::DataTypeName(x->dtype()));
   }
 }
@@ -504,6 +544,11 @@ bool SupportsAttention(const ir::Node& node, const runtime::NodeTypes& types, st
       *why_not = t == ir::DataType::kUndefined ? std::string("the dtype of input 0 is not known at load time")
                                                : fmt::format("dtype {} of input 0", ir::DataTypeName(t));
     }
+    return false;
+  }
+  if (types.inputs.size() > 1 && types.inputs[1] && types.inputs[1]->kind == ir::TypeInfo::Kind::kTensor &&
+      types.inputs[1]->elem_type != t) {
+    if (why_not) *why_not = fmt::format("the mask's dtype {} is not QKV's", ir::DataTypeName(types.inputs[1]->elem_type));
     return false;
   }
   const ir::TypeInfo* type = types.inputs[0];

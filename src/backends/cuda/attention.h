@@ -29,20 +29,28 @@ struct AttentionShape {
   float scale = 1.0f;       // scores = scale * q.k
   float scale_log2 = 1.0f;  // scale * log2(e): the tensor-core kernels use exp2
   bool sbe = true;          // layout "sbe" (else "bse")
+  // The optional additive mask M (the kernels take its pointer, null for
+  // none): element strides over [B, H, S, S], 0 along dims it broadcasts.
+  int64_t mask_b = 0, mask_h = 0, mask_i = 0, mask_j = 0;
+  // undefined_rows "zero": a row without a finite positive softmax sum (every
+  // score -inf, or a NaN or +inf score) is written as 0, else it is NaN.
+  bool zero_undefined_rows = false;
 };
 
 // The FlashAttention-2-style kernel (attention_mma.cu: mma.sync m16n8k16,
 // scores, softmax and output in registers), the default for float16 and
 // bfloat16. Empty when it can take `a` for `dtype` with these device
-// pointers; otherwise why not (dtype, head size, rows not 16-byte aligned,
-// or scale <= 0), and attention.cu runs its wmma kernel instead.
-std::string AttentionMmaWhyNot(const AttentionShape& a, ir::DataType dtype, const void* qkv, const void* y);
+// pointers (`mask` null without a mask); otherwise why not (dtype, head
+// size, rows not 16-byte aligned, or scale <= 0 without a mask), and
+// attention.cu runs its wmma kernel instead.
+std::string AttentionMmaWhyNot(const AttentionShape& a, ir::DataType dtype, const void* qkv, const void* mask,
+                               const void* y);
 
 // Launches the mma kernel on `stream` (AttentionMmaWhyNot must be empty).
-// One block per (batch, head) covering the whole sequence when batch x heads
-// fills the SMs; else blocks of 4 warps (64 query rows), or fewer rows per
-// block when that grid would leave SMs idle (small batch).
-Status LaunchAttentionMma(const AttentionShape& a, ir::DataType dtype, const void* qkv, void* y, cudaStream_t stream);
+// Blocks cover the query rows of one (batch, head) (attention_mma.cu's
+// ChooseShape); with a mask always so.
+Status LaunchAttentionMma(const AttentionShape& a, ir::DataType dtype, const void* qkv, const void* mask, void* y,
+                          cudaStream_t stream);
 
 // Part of FindCudaKernel's family list (cuda_kernel.cpp). Declared here, as
 // FusedCudaKernels and SoftmaxCudaKernels are in their own headers, so that

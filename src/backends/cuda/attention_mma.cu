@@ -36,6 +36,7 @@
 
 #include "backends/cuda/attention.h"
 #include "backends/cuda/cuda_kernel.h"
+#include "backends/cuda/device_common.cuh"
 #include "backends/cuda/shared_memory_optin.h"
 
 namespace vigil::cuda {
@@ -162,6 +163,26 @@ __device__ __forceinline__ void Scores(float (&s)[kKeys / 8][4], const uint32_t 
   }
 }
 
+// With a mask: the scores into the log2 domain with the mask added,
+// s = scale * log2(e) * s + log2(e) * M[row, col0 + col], for the thread's
+// accumulator elements (rows row0 + lane/4 and + 8, columns as Softmax
+// says); M is not read for rows at or past S nor columns at or past `valid`
+// (Softmax masks those). `mask` points at this (batch, head)'s M.
+template <typename T>
+__device__ __forceinline__ void AddMask(float (&s)[kKeys / 8][4], const T* __restrict__ mask, const AttentionShape& a,
+                                        int row0, int col0, int valid, int seq, int lane) {
+  constexpr float kLog2e = 1.4426950408889634f;
+#pragma unroll
+  for (int j = 0; j < kKeys / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = row0 + lane / 4 + (e / 2) * 8, c = j * 8 + 2 * (lane % 4) + e % 2;
+      const float mv = r < seq && c < valid ? ToFloat(mask[r * a.mask_i + int64_t{col0 + c} * a.mask_j]) : 0.0f;
+      s[j][e] = fmaf(s[j][e], a.scale_log2, kLog2e * mv);
+    }
+  }
+}
+
 // The online-softmax step: masks the scores (keys >= `valid` to -inf),
 // updates the running max m (log2 domain, scale included) and this thread's
 // partial sums l of its two rows, rescales O, and leaves P = exp2(scale *
@@ -246,21 +267,27 @@ __device__ __forceinline__ void AccumulatePV(float (&o)[D / 8][4], const float (
 // Y = O / l for the warp's 16 rows, staged through the warp's own Q rows in
 // shared memory (no longer read) so that global stores are whole 16-byte
 // chunks of each row; rows at or past S are not written.
+// With `zero_undefined`, a row whose sum l is not positive (every score
+// -inf) or NaN is written as 0.
 template <typename T, int D>
 __device__ __forceinline__ void StoreRows(const float (&o)[D / 8][4], float (&l)[2], T* qs, T* __restrict__ out,
-                                          int64_t out_row, int row0, int rows, int lane) {
+                                          int64_t out_row, int row0, int rows, bool zero_undefined, int lane) {
   float inv[2];
+  bool zero[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
     inv[r] = 1.0f / l[r];
+    zero[r] = zero_undefined && !(l[r] > 0.0f);
   }
   const int r0 = lane / 4, c0 = 2 * (lane % 4);
 #pragma unroll
   for (int n = 0; n < D / 8; ++n) {
-    *reinterpret_cast<uint32_t*>(qs + r0 * (D + 8) + n * 8 + c0) = Pack<T>(o[n][0] * inv[0], o[n][1] * inv[0]);
-    *reinterpret_cast<uint32_t*>(qs + (r0 + 8) * (D + 8) + n * 8 + c0) = Pack<T>(o[n][2] * inv[1], o[n][3] * inv[1]);
+    *reinterpret_cast<uint32_t*>(qs + r0 * (D + 8) + n * 8 + c0) =
+        zero[0] ? 0u : Pack<T>(o[n][0] * inv[0], o[n][1] * inv[0]);
+    *reinterpret_cast<uint32_t*>(qs + (r0 + 8) * (D + 8) + n * 8 + c0) =
+        zero[1] ? 0u : Pack<T>(o[n][2] * inv[1], o[n][3] * inv[1]);
   }
   __syncwarp();
   constexpr int kChunks = D / 8;
@@ -283,8 +310,10 @@ __device__ __forceinline__ void StoreRows(const float (&o)[D / 8][4], float (&l)
 // of every copy and reaches every barrier, but a warp whose 16 rows all lie
 // at or past S (the tail of the last query block) does no math and stores
 // nothing.
-template <typename T, int D, int kMaxWarps>
-__global__ void __launch_bounds__(32 * kMaxWarps) AttentionMmaKernel(const T* __restrict__ qkv, T* __restrict__ y,
+// kMasked: M (`mask`) is added to the scores (AddMask).
+template <typename T, int D, int kMaxWarps, bool kMasked>
+__global__ void __launch_bounds__(32 * kMaxWarps) AttentionMmaKernel(const T* __restrict__ qkv,
+                                                                     const T* __restrict__ mask, T* __restrict__ y,
                                                                      AttentionShape a, unsigned query_blocks) {
   using L = MmaLayout<D>;
   extern __shared__ __align__(128) unsigned char smem_bytes[];
@@ -342,12 +371,19 @@ __global__ void __launch_bounds__(32 * kMaxWarps) AttentionMmaKernel(const T* __
       const int valid = min(seq - t * kKeys, kKeys);
       float s[kKeys / 8][4];
       Scores<T, D>(s, qf, smem + L::kK + buf * L::kTile, valid, lane);
-      Softmax<D>(s, o, m, l, valid, a.scale_log2, lane);
+      if constexpr (kMasked) {
+        AddMask<T>(s, mask + b * a.mask_b + h * a.mask_h, a, row0, t * kKeys, valid, seq, lane);
+        Softmax<D>(s, o, m, l, valid, 1.0f, lane);  // s is in the log2 domain already
+      } else {
+        Softmax<D>(s, o, m, l, valid, a.scale_log2, lane);
+      }
       AccumulatePV<T, D>(o, s, smem + L::kV + buf * L::kTile, valid, lane);
     }
     __syncthreads();  // no warp reads buffers `buf` any more
   }
-  if (active) StoreRows<T, D>(o, l, qs, y + b * a.out_batch + h * D, a.out_row, row0, seq, lane);
+  if (active) {
+    StoreRows<T, D>(o, l, qs, y + b * a.out_batch + h * D, a.out_row, row0, seq, a.zero_undefined_rows, lane);
+  }
 }
 
 // --- launch -----------------------------------------------------------------------
@@ -442,11 +478,12 @@ MmaShape ChooseShape(const AttentionShape& a, int max_warps, int sms) {
   return whole;
 }
 
-template <typename T, int D, int kMaxWarps>
-Status Launch(const AttentionShape& a, const MmaShape& shape, const void* qkv, void* y, cudaStream_t stream) {
+template <typename T, int D, int kMaxWarps, bool kMasked = false>
+Status Launch(const AttentionShape& a, const MmaShape& shape, const void* qkv, const void* mask, void* y,
+              cudaStream_t stream) {
   using L = MmaLayout<D>;
   static std::atomic<uint64_t> smem_allowed{0};
-  auto kernel = AttentionMmaKernel<T, D, kMaxWarps>;
+  auto kernel = AttentionMmaKernel<T, D, kMaxWarps, kMasked>;
   // Allowed once per device, for the instance's largest block.
   VIGIL_RETURN_IF_ERROR(AllowSharedMemory(kernel, L::Bytes(kMaxWarps), smem_allowed));
   // A 1-D grid: pairs x query blocks < 2^31 holds wherever QKV fits in
@@ -457,30 +494,38 @@ Status Launch(const AttentionShape& a, const MmaShape& shape, const void* qkv, v
                          shape.query_blocks, a.batch * a.heads);
   }
   kernel<<<static_cast<unsigned>(blocks), 32 * shape.warps, L::Bytes(shape.warps), stream>>>(
-      static_cast<const T*>(qkv), static_cast<T*>(y), a, static_cast<unsigned>(shape.query_blocks));
+      static_cast<const T*>(qkv), static_cast<const T*>(mask), static_cast<T*>(y), a,
+      static_cast<unsigned>(shape.query_blocks));
   VIGIL_CHECK_LAUNCH("AttentionMmaKernel");
   return Status::Ok();
 }
 
+// A masked call always runs whole-sequence blocks (the tiles have no masked
+// instance, to keep the instance count down): with the tiles forced, those
+// of the default cap.
 template <typename T, int D>
-Status LaunchForHeadSize(const AttentionShape& a, const void* qkv, void* y, cudaStream_t stream) {
+Status LaunchForHeadSize(const AttentionShape& a, const void* qkv, const void* mask, void* y, cudaStream_t stream) {
   VIGIL_ASSIGN_OR_RETURN(int sms, SmCount());
-  const MmaShape shape = ChooseShape(a, kWholeWarps<D>, sms);
-  if (shape.whole) return Launch<T, D, kWholeWarps<D>>(a, shape, qkv, y, stream);
+  MmaShape shape = ChooseShape(a, kWholeWarps<D>, sms);
+  if (mask) {
+    if (!shape.whole) shape = WholeShape(a, std::min(kDefaultWholeCap, kWholeWarps<D>));
+    return Launch<T, D, kWholeWarps<D>, true>(a, shape, qkv, mask, y, stream);
+  }
+  if (shape.whole) return Launch<T, D, kWholeWarps<D>>(a, shape, qkv, nullptr, y, stream);
   switch (shape.warps) {
-    case 1: return Launch<T, D, 1>(a, shape, qkv, y, stream);
-    case 2: return Launch<T, D, 2>(a, shape, qkv, y, stream);
-    default: return Launch<T, D, 4>(a, shape, qkv, y, stream);
+    case 1: return Launch<T, D, 1>(a, shape, qkv, nullptr, y, stream);
+    case 2: return Launch<T, D, 2>(a, shape, qkv, nullptr, y, stream);
+    default: return Launch<T, D, 4>(a, shape, qkv, nullptr, y, stream);
   }
 }
 
 template <typename T>
-Status LaunchForType(const AttentionShape& a, const void* qkv, void* y, cudaStream_t stream) {
+Status LaunchForType(const AttentionShape& a, const void* qkv, const void* mask, void* y, cudaStream_t stream) {
   switch (a.head_size) {
-    case 16: return LaunchForHeadSize<T, 16>(a, qkv, y, stream);
-    case 32: return LaunchForHeadSize<T, 32>(a, qkv, y, stream);
-    case 64: return LaunchForHeadSize<T, 64>(a, qkv, y, stream);
-    case 128: return LaunchForHeadSize<T, 128>(a, qkv, y, stream);
+    case 16: return LaunchForHeadSize<T, 16>(a, qkv, mask, y, stream);
+    case 32: return LaunchForHeadSize<T, 32>(a, qkv, mask, y, stream);
+    case 64: return LaunchForHeadSize<T, 64>(a, qkv, mask, y, stream);
+    case 128: return LaunchForHeadSize<T, 128>(a, qkv, mask, y, stream);
     default: return InternalError("attention mma kernel: head size {}", a.head_size);
   }
 }
@@ -489,7 +534,8 @@ bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 
 }  // namespace
 
-std::string AttentionMmaWhyNot(const AttentionShape& a, ir::DataType dtype, const void* qkv, const void* y) {
+std::string AttentionMmaWhyNot(const AttentionShape& a, ir::DataType dtype, const void* qkv, const void* mask,
+                               const void* y) {
   if (dtype != ir::DataType::kFloat16 && dtype != ir::DataType::kBfloat16) {
     return fmt::format("dtype {} (the mma kernel takes float16 and bfloat16)", ir::DataTypeName(dtype));
   }
@@ -500,15 +546,25 @@ std::string AttentionMmaWhyNot(const AttentionShape& a, ir::DataType dtype, cons
   const bool strides = a.in_row % 8 == 0 && a.in_batch % 8 == 0 && a.embed % 8 == 0 && a.out_row % 8 == 0 &&
                        a.out_batch % 8 == 0;
   if (!strides || !Aligned16(qkv) || !Aligned16(y)) return "rows of QKV or Y are not 16-byte aligned";
-  // Softmax takes the row max before scaling (one FFMA per score instead
-  // of a multiply and a subtraction), which needs scale > 0.
+  if (mask) {
+    // Masked calls run whole-sequence blocks only (LaunchForHeadSize).
+    const int cap = std::min(kDefaultWholeCap, a.head_size == 128 ? kWholeWarps<128> : kWholeWarps<64>);
+    if (a.batch * a.heads * WholeShape(a, cap).query_blocks > INT32_MAX) {
+      return fmt::format("batch {} x heads {} x sequence {}: too many blocks for the masked kernel", a.batch,
+                         a.heads, a.seq);
+    }
+    return {};
+  }
+  // Unmasked, Softmax takes the row max before scaling (one FFMA per score
+  // instead of a multiply and a subtraction), which needs scale > 0.
   if (!(a.scale_log2 > 0.0f)) return fmt::format("scale {} (the mma kernel takes scale > 0)", a.scale);
   return {};
 }
 
-Status LaunchAttentionMma(const AttentionShape& a, ir::DataType dtype, const void* qkv, void* y, cudaStream_t stream) {
-  if (dtype == ir::DataType::kFloat16) return LaunchForType<__half>(a, qkv, y, stream);
-  return LaunchForType<__nv_bfloat16>(a, qkv, y, stream);
+Status LaunchAttentionMma(const AttentionShape& a, ir::DataType dtype, const void* qkv, const void* mask, void* y,
+                          cudaStream_t stream) {
+  if (dtype == ir::DataType::kFloat16) return LaunchForType<__half>(a, qkv, mask, y, stream);
+  return LaunchForType<__nv_bfloat16>(a, qkv, mask, y, stream);
 }
 
 }  // namespace vigil::cuda

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "vigil/float16.h"
+#include "ir/fuse_attention.h"
 #include "ir/fuse_gelu.h"
 #include "ir/fuse_matmul_bias.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain
@@ -209,6 +210,73 @@ TEST(GeluCpu, MatchesTheErfChain) {
   ASSERT_TRUE(types.ok()) << types.status().ToString();
   EXPECT_EQ((*types)[0].elem_type, ir::DataType::kFloat16);
   EXPECT_EQ((*types)[0].shape.dims.size(), 3u);
+}
+
+// ai.vigil.Attention with a mask against ONNX Attention (opset 23) on the
+// same Q, K, V (3-D, [B, S, H*D]) and additive mask: ONNX's kernel gives 0
+// for a row whose keys are all masked, as undefined_rows "zero" does.
+TEST(AttentionCpu, MaskedMatchesOnnxAttention) {
+  const int64_t b = 2, s = 13, h = 3, d = 8, e = h * d;
+  const std::vector<float> q = Random(b * s * e, 1), k = Random(b * s * e, 2), v = Random(b * s * e, 3);
+  std::vector<float> qkv;
+  for (int64_t r = 0; r < b * s; ++r) {
+    for (const std::vector<float>* part : {&q, &k, &v}) {
+      qkv.insert(qkv.end(), part->begin() + r * e, part->begin() + (r + 1) * e);
+    }
+  }
+  std::vector<float> m = Random(b * s, 4);
+  for (int64_t t = 9; t < s; ++t) m[t] = -INFINITY;      // batch 0: the last 4 keys padded
+  for (int64_t t = 0; t < s; ++t) m[s + t] = -INFINITY;  // batch 1: every key masked
+  const runtime::Tensor x = F32({b, s, 3 * e}, qkv), mask = F32({b, 1, 1, s}, m);
+  ir::Node fused = MakeNode(ir::kAttentionOp, {"qkv", "mask"}, {"y"},
+                            {IntAttr("num_heads", h), FloatAttr("scale", 0.3f), StringAttr("layout", "bse"),
+                             StringAttr(ir::kAttentionUndefinedRows, "zero")});
+  fused.domain = ir::kVigilDomain;
+  auto got = RunKernel(fused, 1, {&x, &mask});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  const runtime::Tensor tq = F32({b, s, e}, q), tk = F32({b, s, e}, k), tv = F32({b, s, e}, v);
+  ir::Node onnx = MakeNode("Attention", {"q", "k", "v", "mask"}, {"y"},
+                           {IntAttr("q_num_heads", h), IntAttr("kv_num_heads", h), FloatAttr("scale", 0.3f)});
+  auto want = RunKernel(onnx, 23, {&tq, &tk, &tv, &mask});
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  ASSERT_EQ((*got)[0].shape(), (*want)[0].shape());
+  const std::vector<float> g = Values<float>((*got)[0]), w = Values<float>((*want)[0]);
+  for (size_t i = 0; i < g.size(); ++i) {
+    ASSERT_FALSE(std::isnan(g[i])) << i;
+    EXPECT_NEAR(g[i], w[i], 1e-6f * (1 + std::abs(w[i]))) << i;
+  }
+  for (size_t i = static_cast<size_t>(s * e); i < g.size(); ++i) EXPECT_EQ(g[i], 0.0f) << "batch 1 is all masked";
+  // undefined_rows "nan" (the default): Softmax's NaN for those rows.
+  fused.attributes.pop_back();
+  auto nan = RunKernel(fused, 1, {&x, &mask});
+  ASSERT_TRUE(nan.ok()) << nan.status().ToString();
+  const std::vector<float> n = Values<float>((*nan)[0]);
+  for (size_t i = 0; i < n.size(); ++i) {
+    if (i < static_cast<size_t>(s * e)) EXPECT_EQ(n[i], g[i]) << i;
+    else EXPECT_TRUE(std::isnan(n[i])) << i;
+  }
+}
+
+TEST(AttentionCpu, MaskThatDoesNotBroadcastIsAnError) {
+  const runtime::Tensor x = F32({2, 5, 12}, Random(120, 5));
+  ir::Node node = MakeNode(ir::kAttentionOp, {"qkv", "mask"}, {"y"},
+                           {IntAttr("num_heads", 2), FloatAttr("scale", 0.5f), StringAttr("layout", "bse")});
+  node.domain = ir::kVigilDomain;
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{2, 1, 3, 5}, std::vector<int64_t>{3, 1, 1, 5},
+                                            std::vector<int64_t>{1, 2, 1, 1, 5}}) {
+    int64_t n = 1;
+    for (int64_t dim : shape) n *= dim;
+    const runtime::Tensor mask = F32(shape, Random(static_cast<size_t>(n), 6));
+    auto r = RunKernel(node, 1, {&x, &mask});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().ToString().find("input 1 (the mask)"), std::string::npos) << r.status().ToString();
+  }
+  std::vector<uint16_t> h;
+  for (float f : Random(10, 7)) h.push_back(FloatToFloat16(f));
+  const runtime::Tensor mask16 = MakeTensor(ir::DataType::kFloat16, {2, 1, 1, 5}, h);
+  auto r = RunKernel(node, 1, {&x, &mask16});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().ToString().find("QKV's dtype"), std::string::npos) << r.status().ToString();
 }
 
 }  // namespace

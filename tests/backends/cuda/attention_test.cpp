@@ -23,7 +23,9 @@
 #include "backends/cuda/cuda_test_util.h"
 #include "ir/fuse_attention.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain
+#include "ops/attention_params.h"  // BroadcastStrides4
 #include "ops/shape_helpers.h"
+#include "vigil/float16.h"
 #include "runtime/tensor_compare.h"  // ElementAsDouble
 
 namespace vigil::cuda {
@@ -400,6 +402,203 @@ TEST(CudaAttention, BadInputIsAnErrorNotACrash) {
   y = RunOnDevice(AttentionNode(c), *device_odd);
   ASSERT_FALSE(y.ok());
   EXPECT_EQ(y.status().code(), ErrorCode::kInvalidInput) << y.status().ToString();
+}
+
+// --- the additive mask and undefined rows --------------------------------------
+
+// A case with a mask M of `mask_shape` (broadcast to [B, H, S, S]): values
+// in [-3, 1], -inf where `masked(b, h, i, j)` says; undefined_rows "zero"
+// or "nan".
+struct MaskCase {
+  AttentionCase c;
+  std::vector<int64_t> mask_shape;
+  bool zero_rows = false;
+  int pattern = 0;  // 0: none -inf; 1: keys past S - 1 - 3b (padding); 2: 1 and every key of batch B-1; 3: rows i % 5 == 2
+  std::string Name() const {
+    std::string shape;
+    for (int64_t d : mask_shape) shape += std::to_string(d) + ",";
+    return c.Name() + " mask[" + shape + "] pattern " + std::to_string(pattern) + (zero_rows ? " zero" : " nan");
+  }
+};
+
+// Whether M at full index (b, h, i, j) is -inf for `pattern`.
+bool MaskedOut(int pattern, const AttentionCase& c, int64_t b, int64_t i, int64_t j) {
+  if (pattern == 1 || pattern == 2) {
+    if (pattern == 2 && b == c.batch - 1) return true;
+    return j > c.seq - 1 - 3 * b;
+  }
+  if (pattern == 3) return i % 5 == 2;
+  return false;
+}
+
+// M as a host tensor of `mask_shape`, written through its broadcast
+// strides: an element read by several full indices gets the value of the
+// last, and the pattern is chosen per case so that they agree.
+runtime::Tensor MaskTensor(DataType dtype, const MaskCase& m) {
+  runtime::Tensor t = RandomTensor(dtype, m.mask_shape, 977, -3, 1);
+  const AttentionCase& c = m.c;
+  auto strides = ops::BroadcastStrides4(m.mask_shape, {c.batch, c.heads, c.seq, c.seq});
+  EXPECT_TRUE(strides.has_value());
+  if (!strides || m.pattern == 0) return t;
+  for (int64_t b = 0; b < c.batch; ++b) {
+    for (int64_t h = 0; h < c.heads; ++h) {
+      for (int64_t i = 0; i < c.seq; ++i) {
+        for (int64_t j = 0; j < c.seq; ++j) {
+          if (!MaskedOut(m.pattern, c, b, i, j)) continue;
+          const int64_t k = b * (*strides)[0] + h * (*strides)[1] + i * (*strides)[2] + j * (*strides)[3];
+          if (dtype == kF32) t.data<float>()[k] = -INFINITY;
+          if (dtype == kF16) t.data<uint16_t>()[k] = FloatToFloat16(-INFINITY);
+          if (dtype == kBF16) t.data<uint16_t>()[k] = FloatToBfloat16(-INFINITY);
+        }
+      }
+    }
+  }
+  return t;
+}
+
+// Y from the definition with M added to the scores; a row whose softmax is
+// undefined (all -inf) is 0 ("zero") or NaN.
+std::vector<double> MaskedReference(const runtime::Tensor& qkv, const runtime::Tensor& mask, const MaskCase& m) {
+  const AttentionCase& c = m.c;
+  const int64_t e = c.embed(), d = c.head_size;
+  auto st = *ops::BroadcastStrides4(m.mask_shape, {c.batch, c.heads, c.seq, c.seq});
+  std::vector<double> x(qkv.element_count());
+  for (uint64_t i = 0; i < x.size(); ++i) x[i] = runtime::ElementAsDouble(qkv, i);
+  auto in = [&](int64_t s, int64_t b, int64_t col) {
+    const int64_t row = c.sbe ? s * c.batch + b : b * c.seq + s;
+    return x[static_cast<size_t>(row * 3 * e + col)];
+  };
+  std::vector<double> y(static_cast<size_t>(c.seq * c.batch * e));
+  std::vector<double> p(static_cast<size_t>(c.seq));
+  for (int64_t b = 0; b < c.batch; ++b) {
+    for (int64_t h = 0; h < c.heads; ++h) {
+      for (int64_t s = 0; s < c.seq; ++s) {
+        double max = -INFINITY;
+        for (int64_t t = 0; t < c.seq; ++t) {
+          double dot = 0;
+          for (int64_t j = 0; j < d; ++j) dot += in(s, b, h * d + j) * in(t, b, e + h * d + j);
+          p[t] = static_cast<double>(c.scale()) * dot +
+                 runtime::ElementAsDouble(mask, static_cast<uint64_t>(b * st[0] + h * st[1] + s * st[2] + t * st[3]));
+          max = std::max(max, p[t]);
+        }
+        double sum = 0;
+        if (max > -INFINITY) {
+          for (int64_t t = 0; t < c.seq; ++t) sum += p[t] = std::exp(p[t] - max);
+        }
+        const int64_t out_row = c.sbe ? s * c.batch + b : b * c.seq + s;
+        for (int64_t i = 0; i < d; ++i) {
+          double acc = 0;
+          for (int64_t t = 0; t < c.seq && sum > 0; ++t) acc += p[t] * in(t, b, 2 * e + h * d + i);
+          y[static_cast<size_t>(out_row * e + h * d + i)] = sum > 0 ? acc / sum : m.zero_rows ? 0.0 : NAN;
+        }
+      }
+    }
+  }
+  return y;
+}
+
+// As ExpectClose, but where the reference is NaN Y must be NaN too.
+void ExpectCloseWithNaN(const runtime::Tensor& y, const std::vector<double>& want, DataType dtype) {
+  ASSERT_EQ(y.element_count(), want.size());
+  double err = 0, norm = 0;
+  uint64_t wrong_nan = 0, not_finite = 0, nan_rows = 0;
+  for (uint64_t i = 0; i < want.size(); ++i) {
+    const double got = runtime::ElementAsDouble(y, i);
+    if (std::isnan(want[i])) {
+      ++nan_rows;
+      wrong_nan += !std::isnan(got);
+      continue;
+    }
+    if (!std::isfinite(got)) {
+      ++not_finite;
+      continue;
+    }
+    err += (got - want[i]) * (got - want[i]);
+    norm += want[i] * want[i];
+  }
+  EXPECT_EQ(wrong_nan, 0u) << "elements of undefined rows that are not NaN (of " << nan_rows << ")";
+  EXPECT_EQ(not_finite, 0u) << "elements not written, or NaN/inf";
+  const double rel = norm > 0 ? std::sqrt(err / norm) : std::sqrt(err);
+  EXPECT_LE(rel, Tolerance(dtype)) << "relative L2 error";
+}
+
+void ExpectMaskedMatchesReference(DataType dtype, const MaskCase& m) {
+  SCOPED_TRACE(std::string(ir::DataTypeName(dtype)) + " " + m.Name());
+  const AttentionCase& c = m.c;
+  runtime::Tensor qkv = RandomTensor(dtype, c.InputShape(), static_cast<uint32_t>(c.seq * 131 + c.head_size), -2, 2);
+  runtime::Tensor mask = MaskTensor(dtype, m);
+  auto device_qkv = OnDevice(qkv, 0);
+  auto device_mask = OnDevice(mask, 0);
+  ASSERT_TRUE(device_qkv.ok() && device_mask.ok());
+  const std::vector<double> want = MaskedReference(qkv, mask, m);
+  ir::Node node = AttentionNode(c);
+  node.inputs.push_back("mask");
+  node.attributes.push_back(cpu::testing::StringAttr(ir::kAttentionUndefinedRows, m.zero_rows ? "zero" : "nan"));
+  for (const std::string& kernel : KernelsFor(dtype)) {
+    SCOPED_TRACE("VIGIL_ATTENTION_KERNEL=" + kernel);
+    ScopedEnv kernel_choice("VIGIL_ATTENTION_KERNEL", kernel);
+    auto backend = CudaBackendForTests();
+    const runtime::Tensor* inputs[] = {&*device_qkv, &*device_mask};
+    std::vector<runtime::Tensor> outputs;
+    PoisonedDeviceOutputs allocator(*backend);
+    Status run = backend->Run(node, 1, inputs, outputs, allocator);
+    ASSERT_TRUE(run.ok()) << run.ToString();
+    ASSERT_TRUE(backend->Synchronize().ok());
+    auto y = backend->ToHost(outputs[0]);
+    ASSERT_TRUE(y.ok()) << y.status().ToString();
+    ExpectCloseWithNaN(*y, want, dtype);
+  }
+}
+
+std::vector<MaskCase> MaskCases() {
+  return {
+      {{128, 2, 4, 64, false}, {2, 1, 1, 128}, true, 1},    // BERT's padding mask, batch first
+      {{128, 3, 4, 64, false}, {3, 1, 1, 128}, true, 2},    // and a batch row with every key masked
+      {{197, 2, 3, 64, true}, {2, 1, 197, 197}, false, 0},  // a full [B, 1, S, S] float mask, sequence first
+      {{65, 2, 2, 32, false}, {2, 2, 65, 65}, true, 2},     // per head; the last batch row masked
+      {{16, 3, 2, 16, false}, {16}, false, 0},              // rank 1: one row of key biases for all
+      {{130, 1, 2, 128, false}, {1, 1, 130, 1}, false, 3},  // query rows i % 5 == 2 masked: NaN
+      {{77, 2, 2, 64, false}, {2, 1, 77, 1}, true, 3},      // the same rows, zero
+  };
+}
+
+TEST(CudaAttention, MaskedFloat16MatchesReference) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  for (const MaskCase& m : MaskCases()) ExpectMaskedMatchesReference(kF16, m);
+}
+
+TEST(CudaAttention, MaskedBfloat16MatchesReference) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  for (const MaskCase& m : MaskCases()) ExpectMaskedMatchesReference(kBF16, m);
+}
+
+TEST(CudaAttention, MaskedFloat32MatchesReference) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  for (const MaskCase& m : MaskCases()) ExpectMaskedMatchesReference(kF32, m);
+}
+
+// A mask that does not broadcast to [B, H, S, S], or of another dtype, is
+// an error naming it, not a crash.
+TEST(CudaAttention, MaskThatDoesNotBroadcastIsAnError) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  const AttentionCase c{16, 2, 2, 16, false};
+  for (const auto& [shape, dtype] : std::vector<std::pair<std::vector<int64_t>, DataType>>{
+           {{2, 1, 3, 16}, kF16}, {{2, 2, 2, 16, 16}, kF16}, {{2, 1, 1, 16}, kF32}}) {
+    runtime::Tensor qkv = RandomTensor(kF16, c.InputShape(), 5);
+    runtime::Tensor mask = RandomTensor(dtype, shape, 6);
+    auto dq = OnDevice(qkv, 0);
+    auto dm = OnDevice(mask, 0);
+    ASSERT_TRUE(dq.ok() && dm.ok());
+    ir::Node node = AttentionNode(c);
+    node.inputs.push_back("mask");
+    auto backend = CudaBackendForTests();
+    const runtime::Tensor* inputs[] = {&*dq, &*dm};
+    std::vector<runtime::Tensor> outputs;
+    PoisonedDeviceOutputs allocator(*backend);
+    Status run = backend->Run(node, 1, inputs, outputs, allocator);
+    EXPECT_FALSE(run.ok());
+    EXPECT_NE(run.ToString().find("input 1 (the mask)"), std::string::npos) << run.ToString();
+  }
 }
 
 }  // namespace
