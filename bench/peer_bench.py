@@ -18,12 +18,15 @@ ORT refuses), then for each batch:
   forward pass; nn.MultiheadAttention (ViT) with its fused fast path, as
   PyTorch runs it by default (--no-mha-fastpath turns it off);
 - vigil: `vigil bench --backend cuda --dim N=<batch> --inputs-on-device
-  --json`, the median wall-clock time of Session::Run with the input already
-  on the GPU (as the peer has it), which also copies the output back and
-  synchronises; "end to end" is the same without --inputs-on-device (every
-  run also copies the input from the host, from the page-locked buffers
-  vigil bench allocates through Session::AllocateHostBuffer; before
-  2026-11-22 it was pageable memory).
+  --outputs-on-device --json`, the median wall-clock time of Session::Run
+  with the input already on the GPU and the outputs left there (as the peers
+  have them: PyTorch's outputs stay on the GPU, ORT's are bound there), up
+  to the synchronisation; before 2026-11-27 every run also copied the
+  outputs to the host (BERT-base at batch 64: 12.6 MB, about 0.3 ms on an
+  H200). "end to end" is without both flags (every run also copies the
+  input from the host, from the page-locked buffers vigil bench allocates
+  through Session::AllocateHostBuffer, and the outputs back; before
+  2026-11-22 the input came from pageable memory).
 vigil records each run as a CUDA graph after its first run and replays it
 (`vigil bench --cuda-graphs on`, the default), as torch.compile's
 reduce-overhead mode does. fp32 runs with TF32 off on every side (PyTorch's
@@ -200,7 +203,8 @@ def vigil_ms(vigil, path, batch, warmup, iters, on_device, input_files=None, tf3
     """input_files: name -> .npy path (BERT's token ids must be in range); else random inputs of batch `batch`."""
     inputs = [a for k, f in (input_files or {}).items() for a in ("-i", f"{k}={f}")]
     cmd = [vigil, "bench", path, "--backend", "cuda", "--no-fallback", "--dim", f"N={batch}", "--warmup",
-           str(warmup), "--iters", str(iters), "--json"] + inputs + (["--inputs-on-device"] if on_device else [])
+           str(warmup), "--iters", str(iters), "--json"] + inputs + (
+               ["--inputs-on-device", "--outputs-on-device"] if on_device else [])
     if tf32:
         cmd.append("--tf32")
     r = subprocess.run(cmd, capture_output=True, text=True)

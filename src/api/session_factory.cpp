@@ -132,9 +132,11 @@ Result<AssembledSession> AssembleSession(ir::Model model, const SessionConfig& c
     options.no_fallback = !config.cpu_fallback();
     options.conv_layout = config.layout;
     // TF32 convolutions run on tensor cores, which want channels-last as
-    // float16 ones do. VIGIL_NHWC_FLOAT32=0 keeps float32 NCHW, to measure it.
-    const char* nhwc_float32 = std::getenv("VIGIL_NHWC_FLOAT32");
-    options.nhwc_float32 = config.allow_tf32 && !(nhwc_float32 && std::string_view(nhwc_float32) == "0");
+    // float16 ones do. For measurements, VIGIL_NHWC_FLOAT32=0 keeps float32
+    // NCHW and =1 moves it channels-last without TF32 too.
+    const char* env = std::getenv("VIGIL_NHWC_FLOAT32");
+    const std::string_view nhwc_float32 = env ? env : "";
+    options.nhwc_float32 = nhwc_float32 == "1" || (config.allow_tf32 && nhwc_float32 != "0");
     options.device_graphs = config.cuda_graphs;
   }
   // The CPU backend is always present: it folds constants at load and, when

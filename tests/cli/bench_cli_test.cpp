@@ -74,6 +74,13 @@ TEST(BenchCli, InputsOnDeviceNeedADevice) {
   EXPECT_NE(r.err.find("no node of this session runs on a device"), std::string::npos) << r.err;
 }
 
+TEST(BenchCli, OutputsOnDeviceNeedADevice) {
+  CommandResult r = RunVigil({"bench", kModel, "--iters", "1", "--outputs-on-device"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("cannot be kept on the device: no node of this session runs on one"), std::string::npos)
+      << r.err;
+}
+
 TEST(BenchCli, BadDimIsDiagnosed) {
   CommandResult r = RunVigil({"bench", kModel, "--dim", "N=lots"});
   EXPECT_EQ(r.exit_code, 1) << r.err;

@@ -9,7 +9,8 @@
 # ("after"), alternating, so that clock drift shows. PROFILES (same syntax)
 # are then profiled with `vigil bench --profile`, the top 30 nodes.
 # Models are exported as bench/peer_bench.py exports them (BERT's token ids
-# are written to .npy files, as they must be in range).
+# are written to .npy files, as they must be in range). AB_EXTRA adds flags
+# to every `vigil bench` (e.g. --outputs-on-device).
 set -u
 b=$(cd "${1:?devbuild dir}" && pwd)
 out=${2:?output dir}
@@ -36,7 +37,7 @@ for n in (1, 64):
     np.save(f"/tmp/peer/bert_mask_{n}.npy", np.ones((n, 128), dtype=np.int64))
 EOF
 args_of() {  # MODEL DTYPE BATCH TF32
-  local a=(/tmp/peer/${1}_$2.onnx --backend cuda --no-fallback --dim N=$3 --inputs-on-device)
+  local a=(/tmp/peer/${1}_$2.onnx --backend cuda --no-fallback --dim N=$3 --inputs-on-device ${AB_EXTRA:-})
   [ "$1" = bert_base ] && a+=(-i input_ids=/tmp/peer/bert_ids_$3.npy -i attention_mask=/tmp/peer/bert_mask_$3.npy)
   [ "$4" = tf32 ] && a+=(--tf32)
   echo "${a[@]}"

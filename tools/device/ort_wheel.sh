@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine: assembles the onnxruntime-gpu wheel (bench/ort_peer.py's
+# peer), which travels in parts of at most 52 MB, one per call on a warm machine
+# (`split -b 47M onnxruntime_gpu-*.whl build-ort/ort.whl.part.`).
+#   tools/device/ort_wheel.sh add build-ort/ort.whl.part.00   # keeps the part in /tmp/ortp
+#   tools/device/ort_wheel.sh unpack                           # all parts there: unzips into /tmp/ortw
+# After `unpack`, PYTHONPATH=/tmp/ortw imports onnxruntime (CUDA 13 build; bench/ort_peer.py calls
+# onnxruntime.preload_dlls() for PyTorch's CUDA libraries).
+set -eu
+case "${1:?add PART | unpack}" in
+  add)
+    mkdir -p /tmp/ortp
+    cp "${2:?part}" /tmp/ortp/
+    ls -la /tmp/ortp
+    ;;
+  unpack)
+    if [ ! -d /tmp/ortw/onnxruntime ]; then
+      cat /tmp/ortp/ort.whl.part.* >/tmp/ort.whl
+      rm -rf /tmp/ortw && mkdir -p /tmp/ortw
+      python3 -c "import zipfile; zipfile.ZipFile('/tmp/ort.whl').extractall('/tmp/ortw')"
+    fi
+    PYTHONPATH=/tmp/ortw python3 -c "import onnxruntime as o; o.preload_dlls(); print('onnxruntime', o.__version__, o.get_available_providers())"
+    ;;
+esac
