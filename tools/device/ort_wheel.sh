@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine: assembles the onnxruntime-gpu wheel (bench/ort_peer.py's
 # peer), which travels in parts of at most 52 MB, one per call on a warm machine
-# (`split -b 47M onnxruntime_gpu-*.whl build-ort/ort.whl.part.`).
+# (`split -b 40M -d onnxruntime_gpu-*.whl build-ort/ort.whl.part.`: with the working tree, a
+# call carries at most 64 MiB).
 #   tools/device/ort_wheel.sh add build-ort/ort.whl.part.00   # keeps the part in /tmp/ortp
 #   tools/device/ort_wheel.sh unpack                           # all parts there: unzips into /tmp/ortw
 # After `unpack`, PYTHONPATH=/tmp/ortw imports onnxruntime (CUDA 13 build; bench/ort_peer.py calls
