@@ -131,12 +131,13 @@ Result<AssembledSession> AssembleSession(ir::Model model, const SessionConfig& c
     options.backends.push_back(loaded.backend);
     options.no_fallback = !config.cpu_fallback();
     options.conv_layout = config.layout;
-    // TF32 convolutions run on tensor cores, which want channels-last as
-    // float16 ones do. For measurements, VIGIL_NHWC_FLOAT32=0 keeps float32
-    // NCHW and =1 moves it channels-last without TF32 too.
+    // float32 convolutions run channels-last too: cuDNN's TF32 tensor-core
+    // engines want NHWC as its float16 ones do, and on an H200 its exact
+    // float32 engines were faster NHWC as well (bench/results/
+    // issue19_h200_tf32_nhwc_bert.md). VIGIL_NHWC_FLOAT32=0 keeps float32
+    // NCHW, to measure the difference.
     const char* env = std::getenv("VIGIL_NHWC_FLOAT32");
-    const std::string_view nhwc_float32 = env ? env : "";
-    options.nhwc_float32 = nhwc_float32 == "1" || (config.allow_tf32 && nhwc_float32 != "0");
+    options.nhwc_float32 = !(env && std::string_view(env) == "0");
     options.device_graphs = config.cuda_graphs;
   }
   // The CPU backend is always present: it folds constants at load and, when

@@ -55,8 +55,8 @@ void AddBackendOptions(CLI::App* sub, BackendChoice& c) {
                   "failure its tail is attached to the diagnosis");
   sub->add_option("--layout", c.layout,
                   "with --backend cuda: auto (default) runs float16/bfloat16 2D convolutions channels-last (NHWC, "
-                  "for tensor cores), and float32 ones too with --tf32, with the fewest transposes; nchw keeps every "
-                  "convolution as the model says")
+                  "for tensor cores), float32 ones too, with the fewest transposes; nchw keeps every convolution as the "
+                  "model says")
       ->check(CLI::IsMember({"auto", "nchw"}));
   sub->add_flag("--tune", c.tune,
                 "with --backend cuda: autotune: the first run of each convolution and matrix-product shape times up "

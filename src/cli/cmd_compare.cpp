@@ -297,8 +297,7 @@ Command AddCompareCommand(CLI::App& parent) {
   sub->add_flag("--tf32", opt->tf32, "for the cuda side: let float32 convolutions and products use TF32");
   sub->add_flag("--deterministic", opt->deterministic, "for the cuda side: only deterministic algorithms");
   sub->add_option("--layout", opt->layout,
-                  "for the cuda side: auto (float16/bfloat16 convolutions run channels-last, float32 ones too with "
-                  "--tf32) or nchw (as the model says)")
+                  "for the cuda side: auto (2D convolutions run channels-last) or nchw (as the model says)")
       ->check(CLI::IsMember({"auto", "nchw"}));
   sub->add_flag("--no-fallback", opt->no_fallback,
                 "for the cuda side: fail at load when a node cannot run on CUDA instead of running it on the CPU");

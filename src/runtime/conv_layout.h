@@ -20,8 +20,8 @@ enum class ConvLayout {
   kAsModel,       // as the model says (NCHW): no rewriting
   // float16/bfloat16 2D convolutions with constant weights that the first
   // backend, a device backend, can run as ai.vigil.ConvNhwc run channels-last
-  // (tensor-core convolutions want NHWC); float32 ones too where the session
-  // allows TF32 (SessionOptions::nhwc_float32), else they stay NCHW. MaxPool,
+  // (tensor-core convolutions want NHWC); float32 ones too with
+  // SessionOptions::nhwc_float32, else they stay NCHW. MaxPool,
   // AveragePool and GlobalAveragePool between them follow, where the
   // backend runs their ai.vigil.*PoolNhwc ops.
   kNhwcOnDevice,

@@ -33,10 +33,9 @@ struct SessionOptions {
   // kNhwcOnDevice: float16/bfloat16 convolutions the device backend can run
   // channels-last are rewritten to NHWC at load (runtime/conv_layout.h).
   ConvLayout conv_layout = ConvLayout::kAsModel;
-  // With kNhwcOnDevice, float32 convolutions move channels-last too. Set
-  // where the device may use TF32 (CudaBackendOptions::allow_tf32): its TF32
-  // tensor-core convolutions want NHWC, as its float16 ones do, while exact
-  // float32 ones run as fast or faster NCHW (runtime/conv_layout.h).
+  // With kNhwcOnDevice, float32 convolutions move channels-last too (the
+  // library's sessions set it: on an H200 cuDNN's float32 convolutions, TF32
+  // or exact, ran faster NHWC; runtime/conv_layout.h).
   bool nhwc_float32 = false;
   // Record runs as device graphs (CUDA graphs) and replay them: per thread
   // and input shapes, the first Run runs normally, the second records the

@@ -208,6 +208,8 @@ TEST(ConvLayout, AsModelLeavesTheGraphAlone) {
   EXPECT_EQ((*s)->model().OpsetVersion(ir::kVigilDomain), -1);
 }
 
+// Float32 stays NCHW unless SessionOptions::nhwc_float32 says otherwise (the
+// library sets it; the runtime default is off).
 TEST(ConvLayout, Float32AndHostOnlySessionsStayNchw) {
   auto f32 = Session::Create(SmallCnn(DataType::kFloat32), Options(ConvLayout::kNhwcOnDevice));
   ASSERT_TRUE(f32.ok()) << f32.status().ToString();
