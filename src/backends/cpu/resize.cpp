@@ -8,12 +8,15 @@
 // dtype (integers round half to even and saturate, like the reference).
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <fmt/ranges.h>
 
+#include "backends/cpu/fast/fast_kernels.h"
 #include "backends/cpu/shape_ops_common.h"
+#include "ir/dtype.h"
 #include "ops/shape_ops_common.h"
 
 namespace vigil::cpu::shape_family {
@@ -222,6 +225,42 @@ std::vector<double> ResizeAxis(const std::vector<double>& data, Shape& shape, si
 
 bool IsClose(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)); }
 
+// For a nearest resize, the source index of every output position along
+// each axis (the identity along axes left alone), from the same taps the
+// reference uses; nullopt where a position is not one whole input element
+// (an extrapolated one, or taps that are not one 1 among 0s).
+template <typename ResizedShape, typename Roi>
+std::optional<std::vector<std::vector<int64_t>>> NearestIndex(const ResizeAttrs& at, const Shape& in,
+                                                              const ResizedShape& shape, const Shape& order,
+                                                              const Roi& roi) {
+  std::vector<std::vector<int64_t>> index(in.size());
+  for (size_t a = 0; a < in.size(); ++a) {
+    index[a].resize(static_cast<size_t>(in[a]));
+    for (int64_t i = 0; i < in[a]; ++i) index[a][static_cast<size_t>(i)] = i;
+  }
+  for (int64_t a : order) {
+    const int64_t out_dim = shape.dims[a];
+    const double s = shape.scales[a];
+    const bool identity = IsClose(s, 1.0) && out_dim == in[a] &&
+                          (at.coord != "tf_crop_and_resize" || (roi[a].first == 0 && IsClose(roi[a].second, 1)));
+    if (identity) continue;
+    const AxisTaps taps = ComputeTaps(at, in[a], out_dim, s, roi[a].first, roi[a].second);
+    std::vector<int64_t>& idx = index[static_cast<size_t>(a)];
+    idx.assign(static_cast<size_t>(out_dim), -1);
+    for (int64_t y = 0; y < out_dim; ++y) {
+      if (taps.extrapolated[static_cast<size_t>(y)]) return std::nullopt;
+      for (size_t k = 0; k < taps.width; ++k) {
+        const double w = taps.weight[static_cast<size_t>(y) * taps.width + k];
+        if (w == 0) continue;
+        if (w != 1 || idx[static_cast<size_t>(y)] >= 0) return std::nullopt;
+        idx[static_cast<size_t>(y)] = taps.index[static_cast<size_t>(y) * taps.width + k];
+      }
+      if (idx[static_cast<size_t>(y)] < 0) return std::nullopt;
+    }
+  }
+  return index;
+}
+
 // The values of a float input (scales, roi) as doubles; empty when absent.
 Result<std::vector<double>> ReadDoubles(const KernelContext& ctx, size_t i) {
   std::vector<double> out;
@@ -295,6 +334,21 @@ Status Resize(KernelContext& ctx) {
   if (!shape.ok()) return ctx.Fail("{}", shape.status().summary());
   VIGIL_ASSIGN_OR_RETURN(auto roi, FullRoi(ctx, at, in.roi, order, rank));
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * out, ctx.Output(0, x.dtype(), shape->dims));
+  // Nearest on the dtypes the reference takes: the optimised gather.
+  const ir::DataType dt = x.dtype();
+  const bool gather_dtype = dt == ir::DataType::kFloat32 || dt == ir::DataType::kFloat16 ||
+                            dt == ir::DataType::kBfloat16 || dt == ir::DataType::kUint8 || dt == ir::DataType::kInt8 ||
+                            dt == ir::DataType::kInt32 || dt == ir::DataType::kInt64;
+  if (ctx.optimised() && at.mode == Interp::kNearest && gather_dtype && out->element_count() > 0) {
+    if (std::optional<std::vector<std::vector<int64_t>>> index = NearestIndex(at, x.shape(), *shape, order, roi)) {
+      const int bits = ir::DataTypeBits(x.dtype());
+      if (bits >= 8 && bits % 8 == 0 && x.byte_size() == x.element_count() * static_cast<uint64_t>(bits / 8)) {
+        fast::GatherResize(static_cast<const uint8_t*>(x.raw_data()), x.shape(), static_cast<uint8_t*>(out->raw_data()),
+                           out->shape(), *index, static_cast<size_t>(bits / 8));
+        return Status::Ok();
+      }
+    }
+  }
   return VisitNumeric(ctx, 0, x.dtype(), false, [&](auto traits) {
     using Tr = decltype(traits);
     using S = typename Tr::Storage;

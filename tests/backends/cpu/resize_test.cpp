@@ -451,6 +451,45 @@ TEST(ResizeKernel, NearestIntegerUpscaleRepeatsElements) {
   }
 }
 
+// The optimised nearest path (fast/resize.cpp: a gather) against the
+// reference (through double, axis by axis) on odd sizes, up and down, every
+// coordinate and nearest mode, float32 with NaN and inf, float16 and uint8:
+// the same values (the reference turns -0.0 into +0.0; none is used here).
+TEST(ResizeKernel, OptimisedNearestGatherMatchesTheReference) {
+  std::vector<float> data(2 * 13 * 7 * 9);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(std::sin(0.7 * i) * 100);
+  data[5] = NAN;
+  data[77] = INFINITY;
+  data[300] = -INFINITY;
+  std::vector<uint16_t> half;
+  std::vector<uint8_t> bytes;
+  for (float v : data) {
+    half.push_back(FloatToFloat16(v));
+    bytes.push_back(static_cast<uint8_t>(static_cast<int>(std::isfinite(v) ? v : 7) & 0xff));
+  }
+  const std::vector<int64_t> shape{2, 13, 7, 9};
+  const runtime::Tensor inputs[] = {F32(shape, data), MakeTensor(DataType::kFloat16, shape, half),
+                                    MakeTensor(DataType::kUint8, shape, bytes)};
+  for (const std::vector<float>& sc : std::vector<std::vector<float>>{{1, 1, 2, 3}, {1, 1, 0.6f, 1.7f}, {1, 1, 1.5f, 0.4f}}) {
+    const runtime::Tensor scales = F32({4}, sc);
+    for (const char* coord : {"asymmetric", "half_pixel", "align_corners", "pytorch_half_pixel"}) {
+      for (const char* nearest : {"floor", "ceil", "round_prefer_floor", "round_prefer_ceil"}) {
+        auto node = MakeNode("Resize", {"x", "", "s"}, {"y"},
+                             {StringAttr("coordinate_transformation_mode", coord), StringAttr("nearest_mode", nearest)});
+        for (const runtime::Tensor& x : inputs) {
+          SCOPED_TRACE(std::string(coord) + " " + nearest + " " + std::string(ir::DataTypeName(x.dtype())) + " scales " +
+                       std::to_string(sc[2]) + "," + std::to_string(sc[3]));
+          auto fast = RunKernel(node, 19, {&x, nullptr, &scales}, /*optimised=*/true);
+          auto ref = RunKernel(node, 19, {&x, nullptr, &scales}, /*optimised=*/false);
+          ASSERT_TRUE(fast.ok() && ref.ok());
+          ASSERT_EQ((*fast)[0].shape(), (*ref)[0].shape());
+          EXPECT_EQ(Values<uint8_t>((*fast)[0]), Values<uint8_t>((*ref)[0]));
+        }
+      }
+    }
+  }
+}
+
 TEST(ResizeKernel, Opset10AndUpsampleUseAsymmetricLegacyRounding) {
   auto x = F32({1, 5}, Iota(5));
   // Downsampling rounds the source position up: x = y / 0.5 = 0, 2 → ceil.

@@ -5,7 +5,9 @@
 // reference code. Tests run both on odd sizes and compare them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "backends/cpu/conv_pool_kernels.h"
 #include "backends/cpu/gemm.h"
@@ -36,6 +38,15 @@ bool SgemmDnnl(const GemmShape& s, const float* a, const float* b, float* out, f
 // unspecified, for a line holding a NaN or an infinite maximum, which the
 // reference computes instead.
 bool SoftmaxLineFloat(const float* x, float* y, int64_t n);
+
+// Nearest-neighbour resize as a gather of whole elements: out[i0, ..., ik]
+// = x[index[0][i0], ..., index[k][ik]], `index[a]` holding out_shape[a]
+// source positions along axis a (all in range), elements of
+// `element_bytes` bytes (resize.cpp). The reference computes the same
+// through double (so a -0.0 comes out +0.0 there, and the same otherwise).
+void GatherResize(const uint8_t* x, const std::vector<int64_t>& in_shape, uint8_t* out,
+                  const std::vector<int64_t>& out_shape, const std::vector<std::vector<int64_t>>& index,
+                  size_t element_bytes);
 
 class KernelCache;  // kernel_cache.h
 
