@@ -22,11 +22,13 @@
 #include "runtime/session.h"
 #include "runtime/type_inference.h"
 #include "vigil/float16.h"
+#include "attention_fusion_test_util.h"
 
 namespace vigil::runtime {
 namespace {
 
 using ir::DataType;
+using namespace attention_test;
 
 ir::Model TinyBert(DataType dt) {
   const std::string path = std::string(VIGIL_TEST_MODELS_DIR) + "/bert_tiny/bert_tiny_" +
@@ -34,21 +36,6 @@ ir::Model TinyBert(DataType dt) {
   auto m = onnx::ReadModel(path);
   EXPECT_TRUE(m.ok()) << m.status().ToString();
   return m.ok() ? std::move(*m) : ir::Model{};
-}
-
-std::unique_ptr<Session> MakeSession(ir::Model m, bool device) {
-  SessionOptions o;
-  if (device) o.backends.push_back(std::make_shared<testing::FakeDeviceBackend>());
-  o.backends.push_back(cpu::MakeCpuBackend());
-  auto s = Session::Create(std::move(m), std::move(o));
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return s.ok() ? std::move(*s) : nullptr;
-}
-
-size_t Count(const ir::Model& m, const std::string& op) {
-  size_t n = 0;
-  for (const ir::Node& node : m.graph.nodes) n += node.op_type == op;
-  return n;
 }
 
 // Batch 3, sequence 11: row 0 attends to every key, row 1 to the first 7
@@ -80,19 +67,6 @@ std::vector<double> Hidden(const Session& s, DataType dt, const std::vector<int6
     y.push_back(dt == DataType::kFloat16 ? Float16ToFloat(t.data<uint16_t>()[i]) : t.data<float>()[i]);
   }
   return y;
-}
-
-// Relative L2 of got against want; NaN anywhere fails.
-double RelL2(const std::vector<double>& got, const std::vector<double>& want) {
-  EXPECT_EQ(got.size(), want.size());
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
-    diff += (got[i] - want[i]) * (got[i] - want[i]);
-    norm += want[i] * want[i];
-  }
-  const double err = got.empty() || std::isnan(diff) || norm == 0 ? INFINITY : std::sqrt(diff / norm);
-  std::printf("relative L2 %.3g over %zu values\n", err, got.size());
-  return err;
 }
 
 TEST(FuseProjectedAttention, BertSessionFusesEveryLayerWithTheSameOutput) {
@@ -138,28 +112,17 @@ TEST(FuseProjectedAttention, Float16BertWithinFloat16Tolerance) {
   EXPECT_LE(RelL2(Hidden(*fused, DataType::kFloat16, mask), Hidden(*plain, DataType::kFloat16, mask)), 3e-3);
 }
 
-// The model as the pass sees it in a device session: folded, MatMulBias fused.
-struct Prepared {
-  ir::Model model;
-  std::unordered_map<std::string, ir::TypeInfo> types;
-};
-
-Prepared Prepare() {
+// The tiny BERT as the pass sees it in a device session: folded, MatMulBias
+// fused, the attention fusion not yet run.
+Prepared Unfused() {
   setenv("VIGIL_FUSE_ATTENTION", "0", 1);
   auto s = MakeSession(TinyBert(DataType::kFloat32), /*device=*/true);
   unsetenv("VIGIL_FUSE_ATTENTION");
-  Prepared p{s ? s->model() : ir::Model{}, {}};
-  auto order = ir::TopologicalOrder(p.model.graph);
-  EXPECT_TRUE(order.ok()) << order.status().ToString();
-  if (!order.ok()) return p;
-  auto inferred = InferGraph(p.model, *order, {}, FoldingPolicy{});
-  EXPECT_TRUE(inferred.ok()) << inferred.status().ToString();
-  if (inferred.ok()) p.types = std::move(inferred->types);
-  return p;
+  return Prepare(s ? s->model() : ir::Model{});
 }
 
 TEST(FuseProjectedAttention, AcceptorSeesThePackedQkvAndTheMask) {
-  Prepared p = Prepare();
+  Prepared p = Unfused();
   int asked = 0;
   auto none = ir::FuseAttention(p.model, p.types, [&](const ir::Node& node, const std::vector<const ir::TypeInfo*>& in) {
     ++asked;
@@ -187,11 +150,11 @@ size_t Fuse(Prepared p) {
   return fused.ok() ? *fused : 0;
 }
 
-TEST(FuseProjectedAttention, AppliedDirectlyTakesBothLayers) { EXPECT_EQ(Fuse(Prepare()), 2u); }
+TEST(FuseProjectedAttention, AppliedDirectlyTakesBothLayers) { EXPECT_EQ(Fuse(Unfused()), 2u); }
 
 // A projection read by another node too must stay: its layer is left alone.
 TEST(FuseProjectedAttention, LeavesALayerWhoseKeyProjectionIsReadElsewhere) {
-  Prepared p = Prepare();
+  Prepared p = Unfused();
   std::string key;
   for (const ir::Node& n : p.model.graph.nodes) {
     if (n.op_type == ir::kMatMulBiasOp && n.name.find("layer.0/attention/self/key") != std::string::npos) {
@@ -210,7 +173,7 @@ TEST(FuseProjectedAttention, LeavesALayerWhoseKeyProjectionIsReadElsewhere) {
 // Without the guard (P read by the MatMul directly) a layer still fuses, and
 // keeps ONNX's NaN for an undefined row (undefined_rows left at "nan").
 TEST(FuseProjectedAttention, TakesAChainWithoutTheGuard) {
-  Prepared p = Prepare();
+  Prepared p = Unfused();
   // Where(IsNaN(P), 0, P) -> P: the MatMul reads the Softmax.
   std::unordered_map<std::string, std::string> unguarded;
   for (const ir::Node& n : p.model.graph.nodes) {
@@ -238,7 +201,7 @@ TEST(FuseProjectedAttention, TakesAChainWithoutTheGuard) {
 // The packed projection's new weights get their types, as load-time
 // inference would give them: a device backend places the node by them.
 TEST(FuseProjectedAttention, RecordsThePackedWeightsTypes) {
-  Prepared p = Prepare();
+  Prepared p = Unfused();
   auto fused = ir::FuseAttention(p.model, p.types);
   ASSERT_TRUE(fused.ok()) << fused.status().ToString();
   ASSERT_EQ(*fused, 2u);

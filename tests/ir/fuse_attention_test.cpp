@@ -25,11 +25,13 @@
 #include "runtime/fake_device_backend.h"
 #include "runtime/session.h"
 #include "runtime/type_inference.h"
+#include "attention_fusion_test_util.h"
 
 namespace vigil::runtime {
 namespace {
 
 using ir::DataType;
+using namespace attention_test;
 
 const std::string kLayer0 = "/encoder/layers/encoder_layer_0/self_attention/";
 
@@ -39,13 +41,6 @@ ir::Model Tiny(DataType dt) {
   auto m = onnx::ReadModel(path);
   EXPECT_TRUE(m.ok()) << m.status().ToString();
   return m.ok() ? std::move(*m) : ir::Model{};
-}
-
-SessionOptions Options(bool device) {
-  SessionOptions o;
-  if (device) o.backends.push_back(std::make_shared<testing::FakeDeviceBackend>());
-  o.backends.push_back(cpu::MakeCpuBackend());
-  return o;
 }
 
 // Sets VIGIL_FUSE_ATTENTION for one scope.
@@ -61,18 +56,6 @@ class BatchFirstEnv {
   explicit BatchFirstEnv(const char* value) { setenv("VIGIL_ATTENTION_BATCH_FIRST", value, 1); }
   ~BatchFirstEnv() { unsetenv("VIGIL_ATTENTION_BATCH_FIRST"); }
 };
-
-std::unique_ptr<Session> MakeSession(ir::Model m, bool device) {
-  auto s = Session::Create(std::move(m), Options(device));
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return s.ok() ? std::move(*s) : nullptr;
-}
-
-size_t Count(const ir::Model& m, const std::string& op) {
-  size_t n = 0;
-  for (const ir::Node& node : m.graph.nodes) n += node.op_type == op;
-  return n;
-}
 
 const ir::Node* Find(const ir::Model& m, const std::string& op) {
   for (const ir::Node& node : m.graph.nodes) {
@@ -110,18 +93,6 @@ std::vector<double> Features(const Session& s, DataType dt) {
   }
   EXPECT_EQ(y.size(), 3u * 64u) << "the head's input '" << features << "'";
   return y;
-}
-
-double RelL2(const std::vector<double>& got, const std::vector<double>& want) {
-  EXPECT_EQ(got.size(), want.size());
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
-    diff += (got[i] - want[i]) * (got[i] - want[i]);
-    norm += want[i] * want[i];
-  }
-  const double err = got.empty() || std::isnan(diff) || norm == 0 ? INFINITY : std::sqrt(diff / norm);
-  std::printf("relative L2 %.3g over %zu values\n", err, got.size());
-  return err;
 }
 
 TEST(FuseAttention, DeviceSessionFusesEveryLayerWithTheSameLogits) {
@@ -167,24 +138,6 @@ TEST(FuseAttention, EnvironmentSwitchTurnsThePassOff) {
   ASSERT_TRUE(s);
   EXPECT_EQ(Count(s->model(), ir::kAttentionOp), 0u);
   EXPECT_EQ(Count(s->model(), "Softmax"), 2u);
-}
-
-// The model as the pass sees it in a device session (folded, MatMulBias
-// fused), with its inferred types.
-struct Prepared {
-  ir::Model model;
-  std::unordered_map<std::string, ir::TypeInfo> types;
-};
-
-Prepared Prepare(const ir::Model& edited) {
-  Prepared p{edited, {}};
-  auto order = ir::TopologicalOrder(p.model.graph);
-  EXPECT_TRUE(order.ok()) << order.status().ToString();
-  if (!order.ok()) return p;
-  auto inferred = InferGraph(p.model, *order, {}, FoldingPolicy{});
-  EXPECT_TRUE(inferred.ok()) << inferred.status().ToString();
-  if (inferred.ok()) p.types = std::move(inferred->types);
-  return p;
 }
 
 ir::Model Unfused() {

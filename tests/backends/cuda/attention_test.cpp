@@ -9,6 +9,7 @@
 // the default choice, "mma" (attention_mma.cu, an Unsupported error where it
 // cannot run, so a pass shows that it ran) and "wmma" (the fallback); the
 // mma kernel's launch shapes are forced with VIGIL_ATTENTION_SHAPE.
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
@@ -75,9 +76,12 @@ ir::Node AttentionNode(const AttentionCase& c) {
   return node;
 }
 
-// Y from the definition: per (b, h, s), softmax over t of scale * q.k with
-// the max subtracted, then the P-weighted sum of V rows; all in double.
-std::vector<double> Reference(const runtime::Tensor& qkv, const AttentionCase& c) {
+// Y from the definition: per (b, h, s), softmax over t of scale * q.k (+ M
+// read through `st`, when `mask` is given) with the max subtracted, then the
+// P-weighted sum of V rows; all in double. A row whose softmax is undefined
+// (every score -inf) is 0 with `zero_rows`, else NaN.
+std::vector<double> ReferenceWithMask(const runtime::Tensor& qkv, const AttentionCase& c,
+                                      const runtime::Tensor* mask, const std::array<int64_t, 4>& st, bool zero_rows) {
   const int64_t e = c.embed(), d = c.head_size;
   // Converted once: the loops below read each element many times.
   std::vector<double> x(qkv.element_count());
@@ -96,20 +100,29 @@ std::vector<double> Reference(const runtime::Tensor& qkv, const AttentionCase& c
           double dot = 0;
           for (int64_t j = 0; j < d; ++j) dot += in(s, b, h * d + j) * in(t, b, e + h * d + j);
           p[t] = static_cast<double>(c.scale()) * dot;
+          if (mask) {
+            p[t] += runtime::ElementAsDouble(*mask, static_cast<uint64_t>(b * st[0] + h * st[1] + s * st[2] + t * st[3]));
+          }
           max = std::max(max, p[t]);
         }
         double sum = 0;
-        for (int64_t t = 0; t < c.seq; ++t) sum += p[t] = std::exp(p[t] - max);
+        if (max > -INFINITY) {
+          for (int64_t t = 0; t < c.seq; ++t) sum += p[t] = std::exp(p[t] - max);
+        }
         const int64_t out_row = c.sbe ? s * c.batch + b : b * c.seq + s;
         for (int64_t i = 0; i < d; ++i) {
           double acc = 0;
-          for (int64_t t = 0; t < c.seq; ++t) acc += p[t] * in(t, b, 2 * e + h * d + i);
-          y[static_cast<size_t>(out_row * e + h * d + i)] = acc / sum;
+          for (int64_t t = 0; t < c.seq && sum > 0; ++t) acc += p[t] * in(t, b, 2 * e + h * d + i);
+          y[static_cast<size_t>(out_row * e + h * d + i)] = sum > 0 ? acc / sum : zero_rows ? 0.0 : NAN;
         }
       }
     }
   }
   return y;
+}
+
+std::vector<double> Reference(const runtime::Tensor& qkv, const AttentionCase& c) {
+  return ReferenceWithMask(qkv, c, nullptr, {}, false);
 }
 
 // Runs the node on the CUDA backend with `qkv` (device) as input; Y on the host.
@@ -456,45 +469,12 @@ runtime::Tensor MaskTensor(DataType dtype, const MaskCase& m) {
   return t;
 }
 
-// Y from the definition with M added to the scores; a row whose softmax is
-// undefined (all -inf) is 0 ("zero") or NaN.
+// Y with M added to the scores; a row whose softmax is undefined (all
+// -inf) is 0 ("zero") or NaN.
 std::vector<double> MaskedReference(const runtime::Tensor& qkv, const runtime::Tensor& mask, const MaskCase& m) {
   const AttentionCase& c = m.c;
-  const int64_t e = c.embed(), d = c.head_size;
-  auto st = *ops::BroadcastStrides4(m.mask_shape, {c.batch, c.heads, c.seq, c.seq});
-  std::vector<double> x(qkv.element_count());
-  for (uint64_t i = 0; i < x.size(); ++i) x[i] = runtime::ElementAsDouble(qkv, i);
-  auto in = [&](int64_t s, int64_t b, int64_t col) {
-    const int64_t row = c.sbe ? s * c.batch + b : b * c.seq + s;
-    return x[static_cast<size_t>(row * 3 * e + col)];
-  };
-  std::vector<double> y(static_cast<size_t>(c.seq * c.batch * e));
-  std::vector<double> p(static_cast<size_t>(c.seq));
-  for (int64_t b = 0; b < c.batch; ++b) {
-    for (int64_t h = 0; h < c.heads; ++h) {
-      for (int64_t s = 0; s < c.seq; ++s) {
-        double max = -INFINITY;
-        for (int64_t t = 0; t < c.seq; ++t) {
-          double dot = 0;
-          for (int64_t j = 0; j < d; ++j) dot += in(s, b, h * d + j) * in(t, b, e + h * d + j);
-          p[t] = static_cast<double>(c.scale()) * dot +
-                 runtime::ElementAsDouble(mask, static_cast<uint64_t>(b * st[0] + h * st[1] + s * st[2] + t * st[3]));
-          max = std::max(max, p[t]);
-        }
-        double sum = 0;
-        if (max > -INFINITY) {
-          for (int64_t t = 0; t < c.seq; ++t) sum += p[t] = std::exp(p[t] - max);
-        }
-        const int64_t out_row = c.sbe ? s * c.batch + b : b * c.seq + s;
-        for (int64_t i = 0; i < d; ++i) {
-          double acc = 0;
-          for (int64_t t = 0; t < c.seq && sum > 0; ++t) acc += p[t] * in(t, b, 2 * e + h * d + i);
-          y[static_cast<size_t>(out_row * e + h * d + i)] = sum > 0 ? acc / sum : m.zero_rows ? 0.0 : NAN;
-        }
-      }
-    }
-  }
-  return y;
+  const auto st = *ops::BroadcastStrides4(m.mask_shape, {c.batch, c.heads, c.seq, c.seq});
+  return ReferenceWithMask(qkv, c, &mask, st, m.zero_rows);
 }
 
 // As ExpectClose, but where the reference is NaN Y must be NaN too.
