@@ -166,8 +166,15 @@ ScopedGemmThreadLimit::~ScopedGemmThreadLimit() { t_thread_limit = previous_; }
 ScopedOptimisedProducts::ScopedOptimisedProducts(bool on) : previous_(t_optimised) { t_optimised = on; }
 ScopedOptimisedProducts::~ScopedOptimisedProducts() { t_optimised = previous_; }
 
+// The CPU's cores, asked once: glibc reads /sys for it, tens of
+// microseconds that every product of a small model paid before.
+unsigned Cores() {
+  static const unsigned cores = std::thread::hardware_concurrency();
+  return cores;
+}
+
 int GemmThreadsFor(double macs) {
-  unsigned hw = std::thread::hardware_concurrency();
+  unsigned hw = Cores();
   if (t_thread_limit > 0) hw = std::min<unsigned>(hw == 0 ? 1 : hw, static_cast<unsigned>(t_thread_limit));
   if (hw <= 1 || macs < 2 * kMinMacsPerThread) return 1;
   return static_cast<int>(std::min<double>(hw, macs / kMinMacsPerThread));
