@@ -63,9 +63,19 @@ inline float ExpNegative(float a, float a_lo = 0.0f) {
 
 }  // namespace
 
-void SigmoidFloat(const float* x, float* y, uint64_t n) {
+// Built for AVX-512, AVX2 and the baseline, picked at load by the CPU
+// (GCC's target_clones), with the loops inlined into each clone (flatten:
+// else the shared loop instance runs at the baseline's width). The same
+// IEEE operations in wider vectors: this file is built without FMA
+// contraction (CMakeLists.txt), so every clone gives the same results.
+// Measured here (AMD EPYC, AVX-512): 1.5 -> 0.28 ns per element.
+#define VIGIL_WIDE_VECTORS __attribute__((target_clones("avx512f", "avx2", "default"), flatten))
+
+VIGIL_WIDE_VECTORS void SigmoidFloat(const float* x, float* y, uint64_t n) {
   const uint32_t kInf = Bits(std::numeric_limits<float>::infinity()), kOne = Bits(1.0f);
-  auto one = [&](uint64_t i) {
+  // Captured by value: by reference, the loop reloads x and y from the
+  // parameters' memory every element and GCC does not vectorise it.
+  auto one = [x, y, kInf, kOne](uint64_t i) {
     const uint32_t ux = Bits(x[i]);
     const uint32_t ua = ux & 0x7fffffffu;  // |x|
     const float e = ExpNegative(FromBits(ua));
@@ -76,7 +86,7 @@ void SigmoidFloat(const float* x, float* y, uint64_t n) {
   ForEachIndexBlocked(n, one);
 }
 
-bool SoftmaxLineFloat(const float* x, float* y, int64_t n) {
+VIGIL_WIDE_VECTORS bool SoftmaxLineFloat(const float* x, float* y, int64_t n) {
   if (n <= 0) return true;
   float max = x[0];
   uint32_t nan = 0;
@@ -89,7 +99,7 @@ bool SoftmaxLineFloat(const float* x, float* y, int64_t n) {
   if (nan || max == inf || max == -inf) return false;  // NaN lines, and lines an exp(inf - inf) would reach
   // y = exp(x - max), then the sum of y in double: 8 running sums side by side.
   const uint64_t count = static_cast<uint64_t>(n);
-  auto one = [&](uint64_t k) {
+  auto one = [x, y, max](uint64_t k) {
     // max - x (>= 0; +inf for an -inf element) as a float and its exact
     // rounding error (Knuth's two-sum), so that exp sees the difference the
     // reference takes in double.
@@ -105,7 +115,7 @@ bool SoftmaxLineFloat(const float* x, float* y, int64_t n) {
   for (; i < count; ++i) part[0] += y[i];
   const double sum = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
   const float inv = static_cast<float>(1.0 / sum);
-  ForEachIndexBlocked(count, [&](uint64_t k) { y[k] *= inv; });
+  ForEachIndexBlocked(count, [y, inv](uint64_t k) { y[k] *= inv; });
   return true;
 }
 
