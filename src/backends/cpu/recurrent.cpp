@@ -15,6 +15,7 @@
 
 #include <Eigen/Dense>
 
+#include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel.h"
 #include "backends/cpu/lstm_products.h"
 #include "ops/recurrent_params.h"
@@ -222,11 +223,29 @@ C Clip(const Config& cfg, C v) {
   return std::min(std::max(v, -c), c);
 }
 
+// H * R^T for a step's hidden state H [batch, hidden] and R [rows, hidden]
+// (row-major). For a small batch, one matrix-vector product per row of H
+// (R times h^T, contiguous dot products): a matrix product packs all of R
+// again at every step, which took 57% of an LSTM's time at batch 2. Larger
+// batches keep the matrix product, whose packing pays there.
+constexpr Eigen::Index kMaxRowsByVector = 8;
+
+template <typename C, typename R>
+Mat<C> TimesTransposed(const Mat<C>& h, const R& r) {
+  Mat<C> out(h.rows(), r.rows());
+  if (h.rows() > kMaxRowsByVector) {
+    out.noalias() = h * r.transpose();
+    return out;
+  }
+  for (Eigen::Index b = 0; b < h.rows(); ++b) out.row(b).noalias() = (r * h.row(b).transpose()).transpose();
+  return out;
+}
+
 // `gx` holds X_t*W^T plus the biases that are always added outside an
 // activation (for GRU with linear_before_reset, Rbh is kept out of it).
 template <typename C>
 void RnnStep(const Config& cfg, const Direction<C>& dir, const Mat<C>& gx, const Mat<C>& h, Mat<C>& h_out) {
-  Mat<C> pre = gx + h * dir.r.transpose();
+  Mat<C> pre = gx + TimesTransposed<C>(h, dir.r);
   for (Eigen::Index b = 0; b < pre.rows(); ++b)
     for (Eigen::Index j = 0; j < pre.cols(); ++j) h_out(b, j) = Apply(dir.act[0], Clip(cfg, pre(b, j)));
 }
@@ -234,7 +253,7 @@ void RnnStep(const Config& cfg, const Direction<C>& dir, const Mat<C>& gx, const
 template <typename C>
 void GruStep(const Config& cfg, const Direction<C>& dir, const Mat<C>& gx, const Mat<C>& h, Mat<C>& h_out) {
   const Eigen::Index hs = cfg.hidden;
-  Mat<C> zr = h * dir.r.topRows(2 * hs).transpose();  // recurrent part of z and r
+  Mat<C> zr = TimesTransposed<C>(h, dir.r.topRows(2 * hs));  // recurrent part of z and r
   Mat<C> z(h.rows(), hs), rgate(h.rows(), hs);
   for (Eigen::Index b = 0; b < h.rows(); ++b)
     for (Eigen::Index j = 0; j < hs; ++j) {
@@ -244,12 +263,12 @@ void GruStep(const Config& cfg, const Direction<C>& dir, const Mat<C>& gx, const
   auto rh = dir.r.bottomRows(hs);
   Mat<C> hh;
   if (cfg.linear_before_reset) {
-    Mat<C> lin = h * rh.transpose();
+    Mat<C> lin = TimesTransposed<C>(h, rh);
     hh.resize(h.rows(), hs);
     for (Eigen::Index b = 0; b < h.rows(); ++b)
       for (Eigen::Index j = 0; j < hs; ++j) hh(b, j) = rgate(b, j) * (lin(b, j) + dir.rb[2 * hs + j]);
   } else {
-    hh = rgate.cwiseProduct(h) * rh.transpose();
+    hh = TimesTransposed<C>(Mat<C>(rgate.cwiseProduct(h)), rh);
   }
   for (Eigen::Index b = 0; b < h.rows(); ++b)
     for (Eigen::Index j = 0; j < hs; ++j) {
@@ -292,6 +311,10 @@ template <typename C>
 struct Loaded {
   std::vector<C> x;  // time-major [seq, batch, input]
   std::vector<C> w, r, b, p, h0, c0;
+  // W and R as the kernels read them: the input tensors' own data where
+  // they already hold C (no copy of the weights per run), else w and r.
+  const C* w_data = nullptr;
+  const C* r_data = nullptr;
   std::vector<int64_t> lens;
 };
 
@@ -312,7 +335,7 @@ void RecurrentProduct(const Config& cfg, const Direction<C>& dir, int64_t d, con
       return;
     }
   }
-  hr.noalias() = h * dir.r.transpose();
+  hr = TimesTransposed<C>(h, dir.r);
 }
 
 // `products` (float only) replaces the Eigen products of an LSTM whose W
@@ -321,8 +344,8 @@ template <typename C>
 void RunDirection(const Config& cfg, const Loaded<C>& in, int64_t d, Outputs<C>& out, const LstmProducts* products) {
   const int64_t hs = cfg.hidden, gh = cfg.gates * hs, batch = cfg.batch;
   const bool ext = cfg.external_weights;
-  Direction<C> dir{ConstMap<C>(ext ? nullptr : in.w.data() + d * gh * cfg.input, ext ? 0 : gh, cfg.input),
-                   ConstMap<C>(ext ? nullptr : in.r.data() + d * gh * hs, ext ? 0 : gh, hs),
+  Direction<C> dir{ConstMap<C>(ext ? nullptr : in.w_data + d * gh * cfg.input, ext ? 0 : gh, cfg.input),
+                   ConstMap<C>(ext ? nullptr : in.r_data + d * gh * hs, ext ? 0 : gh, hs),
                    in.b.data() + d * 2 * gh,
                    in.b.data() + d * 2 * gh + gh,
                    in.p.data() + d * 3 * hs,
@@ -337,8 +360,12 @@ void RunDirection(const Config& cfg, const Loaded<C>& in, int64_t d, Outputs<C>&
     }
   }
   if (!products) {
-    ConstMap<C> xall(in.x.data(), cfg.seq * batch, cfg.input);
-    xw = xall * dir.w.transpose();
+    // Through the shared product (gemm.h: Eigen at the CPU's widest vectors,
+    // or oneDNN's sgemm on the optimised path), not this file's baseline
+    // Eigen build.
+    xw.resize(cfg.seq * batch, gh);
+    const GemmShape shape{cfg.seq * batch, gh, cfg.input, false, true};
+    GemmRowMajor(shape, in.x.data(), in.w_data + d * gh * cfg.input, xw.data(), C(1), false);
   }
   for (int64_t j = 0; j < gh; ++j) {
     const bool keep_rb_out = cfg.linear_before_reset && j >= 2 * hs;
@@ -401,8 +428,14 @@ Loaded<C> Load(const KernelContext& ctx, const Config& cfg, std::vector<int64_t>
   }
   const int64_t gh = cfg.gates * cfg.hidden;
   if (!cfg.external_weights) {
-    in.w = ReadAs<C>(*ctx.input(1));
-    in.r = ReadAs<C>(*ctx.input(2));
+    constexpr DataType kSame = std::is_same_v<C, float> ? DataType::kFloat32 : DataType::kFloat64;
+    auto view = [&](const runtime::Tensor& t, std::vector<C>& converted) -> const C* {
+      if (t.dtype() == kSame) return t.data<C>();
+      converted = ReadAs<C>(t);
+      return converted.data();
+    };
+    in.w_data = view(*ctx.input(1), in.w);
+    in.r_data = view(*ctx.input(2), in.r);
   }
   in.b = ctx.has_input(3) ? ReadAs<C>(*ctx.input(3)) : std::vector<C>(cfg.num_dir * 2 * gh, C(0));
   const bool lstm = cfg.cell == Cell::kLstm;
