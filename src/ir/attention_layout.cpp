@@ -62,15 +62,6 @@ const TypeInfo* Rank3(const std::unordered_map<std::string, TypeInfo>& types, co
   return &it->second;
 }
 
-// Whether `t` holds all its elements as whole bytes (what a transpose at
-// pass time needs).
-bool Dense(const Tensor& t) {
-  const int bits = DataTypeBits(t.dtype);
-  const std::optional<uint64_t> count = t.ElementCount();
-  return bits >= 8 && bits % 8 == 0 && t.storage != Tensor::Storage::kStrings && count &&
-         t.bytes.size() == *count * static_cast<uint64_t>(bits / 8);
-}
-
 class LayoutMatcher {
  public:
   LayoutMatcher(const Model& model, const GraphIndex& idx, const std::unordered_map<std::string, TypeInfo>& types)
@@ -120,7 +111,7 @@ bool LayoutMatcher::GemmFits(const Node& gemm, int64_t e, DataType dt) const {
   if (w == idx_.constants.end() || c == idx_.constants.end()) return false;
   const Tensor& wt = *w->second;
   const Tensor& ct = *c->second;
-  if (wt.dtype != dt || ct.dtype != dt || wt.dims.size() != 2 || wt.dims[1] != e || !Dense(wt)) return false;
+  if (wt.dtype != dt || ct.dtype != dt || wt.dims.size() != 2 || wt.dims[1] != e || !wt.HasDenseBytes()) return false;
   const int64_t eo = wt.dims[0];
   return (ct.dims.size() == 1 && ct.dims[0] == eo) || (ct.dims.size() == 2 && ct.dims[0] == 1 && ct.dims[1] == eo);
 }

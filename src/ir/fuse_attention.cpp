@@ -203,14 +203,7 @@ const Tensor* ConstantBytes(const Graph& g, const std::string& name) {
     if (v.name == name) return nullptr;  // overridable at run time
   }
   for (const Tensor& t : g.initializers) {
-    if (t.name != name) continue;
-    const std::optional<uint64_t> count = t.ElementCount();
-    const int bits = DataTypeBits(t.dtype);
-    if (!count || bits <= 0 || bits % 8 != 0 || t.storage == Tensor::Storage::kStrings ||
-        t.bytes.size() != *count * static_cast<uint64_t>(bits / 8)) {
-      return nullptr;
-    }
-    return &t;
+    if (t.name == name) return t.HasDenseBytes() ? &t : nullptr;
   }
   return nullptr;
 }
@@ -296,10 +289,22 @@ std::optional<Tensor> ConcatColumns(const Graph& g, const std::array<std::string
   return c;
 }
 
+// A known-shape tensor type.
+TypeInfo TensorTypeOf(DataType dtype, const std::vector<int64_t>& dims) {
+  TypeInfo t;
+  t.kind = TypeInfo::Kind::kTensor;
+  t.elem_type = dtype;
+  t.shape.rank_known = true;
+  for (int64_t d : dims) t.shape.dims.push_back(Dim::Known(d));
+  return t;
+}
+
 // The packed in-projection of a projected match: MatMulBias(x, [Wq Wk Wv],
 // [bq bk bv]) writing `m.qkv`, with its two new initializers appended to
-// `g`; nullopt (and `g` unchanged) when the weights cannot be packed.
-std::optional<Node> PackedProjection(Graph& g, const AttentionMatch& m, std::unordered_set<std::string>& taken) {
+// `g` and their types recorded in `types` (a device places the node by
+// them); nullopt (and nothing changed) when the weights cannot be packed.
+std::optional<Node> PackedProjection(Graph& g, const AttentionMatch& m, std::unordered_set<std::string>& taken,
+                                     std::unordered_map<std::string, TypeInfo>& types) {
   std::array<std::string, 3> w, b;
   for (size_t i = 0; i < 3; ++i) {
     const Node& p = g.nodes[m.projections[i]];
@@ -317,6 +322,8 @@ std::optional<Node> PackedProjection(Graph& g, const AttentionMatch& m, std::uno
   if (!wt || !bt) return std::nullopt;
   taken.insert(wname);
   taken.insert(bname);
+  types[wname] = TensorTypeOf(wt->dtype, wt->dims);
+  types[bname] = TensorTypeOf(bt->dtype, bt->dims);
   g.initializers.push_back(std::move(*wt));
   g.initializers.push_back(std::move(*bt));
   Node packed;
@@ -338,22 +345,11 @@ Result<std::vector<Node>> Rewrite(Graph& g, AttentionMatch m, std::unordered_set
   if (m.projected) {
     std::optional<TypeInfo> qkv_type = PackedType(g, m, types);
     m.qkv = FreshName(taken, out + "/packed_qkv");
-    std::optional<Node> packed = qkv_type ? PackedProjection(g, m, taken) : std::nullopt;
+    std::optional<Node> packed = qkv_type ? PackedProjection(g, m, taken, types) : std::nullopt;
     // The matcher checked the types and the weights' bytes.
     if (!packed) return InternalError("attention fusion: the projections of '{}' cannot be packed", out);
     taken.insert(m.qkv);
     types[m.qkv] = *qkv_type;
-    // The packed weights' types, as load-time inference would give them (a
-    // device places the projection by them).
-    for (const Tensor& t : g.initializers) {
-      if (t.name != packed->inputs[1] && t.name != packed->inputs[2]) continue;
-      TypeInfo tt;
-      tt.kind = TypeInfo::Kind::kTensor;
-      tt.elem_type = t.dtype;
-      tt.shape.rank_known = true;
-      for (int64_t d : t.dims) tt.shape.dims.push_back(Dim::Known(d));
-      types[t.name] = tt;
-    }
     nodes.push_back(std::move(*packed));
   }
   const Node& tr = g.nodes[m.out_transpose];
@@ -376,12 +372,7 @@ Result<std::vector<Node>> Rewrite(Graph& g, AttentionMatch m, std::unordered_set
   TypeInfo yt = types.at(m.qkv);
   yt.shape.dims[2] = Dim::Known(m.heads * m.head_dim);
   types[y] = yt;
-  TypeInfo st;
-  st.kind = TypeInfo::Kind::kTensor;
-  st.elem_type = DataType::kInt64;
-  st.shape.rank_known = true;
-  st.shape.dims = {Dim::Known(4)};
-  types[shape] = st;
+  types[shape] = TensorTypeOf(DataType::kInt64, {4});
   nodes.push_back(std::move(att));
   nodes.push_back(std::move(view));
   return nodes;

@@ -51,14 +51,7 @@ Attribute IntsAttribute(std::string name, std::vector<int64_t> v) {
 
 // Whether PermuteConstantToNhwc can move `t`: rank <= 4 and whole-byte
 // elements all present (no strings, no sub-byte types, no missing data).
-bool Permutable(const Tensor& t) {
-  int bits = DataTypeBits(t.dtype);
-  std::optional<uint64_t> count = t.ElementCount();
-  if (t.dims.size() > 4 || bits < 8 || bits % 8 != 0 || t.storage == Tensor::Storage::kStrings || !count) {
-    return false;
-  }
-  return t.bytes.size() == *count * static_cast<uint64_t>(bits / 8);
-}
+bool Permutable(const Tensor& t) { return t.dims.size() <= 4 && t.HasDenseBytes(); }
 
 // `t` (Permutable; its dims padded with leading 1s to NCHW [a, b, c, d])
 // permuted to NHWC [a, c, d, b].

@@ -13,4 +13,11 @@ std::optional<uint64_t> Tensor::ElementCount() const {
   return n;
 }
 
+bool Tensor::HasDenseBytes() const {
+  const int bits = DataTypeBits(dtype);
+  const std::optional<uint64_t> count = ElementCount();
+  return bits >= 8 && bits % 8 == 0 && storage != Storage::kStrings && count &&
+         bytes.size() == *count * static_cast<uint64_t>(bits / 8);
+}
+
 }  // namespace vigil::ir

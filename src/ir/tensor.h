@@ -37,6 +37,10 @@ struct Tensor {
 
   // Product of dims (1 for a scalar); nullopt on overflow.
   std::optional<uint64_t> ElementCount() const;
+  // Whether `bytes` holds every element as whole bytes (no strings, no
+  // sub-byte types, no missing data): what a pass that copies or permutes
+  // elements at load time needs.
+  bool HasDenseBytes() const;
 };
 
 struct SparseTensor {

@@ -46,6 +46,20 @@ Result<std::optional<int64_t>> OptionalInt(const ir::Node& node, const char* nam
 
 }  // namespace
 
+Result<std::array<int64_t, 4>> AttentionMaskStrides(const ir::Node& node, const std::vector<int64_t>& shape,
+                                                    ir::DataType mask, ir::DataType qkv, int64_t batch,
+                                                    int64_t heads, int64_t seq, const std::string& described) {
+  if (mask != qkv) {
+    return Fail(node, "input 1 (the mask) is {}; it must have QKV's dtype {}", described, ir::DataTypeName(qkv));
+  }
+  std::optional<std::array<int64_t, 4>> strides = BroadcastStrides4(shape, {batch, heads, seq, seq});
+  if (!strides) {
+    return Fail(node, "input 1 (the mask) is {}; it does not broadcast to [B, num_heads, S, S] = [{}, {}, {}, {}]",
+                described, batch, heads, seq, seq);
+  }
+  return *strides;
+}
+
 Result<AttentionAttrs> ReadAttentionAttrs(const ir::Node& node, int64_t opset) {
   AttentionAttrs a;
   VIGIL_ASSIGN_OR_RETURN(int64_t causal, IntAttr(node, "is_causal", 0));

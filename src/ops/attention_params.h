@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
@@ -24,10 +25,17 @@ namespace vigil::ops {
 // The element strides with which a contiguous tensor of shape `shape`
 // (rank <= 4) reads as `target` under numpy broadcasting (dims aligned on
 // the right, missing ones 1): 0 along each dim it broadcasts. nullopt when
-// it does not broadcast to `target`. ai.vigil.Attention's mask
-// (ir/fuse_attention.h) is read this way by every backend.
+// it does not broadcast to `target`.
 std::optional<std::array<int64_t, 4>> BroadcastStrides4(const std::vector<int64_t>& shape,
                                                         const std::array<int64_t, 4>& target);
+
+// ai.vigil.Attention's mask (ir/fuse_attention.h) as every backend reads it:
+// its strides over [batch, heads, seq, seq], after checking that it has
+// QKV's dtype and broadcasts there. `described` is the mask as messages
+// name it (runtime::Tensor::Describe).
+Result<std::array<int64_t, 4>> AttentionMaskStrides(const ir::Node& node, const std::vector<int64_t>& shape,
+                                                    ir::DataType mask, ir::DataType qkv, int64_t batch,
+                                                    int64_t heads, int64_t seq, const std::string& described);
 
 // What the optional 4th output (qk_matmul_output) holds.
 enum class QkOutputMode : int {

@@ -18,7 +18,7 @@
 #include "ir/fuse_matmul_bias.h"
 #include "backends/cpu/kernel_families.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain
-#include "ops/attention_params.h"  // BroadcastStrides4
+#include "ops/attention_params.h"  // AttentionMaskStrides
 
 namespace vigil::cpu {
 namespace {
@@ -125,16 +125,8 @@ Result<AttentionGeometry> AttentionShape(KernelContext& ctx) {
   g.out_shape = {d[0], d[1], g.embed};
   if (ctx.has_input(1)) {
     const runtime::Tensor& m = *ctx.input(1);
-    if (m.dtype() != ctx.input(0)->dtype()) {
-      return ctx.Fail("input 1 (the mask) is {}; it must have QKV's dtype {}", m.Describe(),
-                      ir::DataTypeName(ctx.input(0)->dtype()));
-    }
-    auto strides = ops::BroadcastStrides4(m.shape(), {g.batch, g.heads, g.seq, g.seq});
-    if (!strides) {
-      return ctx.Fail("input 1 (the mask) is {}; it does not broadcast to [B, num_heads, S, S] = [{}, {}, {}, {}]",
-                      m.Describe(), g.batch, g.heads, g.seq, g.seq);
-    }
-    g.mask_strides = *strides;
+    VIGIL_ASSIGN_OR_RETURN(g.mask_strides, ops::AttentionMaskStrides(n, m.shape(), m.dtype(), ctx.input(0)->dtype(),
+                                                                     g.batch, g.heads, g.seq, m.Describe()));
   }
   return g;
 }

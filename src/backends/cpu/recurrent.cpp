@@ -230,14 +230,22 @@ C Clip(const Config& cfg, C v) {
 // batches keep the matrix product, whose packing pays there.
 constexpr Eigen::Index kMaxRowsByVector = 8;
 
+// Writes into `out`, whose buffer is reused when it already has the size
+// (the LSTM's per-step product).
 template <typename C, typename R>
-Mat<C> TimesTransposed(const Mat<C>& h, const R& r) {
-  Mat<C> out(h.rows(), r.rows());
+void TimesTransposed(const Mat<C>& h, const R& r, Mat<C>& out) {
+  out.resize(h.rows(), r.rows());
   if (h.rows() > kMaxRowsByVector) {
     out.noalias() = h * r.transpose();
-    return out;
+    return;
   }
   for (Eigen::Index b = 0; b < h.rows(); ++b) out.row(b).noalias() = (r * h.row(b).transpose()).transpose();
+}
+
+template <typename C, typename R>
+Mat<C> TimesTransposed(const Mat<C>& h, const R& r) {
+  Mat<C> out;
+  TimesTransposed<C>(h, r, out);
   return out;
 }
 
@@ -335,7 +343,7 @@ void RecurrentProduct(const Config& cfg, const Direction<C>& dir, int64_t d, con
       return;
     }
   }
-  hr = TimesTransposed<C>(h, dir.r);
+  TimesTransposed<C>(h, dir.r, hr);
 }
 
 // `products` (float only) replaces the Eigen products of an LSTM whose W

@@ -42,7 +42,7 @@
 #include "backends/cuda/device_common.cuh"
 #include "ir/fuse_attention.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain
-#include "ops/attention_params.h"  // BroadcastStrides4
+#include "ops/attention_params.h"  // AttentionMaskStrides
 
 namespace vigil::cuda {
 namespace {
@@ -463,19 +463,12 @@ Result<AttentionShape> ReadShape(const CudaKernelContext& ctx, const runtime::Te
   a.scale_log2 = static_cast<float>(static_cast<double>(scale) * 1.4426950408889634);
   a.zero_undefined_rows = rows == "zero";
   if (const runtime::Tensor* m = ctx.input(1)) {
-    if (m->dtype() != x.dtype()) {
-      return ctx.Fail("input 1 (the mask) is {}; it must have QKV's dtype {}", m->Describe(),
-                      ir::DataTypeName(x.dtype()));
-    }
-    auto strides = ops::BroadcastStrides4(m->shape(), {a.batch, a.heads, a.seq, a.seq});
-    if (!strides) {
-      return ctx.Fail("input 1 (the mask) is {}; it does not broadcast to [B, num_heads, S, S] = [{}, {}, {}, {}]",
-                      m->Describe(), a.batch, a.heads, a.seq, a.seq);
-    }
-    a.mask_b = (*strides)[0];
-    a.mask_h = (*strides)[1];
-    a.mask_i = (*strides)[2];
-    a.mask_j = (*strides)[3];
+    VIGIL_ASSIGN_OR_RETURN(auto strides, ops::AttentionMaskStrides(node, m->shape(), m->dtype(), x.dtype(), a.batch,
+                                                                   a.heads, a.seq, m->Describe()));
+    a.mask_b = strides[0];
+    a.mask_h = strides[1];
+    a.mask_i = strides[2];
+    a.mask_j = strides[3];
   }
   return a;
 }
