@@ -225,6 +225,13 @@ typedef struct vigil_session_options {
   /* Synchronise after every device node, so vigil_session_profile's
    * per-node times are device times (slower runs; default 0). */
   int enable_profiling;
+  /* Run a float32 model in float16: at creation its float32 weights become
+   * float16 (clamped to +-65504) and the nodes that take float16 compute in
+   * it, with Casts where a node stays float32 (If, Loop, quantization,
+   * CumSum, ...). Inputs and outputs keep their float32 types. Faster on
+   * tensor cores, less exact: compare the outputs (vigil bench measures
+   * both on the model). Default 0. */
+  int run_as_float16;
 } vigil_session_options;
 
 VIGIL_EXPORT void vigil_session_options_init(vigil_session_options* options);

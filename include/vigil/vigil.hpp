@@ -257,6 +257,7 @@ struct SessionOptions {
   double isolate_timeout_s = 0;
   int intra_op_num_threads = 0;
   bool enable_profiling = false;
+  bool run_as_float16 = false;  // float32 model computed in float16 (vigil.h)
 };
 
 // A model input or output as the model declares it.
@@ -293,6 +294,7 @@ class CSessionOptions {
     c_.isolate_timeout_s = o.isolate_timeout_s;
     c_.intra_op_num_threads = o.intra_op_num_threads;
     c_.enable_profiling = o.enable_profiling;
+    c_.run_as_float16 = o.run_as_float16;
   }
   CSessionOptions(const CSessionOptions&) = delete;
   CSessionOptions& operator=(const CSessionOptions&) = delete;

@@ -138,6 +138,9 @@ class SessionOptions:
     cuda_module_path = _Option(_as_path, None, "libvigil_cuda.so to load (default: next to libvigil.so).")
     isolate = _Option(_as_bool, False, "Run each run in a child process (a crash becomes a CrashedError).")
     isolate_timeout_s = _Option(_float, 0.0, "With isolate: kill a run after this long (0: no limit).")
+    run_as_float16 = _Option(_as_bool, False,
+                             "Compute a float32 model in float16 (weights converted at load; inputs and outputs "
+                             "stay float32).")
 
     def __init__(self, **options):
         object.__setattr__(self, "_values", {})
@@ -176,6 +179,7 @@ class SessionOptions:
             "isolate_timeout_s": self.isolate_timeout_s,
             "intra_op_num_threads": self.intra_op_num_threads,
             "enable_profiling": self.enable_profiling,
+            "run_as_float16": self.run_as_float16,
         }
 
 

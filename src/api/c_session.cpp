@@ -50,6 +50,7 @@ Result<SessionConfig> ConfigFromOptions(const vigil_session_options* o) {
   c.isolate_timeout_s = o->isolate_timeout_s;
   c.intra_op_num_threads = o->intra_op_num_threads;
   c.enable_profiling = o->enable_profiling != 0;
+  c.run_as_float16 = o->run_as_float16 != 0;
   return c;
 }
 

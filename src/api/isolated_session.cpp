@@ -144,7 +144,8 @@ std::string EncodeConfig(const SessionConfig& c) {
                       {"constant_folding", c.constant_folding},
                       {"cuda_module_path", c.cuda_module_path},
                       {"enable_profiling", c.enable_profiling},
-                      {"intra_op_num_threads", c.intra_op_num_threads}};
+                      {"intra_op_num_threads", c.intra_op_num_threads},
+                      {"run_as_float16", c.run_as_float16}};
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -172,6 +173,7 @@ Result<SessionConfig> DecodeConfig(std::string_view text) {
     c.cuda_module_path = j.at("cuda_module_path").get<std::string>();
     c.enable_profiling = j.at("enable_profiling").get<bool>();
     c.intra_op_num_threads = j.at("intra_op_num_threads").get<int>();
+    c.run_as_float16 = j.at("run_as_float16").get<bool>();
   } catch (const nlohmann::json::exception& e) {
     return InvalidInputError("the isolated worker's --config is incomplete: {}", e.what());
   }

@@ -35,6 +35,8 @@ struct SessionConfig {
   bool isolate = false;
   double isolate_timeout_s = 0;
   int intra_op_num_threads = 0;
+  // A float32 model computed in float16 (runtime/float16_compute.h).
+  bool run_as_float16 = false;
 
   bool wants_cuda() const;
   bool cpu_fallback() const;

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernel_type_constraints.h"
 #include "backends/module/backend_module.h"
 #include "base/mapped_file.h"
 #include "ir/validate.h"
@@ -140,6 +141,7 @@ Result<AssembledSession> AssembleSession(ir::Model model, const SessionConfig& c
     options.nhwc_float32 = !(env && std::string_view(env) == "0");
     options.device_graphs = config.cuda_graphs;
   }
+  if (config.run_as_float16) options.float16_inputs = cpu::TakesFloat16Input;
   // The CPU backend is always present: it folds constants at load and, when
   // fallback is off, still runs nothing (no_fallback fails at load instead).
   options.backends.push_back(cpu::MakeCpuBackend(config.intra_op_num_threads));

@@ -43,6 +43,10 @@ void AddBackendOptions(CLI::App* sub, BackendChoice& c) {
                   "0 (default): every core")
       ->check(CLI::Range(0, 4096));
   sub->add_flag("--tf32", c.tf32, "with --backend cuda: let float32 convolutions and products use TF32 tensor cores");
+  sub->add_flag("--fp16", c.fp16,
+                "compute a float32 model in float16: its weights become float16 at load (clamped to +-65504), "
+                "inputs and outputs stay float32; faster on tensor cores, less exact (vigil bench --backend cuda "
+                "measures both)");
   sub->add_flag("--deterministic", c.deterministic,
                 "with --backend cuda: only deterministic algorithms (bitwise-identical outputs across runs)");
   sub->add_option("--gpu-mem-limit", c.gpu_mem_limit,

@@ -18,6 +18,7 @@
 
 #include "bench_profile.h"
 #include "command.h"
+#include "precision_hint.h"
 #include "user_io.h"
 #include "vigil/float16.h"
 
@@ -40,6 +41,7 @@ struct BenchOptions {
   std::string profile;  // Chrome trace file; enables per-node timing
   size_t profile_top = 25;
   std::string cuda_graphs = "on";
+  bool precision_hint = true;  // on a float32 model on the GPU: time --tf32 and --fp16 too
 };
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
@@ -174,6 +176,35 @@ int RunProfile(const BenchOptions& opt, const vigil::Session& session, const std
   return kExitOk;
 }
 
+// The p50 of `iters` timed runs of `session` (through `binding` when given),
+// after `warmup` untimed ones; `times` gets every run's time.
+double TimeRuns(const vigil::Session& session, const std::vector<vigil::TensorRef>& inputs, vigil::IoBinding* binding,
+                int warmup, int iters, const char* label, std::vector<double>* times) {
+  for (int i = 0; i < warmup; ++i) {
+    if (binding) session.Run(*binding);
+    else session.Run(inputs);
+  }
+  times->clear();
+  for (int i = 0; i < iters; ++i) {
+    Progress(label, i + 1, iters);
+    auto t0 = Clock::now();
+    if (binding) session.Run(*binding);
+    else session.Run(inputs);
+    times->push_back(Ms(Clock::now() - t0));
+  }
+  return Percentile(*times, 50);
+}
+
+std::optional<vigil::IoBinding> OutputsOnDevice(const vigil::Session& session,
+                                                const std::vector<vigil::TensorRef>& inputs) {
+  std::optional<vigil::IoBinding> binding;
+  binding.emplace(session);
+  for (const vigil::TensorRef& in : inputs) binding->BindInput(in);
+  for (const vigil::IoInfo& out : session.Outputs()) binding->BindOutput(out.name, vigil::Memory::kCuda);
+  for (int i = 0; i < 2; ++i) session.Run(*binding);  // the binding's first runs (graph capture)
+  return binding;
+}
+
 std::string JoinNotes(const nlohmann::json& list) {
   std::string s;
   if (!list.is_array()) return s;
@@ -226,25 +257,26 @@ int RunBench(const BenchOptions& opt) {
     // outputs stay on the GPU too): no copy to the host is timed. The call
     // still returns only once the outputs are ready.
     std::optional<vigil::IoBinding> binding;
-    if (opt.outputs_on_device) {
-      binding.emplace(session);
-      for (const vigil::TensorRef& in : inputs.refs) binding->BindInput(in);
-      for (const vigil::IoInfo& out : session.Outputs()) binding->BindOutput(out.name, vigil::Memory::kCuda);
-      for (int i = 0; i < 2; ++i) session.Run(*binding);  // the binding's first runs (graph capture)
-    }
+    if (opt.outputs_on_device) binding = OutputsOnDevice(session, inputs.refs);
     std::vector<double> times;
-    for (int i = 0; i < opt.iters; ++i) {
-      Progress("timing", i + 1, opt.iters);
-      auto t0 = Clock::now();
-      if (binding) {
-        session.Run(*binding);
-      } else {
-        session.Run(inputs.refs);
-      }
-      auto t1 = Clock::now();
-      times.push_back(Ms(t1 - t0));
+    const double p50 = TimeRuns(session, inputs.refs, binding ? &*binding : nullptr, 0, opt.iters, "timing", &times);
+    const double p90 = Percentile(times, 90), p99 = Percentile(times, 99);
+    // A float32 model run exactly on a GPU with TF32 tensor cores: what
+    // --tf32 and --fp16 would gain here, timed the same way, and how far
+    // they move the outputs.
+    std::string gpu, hint_skipped = "--no-precision-hint";
+    std::vector<PrecisionOption> precision;
+    if (opt.precision_hint) hint_skipped = PrecisionHintSkipped(backend, session, &gpu);
+    if (hint_skipped.empty()) {
+      if (::isatty(STDERR_FILENO)) std::fprintf(stderr, "timing --tf32 and --fp16 for comparison...\n");
+      auto time_p50 = [&](const vigil::Session& s) {
+        std::optional<vigil::IoBinding> b;
+        if (opt.outputs_on_device) b = OutputsOnDevice(s, inputs.refs);
+        std::vector<double> t;
+        return TimeRuns(s, inputs.refs, b ? &*b : nullptr, opt.warmup + 1, opt.iters, "timing", &t);
+      };
+      precision = MeasurePrecisionOptions(opt.model_path, backend, session, p50, inputs.refs, time_p50);
     }
-    const double p50 = Percentile(times, 50), p90 = Percentile(times, 90), p99 = Percentile(times, 99);
     nlohmann::json notes = nlohmann::json::parse(session.NotesJson());
     std::string graphs = "off";
     if (backend.device_graphs) {
@@ -272,6 +304,8 @@ int RunBench(const BenchOptions& opt) {
                           {"body_device_arena_bytes", body_dev_arena}, {"unplanned_bodies", unplanned},
                           {"cuda_graphs", graphs},
                           {"backend_notes", backend_notes}, {"providers", session.Backends()}};
+      if (hint_skipped.empty()) j["precision_options"] = PrecisionOptionsJson(precision);
+      else j["precision_options_skipped"] = hint_skipped;
       std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
       return kExitOk;
     }
@@ -298,6 +332,11 @@ int RunBench(const BenchOptions& opt) {
     for (const std::string& b : unplanned) {
       std::printf("bodies:       %s is planned when it runs (its entry shapes are known only then)\n",
                   b.c_str());  // stdout is filtered for control bytes (terminal_output.cpp)
+    }
+    if (hint_skipped.empty()) {
+      for (const std::string& line : PrecisionOptionLines(gpu, p50, precision)) {
+        std::printf("precision:    %s\n", line.c_str());
+      }
     }
     return kExitOk;
   } catch (const vigil::Error& e) {
@@ -341,6 +380,10 @@ Command AddBenchCommand(CLI::App& parent) {
                   "node runs on the GPU, else runs go on normally and the report says why); off: every run "
                   "launches node by node. --profile turns it off")
       ->check(CLI::IsMember({"on", "off"}));
+  sub->add_flag("--precision-hint,!--no-precision-hint", opt->precision_hint,
+                "with --backend cuda, on a float32 model, without --tf32 or --fp16, on a GPU with TF32 tensor cores "
+                "(compute capability 8.0+): also time the model with --tf32 and with --fp16 and report their "
+                "speed-up and how far they move the outputs (default on; two more sessions are made)");
   return {sub, [opt] { return RunBench(*opt); }};
 }
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "precision_hint.h"
 #include "user_io.h"
 
 namespace vigil::cli {
@@ -164,8 +165,13 @@ int RunModel(const RunOptions& opt) {
       std::fprintf(stderr, "vigil: %s\n", error.c_str());
       return kExitDiagnosed;
     }
-    if (opt.json) PrintJson(outs, paths);
-    else PrintText(outs, paths);
+    if (opt.json) {
+      PrintJson(outs, paths);
+    } else {
+      PrintText(outs, paths);
+      const std::string hint = PrecisionHintForRun(opt.backend, session, opt.model_path);
+      if (!hint.empty()) std::fprintf(stderr, "%s\n", hint.c_str());
+    }
     return kExitOk;
   } catch (const vigil::Error& e) {
     return ReportError(e, opt.json);

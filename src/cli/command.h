@@ -48,6 +48,7 @@ struct BackendChoice {
   std::string backend = "cpu";
   bool no_fallback = false;
   bool tf32 = false;
+  bool fp16 = false;            // compute a float32 model in float16 (run_as_float16)
   bool deterministic = false;
   std::string gpu_mem_limit;  // "512M", "2G", bytes; empty = free memory
   int device = 0;

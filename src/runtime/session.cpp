@@ -108,6 +108,7 @@ struct Session::State {
   std::vector<const Backend*> node_backend;  // per node index of `model.graph.nodes`
   std::vector<NodePlacement> placement;
   std::vector<ir::QdqNote> int8_notes;
+  Float16Summary float16;
   std::unordered_map<size_t, std::string> fallback_reasons;  // node -> why the first backend refused it
   std::unordered_map<std::string, Tensor> constants;
   std::unordered_map<std::string, Tensor> device_constants;  // copies on the device for device steps
@@ -238,6 +239,16 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
   VIGIL_ASSIGN_OR_RETURN(InferredGraph inferred, InferGraph(model, order, {}, first_folding));
   state->model = ApplyFolding(model, inferred);
   AlignInitializers(state->model.graph);  // folded values may be views of attribute bytes
+  if (state->options.float16_inputs) {
+    // A float32 model run in float16: rewritten on the folded graph, then
+    // its types inferred again for the passes below.
+    VIGIL_ASSIGN_OR_RETURN(state->float16,
+                           ConvertToFloat16(state->model, inferred.types, state->options.float16_inputs));
+    VIGIL_ASSIGN_OR_RETURN(std::vector<size_t> float16_order, ir::TopologicalOrder(state->model.graph));
+    VIGIL_ASSIGN_OR_RETURN(inferred, InferGraph(state->model, float16_order, {}, first_folding));
+    state->model = ApplyFolding(state->model, inferred);
+    AlignInitializers(state->model.graph);
+  }
   if (state->options.backends[0]->device() != Device::kHost) {
     // Linear layers as one cuBLASLt product with a bias epilogue, erf-GELU
     // chains as one kernel; fused nodes write the outputs they replace, whose
@@ -400,6 +411,7 @@ const ModelInputs& Session::inputs() const { return state_->inputs; }
 const std::vector<ir::ValueInfo>& Session::outputs() const { return state_->outputs; }
 const std::vector<NodePlacement>& Session::placement() const { return state_->placement; }
 const std::vector<ir::QdqNote>& Session::int8_notes() const { return state_->int8_notes; }
+const Float16Summary& Session::float16_summary() const { return state_->float16; }
 
 Result<DimBindings> Session::Check(std::vector<InputBinding>& inputs) const {
   return ValidateInputs(state_->inputs, inputs);

@@ -15,6 +15,7 @@
 #include "ir/graph.h"
 #include "runtime/backend.h"
 #include "runtime/conv_layout.h"
+#include "runtime/float16_compute.h"
 #include "runtime/input_binding.h"
 #include "runtime/memory_plan.h"
 #include "runtime/tensor.h"
@@ -44,6 +45,9 @@ struct SessionOptions {
   // cannot be recorded it runs normally, and DeviceGraphNotes() says why.
   // Run with an observer never replays.
   bool device_graphs = false;
+  // Non-null: run a float32 model in float16 (runtime/float16_compute.h);
+  // says which node inputs may be float16.
+  Float16InputFn float16_inputs;
 };
 
 struct NamedTensor {
@@ -94,6 +98,8 @@ class Session {
   // Each Conv, MatMul and Gemm of a QDQ chain on a device session: whether it runs in int8
   // (ir/fuse_qdq.h) and why not; empty for CPU sessions and float models.
   const std::vector<ir::QdqNote>& int8_notes() const;
+  // What SessionOptions::float16_inputs changed (all zero without it).
+  const Float16Summary& float16_summary() const;
 
   // Validates the inputs against the model, without running anything.
   // Positional bindings are resolved to names.

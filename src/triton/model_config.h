@@ -39,6 +39,7 @@ struct TensorConfig {
 struct SessionSettings {
   bool no_fallback = false;
   bool allow_tf32 = false;
+  bool run_as_float16 = false;  // a float32 model computed in float16
   bool deterministic = false;
   bool cuda_graphs = false;
   bool tune = false;

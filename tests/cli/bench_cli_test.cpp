@@ -29,6 +29,21 @@ TEST(BenchCli, ExampleWithGeneratedBatch) {
   EXPECT_GT(j["arena_bytes"].get<double>(), 0.0);
 }
 
+// The --tf32/--fp16 comparison runs on a GPU only; the JSON says why not.
+TEST(BenchCli, PrecisionOptionsAreForTheGpu) {
+  CommandResult r = RunVigil({"bench", kModel, "--dim", "N=2", "--iters", "2", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["precision_options_skipped"], "not on the GPU");
+  EXPECT_FALSE(j.contains("precision_options"));
+  r = RunVigil({"bench", kModel, "--dim", "N=2", "--iters", "2", "--json", "--no-precision-hint"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["precision_options_skipped"], "--no-precision-hint");
+  r = RunVigil({"bench", kModel, "--dim", "N=2", "--iters", "2", "--fp16"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("precision:"), std::string::npos) << r.out;
+}
+
 TEST(BenchCli, GeneratesFloat16AndBfloat16Inputs) {
   fs::path dir = fs::temp_directory_path() / ("vigil_bench_cli_" + std::to_string(::getpid()));
   fs::create_directories(dir);

@@ -109,6 +109,34 @@ TEST(RunCli, TinyCnnWritesSoftmaxOutput) {
   }
 }
 
+// --fp16 computes the float32 model in float16: the outputs keep their
+// float32 type and stay within float16 rounding of the exact run's, but are
+// not the same numbers.
+TEST(RunCli, Fp16RunsAFloat32ModelInFloat16) {
+  const fs::path exact_dir = Scratch("out_exact"), half_dir = Scratch("out_fp16");
+  ExpectExit(RunVigil({"run", kModel, "--input", GoodImage(), "--output-dir", exact_dir.string()}), 0);
+  CommandResult r = RunVigil({"run", kModel, "--input", GoodImage(), "--fp16", "--output-dir", half_dir.string()});
+  ExpectExit(r, 0);
+  EXPECT_NE(r.out.find("float32[2,10]"), std::string::npos) << r.out;
+  const std::string exact = ReadAll(exact_dir / "probs.npy"), half = ReadAll(half_dir / "probs.npy");
+  ASSERT_EQ(exact.size(), half.size());
+  ASSERT_GT(exact.size(), 80u);
+  const size_t data = exact.size() - 80;  // 2 x 10 float32 at the end
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < 20; ++i) {
+    float a, b;
+    std::memcpy(&a, exact.data() + data + 4 * i, 4);
+    std::memcpy(&b, half.data() + data + 4 * i, 4);
+    ASSERT_FALSE(std::isnan(b)) << i;
+    err += (double(a) - b) * (double(a) - b);
+    norm += double(a) * a;
+  }
+  EXPECT_LE(std::sqrt(err / norm), 1e-2);
+  EXPECT_GT(err, 0.0) << "the --fp16 run gave float32's exact result";
+  // The hint about --tf32 and --fp16 is for float32 runs on a GPU only.
+  EXPECT_EQ(r.err.find("vigil bench"), std::string::npos) << r.err;
+}
+
 TEST(RunCli, PositionalInputAndJson) {
   CommandResult r = RunVigil({"run", kModel, "--input", GoodImage(), "--json"});
   ExpectExit(r, 0);

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import vigil
-from conftest import TINY, relative_l2
+from conftest import TINY, relative_l2, tiny_inputs, tiny_models
 
 MOBILENET = TINY / "mobilenet_v2" / "model.onnx"
 
@@ -127,3 +127,18 @@ def test_thread_count_is_passed_and_runs():
     four = vigil.InferenceSession(MOBILENET, sess_options=vigil.SessionOptions(intra_op_num_threads=4))
     a, b = one.run(None, {"input_0": x})[0], four.run(None, {"input_0": x})[0]
     assert relative_l2(a, b) < 1e-5
+
+
+def test_run_as_float16_computes_a_float32_model_in_float16():
+    # The tiny UNet (random weights) keeps its activations within float16's
+    # range; its outputs stay float32, near the exact run's but not equal.
+    unet = TINY / "unet" / "model.onnx"
+    entry = next(e for e in tiny_models() if e["name"] == "unet")
+    feeds = tiny_inputs(entry)
+    exact = vigil.InferenceSession(unet).run(None, feeds)[0]
+    options = vigil.SessionOptions(run_as_float16=True)
+    assert options.to_vigil()["run_as_float16"] is True
+    half = vigil.InferenceSession(unet, sess_options=options).run(None, feeds)[0]
+    assert half.dtype == np.float32 and half.shape == exact.shape
+    error = relative_l2(half, exact)
+    assert 0 < error < 1e-2, error

@@ -430,6 +430,22 @@ const KernelTypeConstraints* FindKernelTypeConstraintsAt(std::string_view domain
   return nullptr;
 }
 
+runtime::Float16Input TakesFloat16Input(const ir::Node& node, int64_t opset, size_t input) {
+  using runtime::Float16Input;
+  // The CPU kernels read these in any float type, but ONNX defines Resize's
+  // and Upsample's scales as float32 (and another runtime may hold them to
+  // it); Resize's roi goes with them.
+  if (SameDomain(node.domain, "") && ((node.op_type == "Resize" && (input == 1 || input == 2)) ||
+                                      (node.op_type == "Upsample" && input == 1))) {
+    return Float16Input::kNo;
+  }
+  const KernelTypeConstraints* decl = FindKernelTypeConstraintsAt(node.domain, node.op_type, opset);
+  const KernelTypeVariable* var = decl ? decl->VariableOf(input) : nullptr;
+  constexpr TypeMask kBoth = Bit(DataType::kFloat32) | Bit(DataType::kFloat16);
+  if (!var || (var->dtypes & kBoth) != kBoth) return Float16Input::kNo;
+  return var == decl->VariableOf(0) ? Float16Input::kTied : Float16Input::kFree;
+}
+
 bool KernelTakesInputTypes(const KernelDef& def, const ir::Node& node, const runtime::NodeTypes& types,
                            std::string* why_not) {
   const KernelTypeConstraints* decl = FindKernelTypeConstraints(def);

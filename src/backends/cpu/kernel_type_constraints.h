@@ -21,6 +21,7 @@
 #include "backends/cpu/element_types.h"
 #include "backends/cpu/kernel.h"
 #include "runtime/backend.h"
+#include "runtime/float16_compute.h"
 
 namespace vigil::cpu {
 
@@ -75,6 +76,12 @@ const KernelTypeConstraints* FindKernelTypeConstraintsAt(std::string_view domain
 // dtypes for T (float32, ...)".
 bool KernelTakesInputTypes(const KernelDef& def, const ir::Node& node, const runtime::NodeTypes& types,
                            std::string* why_not);
+
+// Whether input `input` of `node` may be float16 where the model has float32
+// (runtime/float16_compute.h's question): the CPU kernel's type variable for
+// that input takes both float32 and float16; tied when it is input 0's
+// variable, free when it is another. kNo for undeclared ops.
+runtime::Float16Input TakesFloat16Input(const ir::Node& node, int64_t opset, size_t input);
 
 // "float32, float16, bfloat16": the dtypes in `mask` in ONNX order.
 std::string DtypeNames(TypeMask mask);

@@ -5,6 +5,7 @@
 
 #include "session_test_util.h"
 #include "runtime/tensor_file.h"
+#include "backends/cpu/kernel_type_constraints.h"
 
 namespace vigil::cuda::testing {
 namespace {
@@ -46,6 +47,38 @@ TEST(CudaSession, EightThreadsShareOneSession) {
     EXPECT_EQ(cmp.nan_mismatches, 0u);
     EXPECT_LE(cmp.rel_l2_error, 1e-4) << "thread " << t << ": " << cmp.Describe();
   }
+}
+
+// The float32 example CNN computed in float16 (run_as_float16): every node
+// still runs on the GPU (no fallback), its convolutions channels-last as a
+// float16 model's, and the output stays within float16's tolerance of the
+// CPU's float32 reference without being float32's result.
+TEST(CudaSession, Float32ModelRunsAsFloat16) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  auto loaded = backends::LoadCudaBackend(backends::CudaBackendOptions{});
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  auto model = onnx::ReadModel(kTinyCnnModel);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  runtime::SessionOptions options;
+  options.backends = {loaded->backend, cpu::MakeCpuBackend()};
+  options.no_fallback = true;
+  options.conv_layout = runtime::ConvLayout::kNhwcOnDevice;
+  options.float16_inputs = cpu::TakesFloat16Input;
+  auto session = runtime::Session::Create(std::move(model).value(), options);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  size_t nhwc = 0;
+  for (const ir::Node& n : (*session)->model().graph.nodes) nhwc += n.op_type == ir::kConvNhwcOp;
+  EXPECT_GT(nhwc, 0u);
+  EXPECT_GT((*session)->float16_summary().converted_nodes, 0u);
+  runtime::Tensor x = RandomTensor(ir::DataType::kFloat32, {13, 3, 32, 32}, 11);
+  auto out = (*session)->Run(TinyCnnInput(x));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0].tensor.dtype(), ir::DataType::kFloat32);
+  auto cmp = runtime::CompareTensors(TinyCnnCpuReference(x), (*out)[0].tensor, 1e300, 1e300);
+  EXPECT_TRUE(cmp.same_shape);
+  EXPECT_EQ(cmp.nan_mismatches, 0u);
+  EXPECT_LE(cmp.rel_l2_error, ConvTolerance(kF16)) << cmp.Describe();
+  EXPECT_GT(cmp.rel_l2_error, 1e-6) << "float32's own result: nothing ran in float16";
 }
 
 TEST(CudaSession, DeterministicRunsAreBitwiseEqual) {
