@@ -351,7 +351,16 @@ Status ConvNhwc(CudaKernelContext& ctx) {
   // cuDNN 9.14 on an H100 the fused conv+bias+clipped-ReLU engines were about
   // 10x slower than the plain convolution (MobileNetV2 fp16 batch 64: 34.8 ms
   // fused, 4.0 ms with the epilogue kernel).
-  if (epilogue.any() && FusionEnabled() && act != NhwcActivation::kRelu6) {
+  // So are exact float32 convolutions (TF32 off) unless autotuning: cuDNN's
+  // engines for them fused are runtime-compiled, and merely listing them
+  // compiles kernels (on an H200, 18 for ResNet-50: its first run took
+  // 0.7-1.2 s instead of 0.3 s); unfused they cost 0 to 2.4% per run on
+  // ResNet-50 and 8% on MobileNetV2 at batch 64
+  // (bench/results/issue19_h200_fp16_option.md). With --tune or a tuning
+  // cache the fused engines are candidates again.
+  const bool exact_float32 = x.dtype() == ir::DataType::kFloat32 && !ctx.options().allow_tf32;
+  if (epilogue.any() && FusionEnabled() && act != NhwcActivation::kRelu6 &&
+      !(exact_float32 && !ctx.stream_context().tuning.cache)) {
     ConvOperands fused_operands{{kX, kW, kY}, {xp, wp, y->raw_data()}, kY, AlignUp(y->byte_size())};
     if (b) {
       fused_operands.uids.push_back(kB);

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine: time to first result (load, first run) and the
+# steady p50 under several developer switches, in fresh processes, in one
+# call on one GPU.
+#   tools/device/first_result_ab.sh DEVBUILD OUT "ENV=V ENV2=V2 ..." CASES
+# Each variant of the third argument is one ENV=VALUE ("X=1": none); each
+# case of CASES is MODEL:DTYPE:BATCH. Models as bench/export_models.py
+# exports them (BERT is not handled: CNNs and ViT). Every (case, variant)
+# runs twice, the variants alternating, so that drift and cold caches show.
+set -u
+b=$(cd "${1:?devbuild dir}" && pwd)
+out=${2:?output dir}
+variants=${3:?variants}
+cases=${4:?cases}
+mkdir -p "$out" /tmp/peer
+export VIGIL_CUDA_MODULE=$b/libvigil_cuda.so
+declare -A want
+for c in $cases; do IFS=: read -r m d n <<<"$c"; want["$m:$d"]=1; done
+for md in "${!want[@]}"; do
+  IFS=: read -r m d <<<"$md"
+  [ -f /tmp/peer/${m}_$d.onnx ] || python3 bench/export_models.py /tmp/peer --models "$m" --dtype "$d" >/dev/null 2>&1 ||
+    echo "export of $m $d failed"
+done
+fields() { python3 -c "
+import json,sys
+try:
+    j=json.load(sys.stdin); print(f\"{j['time_to_first_result_ms']:.0f} ({j['load_ms']:.0f}+{j['first_run_ms']:.0f}) p50 {j['p50_ms']:.3f}\")
+except Exception as e: print('error')"; }
+{
+echo "| case | variant | run 1: first result (load+first run) ms, p50 ms | run 2 |"
+echo "|---|---|---|---|"
+for c in $cases; do
+  IFS=: read -r m d n <<<"$c"
+  declare -A r=()
+  for i in 1 2; do
+    for v in $variants; do
+      r["$v.$i"]=$(env "$v" "$b/vigil" bench /tmp/peer/${m}_$d.onnx --backend cuda --no-fallback --dim N=$n \
+        --inputs-on-device --outputs-on-device --warmup 10 --iters 50 --no-precision-hint --json 2>/dev/null | fields)
+    done
+  done
+  for v in $variants; do echo "| $c | $v | ${r[$v.1]} | ${r[$v.2]} |"; done
+  unset r
+done
+} | tee "$out/first_result_ab.md"
