@@ -17,6 +17,7 @@
 
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel.h"
+#include "backends/cpu/fast/fast_kernels.h"
 #include "backends/cpu/lstm_products.h"
 #include "ops/recurrent_params.h"
 #include "vigil/float16.h"
@@ -65,6 +66,8 @@ struct Config {
   // W [num_dir, input, gates*hidden] and R [num_dir, hidden, gates*hidden],
   // read by an LstmProducts, not loaded here.
   bool external_weights = false;
+  // The kernel may take the optimised LSTM cell (fast/recurrent_cell.cpp).
+  bool optimised = false;
 };
 
 // ---- element conversion -------------------------------------------------
@@ -258,8 +261,42 @@ void RnnStep(const Config& cfg, const Direction<C>& dir, const Mat<C>& gx, const
     for (Eigen::Index j = 0; j < pre.cols(); ++j) h_out(b, j) = Apply(dir.act[0], Clip(cfg, pre(b, j)));
 }
 
+// GruStep with the default activations (Sigmoid, Tanh) on float32: the same
+// operations in the same order, each gate activated over whole rows by the
+// vectorised Sigmoid and Tanh (fast/activation.cpp).
+void GruStepOptimised(const Config& cfg, const Direction<float>& dir, const Mat<float>& gx, const Mat<float>& h,
+                      Mat<float>& h_out) {
+  const Eigen::Index hs = cfg.hidden, rows = h.rows();
+  Mat<float> zr = TimesTransposed<float>(h, dir.r.topRows(2 * hs));
+  zr += gx.leftCols(2 * hs);  // z | r pre-activations
+  for (Eigen::Index b = 0; b < rows; ++b)
+    for (Eigen::Index j = 0; j < 2 * hs; ++j) zr(b, j) = Clip(cfg, zr(b, j));
+  fast::SigmoidFloat(zr.data(), zr.data(), static_cast<uint64_t>(zr.size()));
+  auto rh = dir.r.bottomRows(hs);
+  Mat<float> hh;
+  if (cfg.linear_before_reset) {
+    Mat<float> lin = TimesTransposed<float>(h, rh);
+    hh.resize(rows, hs);
+    for (Eigen::Index b = 0; b < rows; ++b)
+      for (Eigen::Index j = 0; j < hs; ++j) hh(b, j) = zr(b, hs + j) * (lin(b, j) + dir.rb[2 * hs + j]);
+  } else {
+    hh = TimesTransposed<float>(Mat<float>(zr.rightCols(hs).cwiseProduct(h)), rh);
+  }
+  for (Eigen::Index b = 0; b < rows; ++b)
+    for (Eigen::Index j = 0; j < hs; ++j) hh(b, j) = Clip(cfg, gx(b, 2 * hs + j) + hh(b, j));
+  fast::TanhFloat(hh.data(), hh.data(), static_cast<uint64_t>(hh.size()));
+  for (Eigen::Index b = 0; b < rows; ++b)
+    for (Eigen::Index j = 0; j < hs; ++j) h_out(b, j) = (1.0f - zr(b, j)) * hh(b, j) + zr(b, j) * h(b, j);
+}
+
 template <typename C>
 void GruStep(const Config& cfg, const Direction<C>& dir, const Mat<C>& gx, const Mat<C>& h, Mat<C>& h_out) {
+  if constexpr (std::is_same_v<C, float>) {
+    if (cfg.optimised && dir.act[0].kind == ActKind::kSigmoid && dir.act[1].kind == ActKind::kTanh) {
+      GruStepOptimised(cfg, dir, gx, h, h_out);
+      return;
+    }
+  }
   const Eigen::Index hs = cfg.hidden;
   Mat<C> zr = TimesTransposed<C>(h, dir.r.topRows(2 * hs));  // recurrent part of z and r
   Mat<C> z(h.rows(), hs), rgate(h.rows(), hs);
@@ -291,6 +328,15 @@ void LstmStep(const Config& cfg, const Direction<C>& dir, const Mat<C>& gx, cons
               Mat<C>& h_out, Mat<C>& c_out) {
   const Eigen::Index hs = cfg.hidden;
   Mat<C> pre = gx + hr;  // gate order i, o, f, c
+  if constexpr (std::is_same_v<C, float>) {
+    if (cfg.optimised && dir.act[0].kind == ActKind::kSigmoid && dir.act[1].kind == ActKind::kTanh &&
+        dir.act[2].kind == ActKind::kTanh) {
+      const float clip = cfg.clip ? static_cast<float>(*cfg.clip) : 0.0f;
+      fast::LstmCellFloat({pre.data(), dir.p, c.data(), pre.rows(), hs, cfg.clip ? &clip : nullptr, cfg.input_forget,
+                           h_out.data(), c_out.data()});
+      return;
+    }
+  }
   const C* pi = dir.p;
   const C* po = dir.p + hs;
   const C* pf = dir.p + 2 * hs;
@@ -507,6 +553,7 @@ Status Recurrent(KernelContext& ctx, Cell cell) {
   if (!IsRecurrentFloat(ctx.input(0)->dtype())) return ctx.UnsupportedDtype(0);
   Config cfg;
   VIGIL_RETURN_IF_ERROR(ReadConfig(ctx, cell, cfg));
+  cfg.optimised = ctx.optimised();
   VIGIL_ASSIGN_OR_RETURN(std::vector<int64_t> lens, ReadSequenceLens(ctx, cfg));
   if (ctx.input(0)->dtype() == DataType::kFloat64) return RunRecurrent<double>(ctx, cfg, std::move(lens));
   return RunRecurrent<float>(ctx, cfg, std::move(lens));
@@ -526,6 +573,7 @@ Status RunLstmWithProducts(KernelContext& ctx, const LstmProducts& products) {
   Config cfg;
   cfg.external_weights = true;
   VIGIL_RETURN_IF_ERROR(ReadConfig(ctx, Cell::kLstm, cfg));
+  cfg.optimised = ctx.optimised();
   VIGIL_ASSIGN_OR_RETURN(std::vector<int64_t> lens, ReadSequenceLens(ctx, cfg));
   return RunRecurrent<float>(ctx, cfg, std::move(lens), &products);
 }

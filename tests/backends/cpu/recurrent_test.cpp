@@ -304,7 +304,11 @@ void Check(const Spec& s, uint32_t seed = 1) {
     in.push_back(s.peep ? &p : nullptr);
   }
   ir::Node node = BuildNode(s);
-  auto result = RunKernel(node, s.opset, in);
+  // Both the reference code and the optimised LSTM cell (fast/
+  // recurrent_cell.cpp), against the float64 equations.
+  for (bool optimised : {false, true}) {
+  SCOPED_TRACE(optimised ? "optimised" : "reference");
+  auto result = RunKernel(node, s.opset, in, optimised);
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   const std::vector<runtime::Tensor>& out = *result;
   const double tol = Tolerance(s.dtype);
@@ -327,6 +331,7 @@ void Check(const Spec& s, uint32_t seed = 1) {
     std::vector<double> v = FromTensor(out[o]);
     if (l1) v = SwapFirstTwo(v, B, nd, H);
     ExpectNear(v, o == 1 ? want.yh : want.yc, tol, o == 1 ? "Y_h" : "Y_c");
+  }
   }
 }
 

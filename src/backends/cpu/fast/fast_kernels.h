@@ -25,6 +25,33 @@ bool MaxPool2dFloat(const SpatialGeometry& g, int64_t planes, const float* x, fl
 // in the last place of the reference (activation.cpp).
 void SigmoidFloat(const float* x, float* y, uint64_t n);
 
+// y = tanh(x) over n float32 values (y may be x), vectorisable (fast/
+// activation.cpp); within a few units in the last place of std::tanh (the
+// test states the bound).
+void TanhFloat(const float* x, float* y, uint64_t n);
+
+// One LSTM step's gates and states over `rows` rows, float32, with the
+// default activations (Sigmoid, Tanh, Tanh), in the reference's order of
+// operations (recurrent.cpp's LstmStep) but with the vectorised Sigmoid and
+// Tanh above: `pre` [rows, 4*hidden] holds X*W^T + H*R^T + the biases, gates
+// i, o, f, c; `peep` [3*hidden] the peepholes of i, o, f (zeros when the
+// model has none); `c` [rows, hidden] the previous cell state; `clip` the
+// cell clip (nullptr: none); `input_forget` couples f to 1 - i. Writes
+// h_out and c_out [rows, hidden] (fast/recurrent_cell.cpp).
+struct LstmCellArgs {
+  const float* pre;
+  const float* peep;
+  const float* c;
+  int64_t rows;
+  int64_t hidden;
+  const float* clip;
+  bool input_forget;
+  float* h_out;
+  float* c_out;
+};
+void LstmCellFloat(const LstmCellArgs& a);
+
+
 // out = alpha * op(a) * op(b) (+ out when `accumulate`), row-major, through
 // oneDNN's sgemm on `threads` threads (gemm_dnnl.cpp). False, with nothing
 // written, where oneDNN is not loaded, the product is empty or oneDNN
