@@ -17,6 +17,7 @@
 
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel.h"
+#include "backends/cpu/fast/dnnl_library.h"
 #include "backends/cpu/fast/fast_kernels.h"
 #include "backends/cpu/lstm_products.h"
 #include "ops/recurrent_params.h"
@@ -234,10 +235,20 @@ C Clip(const Config& cfg, C v) {
 constexpr Eigen::Index kMaxRowsByVector = 8;
 
 // Writes into `out`, whose buffer is reused when it already has the size
-// (the LSTM's per-step product).
+// (the LSTM's per-step product). `optimised` (float32, with oneDNN loaded):
+// through the shared product (gemm.h), which is then oneDNN's sgemm: one
+// pass over R for all rows, at its widest vectors (the LSTM tagger at batch
+// 2: 0.86 -> 0.62 ms per run).
 template <typename C, typename R>
-void TimesTransposed(const Mat<C>& h, const R& r, Mat<C>& out) {
+void TimesTransposed(const Mat<C>& h, const R& r, Mat<C>& out, bool optimised = false) {
   out.resize(h.rows(), r.rows());
+  if constexpr (std::is_same_v<C, float>) {
+    if (optimised && r.outerStride() == h.cols() && fast::DnnlLoaded()) {
+      const GemmShape shape{h.rows(), r.rows(), h.cols(), false, true};
+      GemmRowMajor(shape, h.data(), r.data(), out.data(), 1.0f, false);
+      return;
+    }
+  }
   if (h.rows() > kMaxRowsByVector) {
     out.noalias() = h * r.transpose();
     return;
@@ -246,9 +257,9 @@ void TimesTransposed(const Mat<C>& h, const R& r, Mat<C>& out) {
 }
 
 template <typename C, typename R>
-Mat<C> TimesTransposed(const Mat<C>& h, const R& r) {
+Mat<C> TimesTransposed(const Mat<C>& h, const R& r, bool optimised = false) {
   Mat<C> out;
-  TimesTransposed<C>(h, r, out);
+  TimesTransposed<C>(h, r, out, optimised);
   return out;
 }
 
@@ -256,7 +267,7 @@ Mat<C> TimesTransposed(const Mat<C>& h, const R& r) {
 // activation (for GRU with linear_before_reset, Rbh is kept out of it).
 template <typename C>
 void RnnStep(const Config& cfg, const Direction<C>& dir, const Mat<C>& gx, const Mat<C>& h, Mat<C>& h_out) {
-  Mat<C> pre = gx + TimesTransposed<C>(h, dir.r);
+  Mat<C> pre = gx + TimesTransposed<C>(h, dir.r, cfg.optimised);
   for (Eigen::Index b = 0; b < pre.rows(); ++b)
     for (Eigen::Index j = 0; j < pre.cols(); ++j) h_out(b, j) = Apply(dir.act[0], Clip(cfg, pre(b, j)));
 }
@@ -267,7 +278,7 @@ void RnnStep(const Config& cfg, const Direction<C>& dir, const Mat<C>& gx, const
 void GruStepOptimised(const Config& cfg, const Direction<float>& dir, const Mat<float>& gx, const Mat<float>& h,
                       Mat<float>& h_out) {
   const Eigen::Index hs = cfg.hidden, rows = h.rows();
-  Mat<float> zr = TimesTransposed<float>(h, dir.r.topRows(2 * hs));
+  Mat<float> zr = TimesTransposed<float>(h, dir.r.topRows(2 * hs), true);
   zr += gx.leftCols(2 * hs);  // z | r pre-activations
   for (Eigen::Index b = 0; b < rows; ++b)
     for (Eigen::Index j = 0; j < 2 * hs; ++j) zr(b, j) = Clip(cfg, zr(b, j));
@@ -275,12 +286,12 @@ void GruStepOptimised(const Config& cfg, const Direction<float>& dir, const Mat<
   auto rh = dir.r.bottomRows(hs);
   Mat<float> hh;
   if (cfg.linear_before_reset) {
-    Mat<float> lin = TimesTransposed<float>(h, rh);
+    Mat<float> lin = TimesTransposed<float>(h, rh, true);
     hh.resize(rows, hs);
     for (Eigen::Index b = 0; b < rows; ++b)
       for (Eigen::Index j = 0; j < hs; ++j) hh(b, j) = zr(b, hs + j) * (lin(b, j) + dir.rb[2 * hs + j]);
   } else {
-    hh = TimesTransposed<float>(Mat<float>(zr.rightCols(hs).cwiseProduct(h)), rh);
+    hh = TimesTransposed<float>(Mat<float>(zr.rightCols(hs).cwiseProduct(h)), rh, true);
   }
   for (Eigen::Index b = 0; b < rows; ++b)
     for (Eigen::Index j = 0; j < hs; ++j) hh(b, j) = Clip(cfg, gx(b, 2 * hs + j) + hh(b, j));
@@ -389,7 +400,7 @@ void RecurrentProduct(const Config& cfg, const Direction<C>& dir, int64_t d, con
       return;
     }
   }
-  TimesTransposed<C>(h, dir.r, hr);
+  TimesTransposed<C>(h, dir.r, hr, cfg.optimised);
 }
 
 // `products` (float only) replaces the Eigen products of an LSTM whose W
@@ -421,11 +432,14 @@ void RunDirection(const Config& cfg, const Loaded<C>& in, int64_t d, Outputs<C>&
     const GemmShape shape{cfg.seq * batch, gh, cfg.input, false, true};
     GemmRowMajor(shape, in.x.data(), in.w_data + d * gh * cfg.input, xw.data(), C(1), false);
   }
+  // Row by row (xw is row-major: a column walk touched a new cache line per
+  // element, a fifth of the LSTM tagger's time).
+  Eigen::Matrix<C, 1, Eigen::Dynamic> bias(gh);
   for (int64_t j = 0; j < gh; ++j) {
     const bool keep_rb_out = cfg.linear_before_reset && j >= 2 * hs;
-    const C bias = dir.wb[j] + (keep_rb_out ? C(0) : dir.rb[j]);
-    xw.col(j).array() += bias;
+    bias[j] = dir.wb[j] + (keep_rb_out ? C(0) : dir.rb[j]);
   }
+  xw.rowwise() += bias;
   Mat<C> h = ConstMap<C>(in.h0.data() + d * batch * hs, batch, hs);
   Mat<C> c = ConstMap<C>(in.c0.data() + d * batch * hs, batch, hs);
   Mat<C> h_new(batch, hs), c_new(batch, hs), gx(batch, gh), hr(batch, gh);
