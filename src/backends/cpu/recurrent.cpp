@@ -280,8 +280,10 @@ void GruStepOptimised(const Config& cfg, const Direction<float>& dir, const Mat<
   const Eigen::Index hs = cfg.hidden, rows = h.rows();
   Mat<float> zr = TimesTransposed<float>(h, dir.r.topRows(2 * hs), true);
   zr += gx.leftCols(2 * hs);  // z | r pre-activations
-  for (Eigen::Index b = 0; b < rows; ++b)
-    for (Eigen::Index j = 0; j < 2 * hs; ++j) zr(b, j) = Clip(cfg, zr(b, j));
+  if (cfg.clip) {
+    for (Eigen::Index b = 0; b < rows; ++b)
+      for (Eigen::Index j = 0; j < 2 * hs; ++j) zr(b, j) = Clip(cfg, zr(b, j));
+  }
   fast::SigmoidFloat(zr.data(), zr.data(), static_cast<uint64_t>(zr.size()));
   auto rh = dir.r.bottomRows(hs);
   Mat<float> hh;
@@ -293,8 +295,11 @@ void GruStepOptimised(const Config& cfg, const Direction<float>& dir, const Mat<
   } else {
     hh = TimesTransposed<float>(Mat<float>(zr.rightCols(hs).cwiseProduct(h)), rh, true);
   }
-  for (Eigen::Index b = 0; b < rows; ++b)
-    for (Eigen::Index j = 0; j < hs; ++j) hh(b, j) = Clip(cfg, gx(b, 2 * hs + j) + hh(b, j));
+  hh += gx.rightCols(hs);  // (addition commutes: the sums of the reference)
+  if (cfg.clip) {
+    for (Eigen::Index b = 0; b < rows; ++b)
+      for (Eigen::Index j = 0; j < hs; ++j) hh(b, j) = Clip(cfg, hh(b, j));
+  }
   fast::TanhFloat(hh.data(), hh.data(), static_cast<uint64_t>(hh.size()));
   for (Eigen::Index b = 0; b < rows; ++b)
     for (Eigen::Index j = 0; j < hs; ++j) h_out(b, j) = (1.0f - zr(b, j)) * hh(b, j) + zr(b, j) * h(b, j);
