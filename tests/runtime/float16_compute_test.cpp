@@ -216,6 +216,36 @@ TEST(Float16Compute, StatisticsBeyondFloat16StayFloat32) {
   EXPECT_LE(std::sqrt(err / norm), 3e-3);
 }
 
+// y = Where(x > 0, x, -1e9): the fill value goes with x's type (Where's T),
+// so it becomes float16, clamped to -65504, and the node computes in
+// float16; the condition stays bool.
+TEST(Float16Compute, WhereFillValueFollowsTheDataType) {
+  ir::Model m;
+  m.ir_version = 8;
+  m.opset_imports = {{"", 17}};
+  m.graph.inputs = {TensorValue("x", DataType::kFloat32, {13})};
+  m.graph.outputs = {TensorValue("y", DataType::kFloat32, {13})};
+  m.graph.initializers = {OwnedInitializer<float>("zero", DataType::kFloat32, {}, {0.0f}),
+                          OwnedInitializer<float>("fill", DataType::kFloat32, {}, {-1e9f})};
+  m.graph.nodes = {MakeNode("Greater", {"x", "zero"}, {"positive"}, "greater"),
+                   MakeNode("Where", {"positive", "x", "fill"}, {"y"}, "where")};
+  auto half = Session::Create(m, Options(true));
+  ASSERT_TRUE(half.ok()) << half.status().ToString();
+  const ir::Node* where = FindNode((*half)->model(), "where");
+  ASSERT_NE(where, nullptr);
+  const ir::Tensor* fill = FindInitializer((*half)->model(), where->inputs[2]);
+  ASSERT_NE(fill, nullptr);
+  EXPECT_EQ(fill->dtype, DataType::kFloat16);
+  EXPECT_EQ((*half)->float16_summary().clamped_values, 1u);
+  std::vector<float> x(13);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) - 6.5f;
+  auto out = (*half)->Run({{"x", DataType::kFloat32, {13}, x.data(), x.size() * 4, ""}});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ((*out)[0].tensor.data<float>()[i], x[i] > 0 ? x[i] : -65504.0f) << i;
+  }
+}
+
 TEST(Float16Compute, WithoutTheOptionNothingChanges) {
   auto full = Session::Create(MixedModel(), Options(false));
   ASSERT_TRUE(full.ok()) << full.status().ToString();

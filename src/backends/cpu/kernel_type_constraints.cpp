@@ -443,7 +443,8 @@ runtime::Float16Input TakesFloat16Input(const ir::Node& node, int64_t opset, siz
   const KernelTypeVariable* var = decl ? decl->VariableOf(input) : nullptr;
   constexpr TypeMask kBoth = Bit(DataType::kFloat32) | Bit(DataType::kFloat16);
   if (!var || (var->dtypes & kBoth) != kBoth) return Float16Input::kNo;
-  return var == decl->VariableOf(0) ? Float16Input::kTied : Float16Input::kFree;
+  // The first variable is the op's main one (Where's T, not its condition).
+  return var == &decl->variables[0] ? Float16Input::kTied : Float16Input::kFree;
 }
 
 bool KernelTakesInputTypes(const KernelDef& def, const ir::Node& node, const runtime::NodeTypes& types,

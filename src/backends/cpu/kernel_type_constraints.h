@@ -79,8 +79,9 @@ bool KernelTakesInputTypes(const KernelDef& def, const ir::Node& node, const run
 
 // Whether input `input` of `node` may be float16 where the model has float32
 // (runtime/float16_compute.h's question): the CPU kernel's type variable for
-// that input takes both float32 and float16; tied when it is input 0's
-// variable, free when it is another. kNo for undeclared ops.
+// that input takes both float32 and float16; tied when it is the op's main
+// variable (the first declared: Where's T, not its condition's), free when
+// it is another. kNo for undeclared ops.
 runtime::Float16Input TakesFloat16Input(const ir::Node& node, int64_t opset, size_t input);
 
 // "float32, float16, bfloat16": the dtypes in `mask` in ONNX order.
