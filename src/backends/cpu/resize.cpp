@@ -349,6 +349,38 @@ Status Resize(KernelContext& ctx) {
       }
     }
   }
+  // float32 resized along its last two axes only (linear, cubic, ...): the
+  // same taps and sums, row by row.
+  if (ctx.optimised() && dt == ir::DataType::kFloat32 && rank >= 2 && out->element_count() > 0 &&
+      at.coord != "tf_crop_and_resize") {
+    bool leading_identity = true;
+    std::vector<int64_t> resized;
+    for (int64_t a : order) {
+      const bool identity = IsClose(shape->scales[a], 1.0) && shape->dims[a] == x.dim(static_cast<size_t>(a));
+      if (identity) continue;
+      resized.push_back(a);
+      leading_identity = leading_identity && a + 2 >= static_cast<int64_t>(rank);
+    }
+    const int64_t h_axis = static_cast<int64_t>(rank) - 2, w_axis = static_cast<int64_t>(rank) - 1;
+    const bool in_order = resized.size() < 2 || resized[0] < resized[1];
+    if (leading_identity && in_order && !resized.empty()) {
+      AxisTaps th = ComputeTaps(at, x.dim(rank - 2), shape->dims[h_axis], shape->scales[h_axis], roi[h_axis].first,
+                                roi[h_axis].second);
+      AxisTaps tw = ComputeTaps(at, x.dim(rank - 1), shape->dims[w_axis], shape->scales[w_axis], roi[w_axis].first,
+                                roi[w_axis].second);
+      // An axis the reference leaves alone is copied (width 0), as the
+      // reference skips it (a sum from 0 would turn -0 into +0).
+      if (std::find(resized.begin(), resized.end(), h_axis) == resized.end()) th = AxisTaps{};
+      if (std::find(resized.begin(), resized.end(), w_axis) == resized.end()) tw = AxisTaps{};
+      int64_t planes = 1;
+      for (size_t a = 0; a + 2 < rank; ++a) planes *= x.dim(a);
+      fast::SeparableResizeFloat(x.data<float>(), planes,
+                                 {x.dim(rank - 2), shape->dims[h_axis], th.width, th.index.data(), th.weight.data()},
+                                 {x.dim(rank - 1), shape->dims[w_axis], tw.width, tw.index.data(), tw.weight.data()},
+                                 out->data<float>());
+      return Status::Ok();
+    }
+  }
   return VisitNumeric(ctx, 0, x.dtype(), false, [&](auto traits) {
     using Tr = decltype(traits);
     using S = typename Tr::Storage;

@@ -52,6 +52,22 @@ struct LstmCellArgs {
 void LstmCellFloat(const LstmCellArgs& a);
 
 
+// Resize of float32 planes along their last two axes by per-axis taps (the
+// reference's AxisTaps: `width` source indices and weights per output
+// position), rows first, then columns: the reference's arithmetic (double
+// sums in tap order, zero weights skipped, one rounding to float at the
+// end), row by row instead of through two double copies of the tensor
+// (fast/resize.cpp). `x` holds `planes` planes of [in_h, in_w], `out`
+// planes of [out_h, out_w].
+struct SeparableTaps {
+  int64_t in = 0, out = 0;
+  size_t width = 0;  // 0: the axis is not resized (out == in), copied
+  const int64_t* index = nullptr;  // [out * width]
+  const double* weight = nullptr;  // [out * width]
+};
+void SeparableResizeFloat(const float* x, int64_t planes, const SeparableTaps& rows, const SeparableTaps& cols,
+                          float* out);
+
 // out = alpha * op(a) * op(b) (+ out when `accumulate`), row-major, through
 // oneDNN's sgemm on `threads` threads (gemm_dnnl.cpp). False, with nothing
 // written, where oneDNN is not loaded, the product is empty or oneDNN

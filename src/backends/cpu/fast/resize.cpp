@@ -1,7 +1,9 @@
-// Nearest-neighbour Resize as a gather (fast_kernels.h): the reference
+// Nearest-neighbour Resize as a gather, and a row-by-row separable Resize of
+// float32 planes (fast_kernels.h). Nearest: the reference
 // (resize.cpp) resizes axis by axis through a double copy of the tensor;
 // here each output row (the last axis) is gathered straight from its source
 // row, element by element, with the per-axis source indices computed once.
+#include <algorithm>
 #include <cstring>
 
 #include "backends/cpu/fast/fast_kernels.h"
@@ -44,6 +46,46 @@ void GatherResize(const uint8_t* x, const std::vector<int64_t>& in_shape, uint8_
     for (size_t a = rank - 1; a-- > 0;) {  // next row: odometer over the leading axes
       if (++at[a] < out_shape[a]) break;
       at[a] = 0;
+    }
+  }
+}
+
+void SeparableResizeFloat(const float* x, int64_t planes, const SeparableTaps& rows, const SeparableTaps& cols,
+                          float* out) {
+  std::vector<double> tmp(static_cast<size_t>(cols.in));
+  for (int64_t p = 0; p < planes; ++p) {
+    const float* plane = x + p * rows.in * cols.in;
+    float* dst = out + p * rows.out * cols.out;
+    for (int64_t y = 0; y < rows.out; ++y) {
+      // The row pass: tmp = the taps' weighted sum of source rows, in tap
+      // order from 0, as the reference sums each element.
+      if (rows.width == 0) {
+        const float* src = plane + y * cols.in;
+        for (int64_t i = 0; i < cols.in; ++i) tmp[static_cast<size_t>(i)] = static_cast<double>(src[i]);
+      } else {
+        std::fill(tmp.begin(), tmp.end(), 0.0);
+      }
+      for (size_t k = 0; k < rows.width; ++k) {
+        const double w = rows.weight[static_cast<size_t>(y) * rows.width + k];
+        if (w == 0) continue;
+        const float* src = plane + rows.index[static_cast<size_t>(y) * rows.width + k] * cols.in;
+        for (int64_t i = 0; i < cols.in; ++i) tmp[static_cast<size_t>(i)] += w * static_cast<double>(src[i]);
+      }
+      // The column pass, then the one rounding to float.
+      float* row = dst + y * cols.out;
+      if (cols.width == 0) {
+        for (int64_t i = 0; i < cols.out; ++i) row[i] = static_cast<float>(tmp[static_cast<size_t>(i)]);
+        continue;
+      }
+      for (int64_t i = 0; i < cols.out; ++i) {
+        const int64_t* idx = cols.index + static_cast<size_t>(i) * cols.width;
+        const double* w = cols.weight + static_cast<size_t>(i) * cols.width;
+        double sum = 0;
+        for (size_t k = 0; k < cols.width; ++k) {
+          if (w[k] != 0) sum += w[k] * tmp[static_cast<size_t>(idx[k])];
+        }
+        row[i] = static_cast<float>(sum);
+      }
     }
   }
 }
