@@ -31,10 +31,10 @@ bool HasSubgraph(const ir::Node& node) {
 bool KeepsFloat32(const ir::Node& node) {
   if (HasSubgraph(node)) return true;
   static const std::unordered_set<std::string_view> kKeep = {
-      "CumSum",      "Range",           "RandomNormal",      "RandomNormalLike",     "RandomUniform",
-      "RandomUniformLike", "Multinomial", "Bernoulli",       "NonMaxSuppression",    "RoiAlign",
-      "TopK",        "EyeLike",         "CastLike",          "QuantizeLinear",       "DequantizeLinear",
-      "DynamicQuantizeLinear", "Loop",  "If",                "Scan"};
+      "CumSum",        "Range",           "RandomNormal",     "RandomNormalLike",      "RandomUniform",
+      "RandomUniformLike", "Multinomial", "Bernoulli",        "NonMaxSuppression",     "RoiAlign",
+      "TopK",          "EyeLike",         "CastLike",         "QuantizeLinear",        "DequantizeLinear",
+      "DynamicQuantizeLinear"};
   return kKeep.count(node.op_type) > 0;
 }
 

@@ -101,6 +101,15 @@ const ir::Node* FindNode(const ir::Model& m, const std::string& name) {
   return nullptr;
 }
 
+// The dtype of the initializer that input `i` of node `name` reads, or
+// kUndefined (after failing the test) when there is none.
+DataType InitializerDtype(const ir::Model& m, const std::string& name, size_t i) {
+  const ir::Node* node = FindNode(m, name);
+  const ir::Tensor* t = node && i < node->inputs.size() ? FindInitializer(m, node->inputs[i]) : nullptr;
+  EXPECT_NE(t, nullptr) << "input " << i << " of " << name << " is not an initializer";
+  return t ? t->dtype : DataType::kUndefined;
+}
+
 TEST(Float16Compute, WeightsAndNodesBecomeFloat16WhileTheModelsTypesStay) {
   auto half = Session::Create(MixedModel(), Options(true));
   ASSERT_TRUE(half.ok()) << half.status().ToString();
@@ -109,18 +118,10 @@ TEST(Float16Compute, WeightsAndNodesBecomeFloat16WhileTheModelsTypesStay) {
   EXPECT_EQ(m.graph.inputs[0].type.elem_type, DataType::kFloat32);
   for (const ir::ValueInfo& out : m.graph.outputs) EXPECT_EQ(out.type.elem_type, DataType::kFloat32) << out.name;
 
-  const ir::Node* conv = FindNode(m, "conv");
-  ASSERT_NE(conv, nullptr);
-  const ir::Tensor* w = FindInitializer(m, conv->inputs[1]);
-  ASSERT_NE(w, nullptr) << conv->inputs[1];
-  EXPECT_EQ(w->dtype, DataType::kFloat16);
+  EXPECT_EQ(InitializerDtype(m, "conv", 1), DataType::kFloat16);
   EXPECT_EQ(FindInitializer(m, "w"), nullptr) << "the float32 weights are no longer read, so not kept";
   // Resize's scales are float32 by definition.
-  const ir::Node* resize = FindNode(m, "resize");
-  ASSERT_NE(resize, nullptr);
-  const ir::Tensor* scales = FindInitializer(m, resize->inputs[2]);
-  ASSERT_NE(scales, nullptr);
-  EXPECT_EQ(scales->dtype, DataType::kFloat32);
+  EXPECT_EQ(InitializerDtype(m, "resize", 2), DataType::kFloat32);
   // The Cast to float32 now casts to float16.
   const ir::Node* cast = FindNode(m, "cast");
   ASSERT_NE(cast, nullptr);
@@ -190,14 +191,8 @@ TEST(Float16Compute, StatisticsBeyondFloat16StayFloat32) {
   auto full = Session::Create(model(), Options(false));
   ASSERT_TRUE(half.ok()) << half.status().ToString();
   ASSERT_TRUE(full.ok()) << full.status().ToString();
-  const ir::Node* bn = FindNode((*half)->model(), "bn");
-  ASSERT_NE(bn, nullptr);
-  const ir::Tensor* var = FindInitializer((*half)->model(), bn->inputs[4]);
-  ASSERT_NE(var, nullptr);
-  EXPECT_EQ(var->dtype, DataType::kFloat32);
-  const ir::Tensor* scale = FindInitializer((*half)->model(), bn->inputs[1]);
-  ASSERT_NE(scale, nullptr);
-  EXPECT_EQ(scale->dtype, DataType::kFloat16);
+  EXPECT_EQ(InitializerDtype((*half)->model(), "bn", 4), DataType::kFloat32);  // the variances
+  EXPECT_EQ(InitializerDtype((*half)->model(), "bn", 1), DataType::kFloat16);  // the scale
   EXPECT_EQ((*half)->float16_summary().clamped_values, 0u);
 
   std::vector<float> x(13 * 15);
@@ -231,11 +226,7 @@ TEST(Float16Compute, WhereFillValueFollowsTheDataType) {
                    MakeNode("Where", {"positive", "x", "fill"}, {"y"}, "where")};
   auto half = Session::Create(m, Options(true));
   ASSERT_TRUE(half.ok()) << half.status().ToString();
-  const ir::Node* where = FindNode((*half)->model(), "where");
-  ASSERT_NE(where, nullptr);
-  const ir::Tensor* fill = FindInitializer((*half)->model(), where->inputs[2]);
-  ASSERT_NE(fill, nullptr);
-  EXPECT_EQ(fill->dtype, DataType::kFloat16);
+  EXPECT_EQ(InitializerDtype((*half)->model(), "where", 2), DataType::kFloat16);
   EXPECT_EQ((*half)->float16_summary().clamped_values, 1u);
   std::vector<float> x(13);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) - 6.5f;

@@ -272,70 +272,49 @@ void RnnStep(const Config& cfg, const Direction<C>& dir, const Mat<C>& gx, const
     for (Eigen::Index j = 0; j < pre.cols(); ++j) h_out(b, j) = Apply(dir.act[0], Clip(cfg, pre(b, j)));
 }
 
-// GruStep with the default activations (Sigmoid, Tanh) on float32: the same
-// operations in the same order, each gate activated over whole rows by the
-// vectorised Sigmoid and Tanh (fast/activation.cpp).
-void GruStepOptimised(const Config& cfg, const Direction<float>& dir, const Mat<float>& gx, const Mat<float>& h,
-                      Mat<float>& h_out) {
-  const Eigen::Index hs = cfg.hidden, rows = h.rows();
-  Mat<float> zr = TimesTransposed<float>(h, dir.r.topRows(2 * hs), true);
-  zr += gx.leftCols(2 * hs);  // z | r pre-activations
-  if (cfg.clip) {
-    for (Eigen::Index b = 0; b < rows; ++b)
-      for (Eigen::Index j = 0; j < 2 * hs; ++j) zr(b, j) = Clip(cfg, zr(b, j));
+// m = act(clip(m)) in place. On the optimised float32 path a Sigmoid or Tanh
+// runs over the whole matrix at once, vectorised (fast/activation.cpp),
+// after the clip where the node has one; elsewhere element by element.
+template <typename C>
+void ClipAndActivate(const Config& cfg, const Activation& act, Mat<C>& m) {
+  C* v = m.data();
+  const Eigen::Index n = m.size();
+  if constexpr (std::is_same_v<C, float>) {
+    if (cfg.optimised && (act.kind == ActKind::kSigmoid || act.kind == ActKind::kTanh)) {
+      if (cfg.clip) {
+        for (Eigen::Index i = 0; i < n; ++i) v[i] = Clip(cfg, v[i]);
+      }
+      if (act.kind == ActKind::kSigmoid) {
+        fast::SigmoidFloat(v, v, static_cast<uint64_t>(n));
+      } else {
+        fast::TanhFloat(v, v, static_cast<uint64_t>(n));
+      }
+      return;
+    }
   }
-  fast::SigmoidFloat(zr.data(), zr.data(), static_cast<uint64_t>(zr.size()));
-  auto rh = dir.r.bottomRows(hs);
-  Mat<float> hh;
-  if (cfg.linear_before_reset) {
-    Mat<float> lin = TimesTransposed<float>(h, rh, true);
-    hh.resize(rows, hs);
-    for (Eigen::Index b = 0; b < rows; ++b)
-      for (Eigen::Index j = 0; j < hs; ++j) hh(b, j) = zr(b, hs + j) * (lin(b, j) + dir.rb[2 * hs + j]);
-  } else {
-    hh = TimesTransposed<float>(Mat<float>(zr.rightCols(hs).cwiseProduct(h)), rh, true);
-  }
-  hh += gx.rightCols(hs);  // (addition commutes: the sums of the reference)
-  if (cfg.clip) {
-    for (Eigen::Index b = 0; b < rows; ++b)
-      for (Eigen::Index j = 0; j < hs; ++j) hh(b, j) = Clip(cfg, hh(b, j));
-  }
-  fast::TanhFloat(hh.data(), hh.data(), static_cast<uint64_t>(hh.size()));
-  for (Eigen::Index b = 0; b < rows; ++b)
-    for (Eigen::Index j = 0; j < hs; ++j) h_out(b, j) = (1.0f - zr(b, j)) * hh(b, j) + zr(b, j) * h(b, j);
+  for (Eigen::Index i = 0; i < n; ++i) v[i] = Apply(act, Clip(cfg, v[i]));
 }
 
 template <typename C>
 void GruStep(const Config& cfg, const Direction<C>& dir, const Mat<C>& gx, const Mat<C>& h, Mat<C>& h_out) {
-  if constexpr (std::is_same_v<C, float>) {
-    if (cfg.optimised && dir.act[0].kind == ActKind::kSigmoid && dir.act[1].kind == ActKind::kTanh) {
-      GruStepOptimised(cfg, dir, gx, h, h_out);
-      return;
-    }
-  }
-  const Eigen::Index hs = cfg.hidden;
-  Mat<C> zr = TimesTransposed<C>(h, dir.r.topRows(2 * hs));  // recurrent part of z and r
-  Mat<C> z(h.rows(), hs), rgate(h.rows(), hs);
-  for (Eigen::Index b = 0; b < h.rows(); ++b)
-    for (Eigen::Index j = 0; j < hs; ++j) {
-      z(b, j) = Apply(dir.act[0], Clip(cfg, gx(b, j) + zr(b, j)));
-      rgate(b, j) = Apply(dir.act[0], Clip(cfg, gx(b, hs + j) + zr(b, hs + j)));
-    }
+  const Eigen::Index hs = cfg.hidden, rows = h.rows();
+  Mat<C> zr = TimesTransposed<C>(h, dir.r.topRows(2 * hs), cfg.optimised);
+  zr += gx.leftCols(2 * hs);
+  ClipAndActivate(cfg, dir.act[0], zr);  // z | r
   auto rh = dir.r.bottomRows(hs);
   Mat<C> hh;
   if (cfg.linear_before_reset) {
-    Mat<C> lin = TimesTransposed<C>(h, rh);
-    hh.resize(h.rows(), hs);
-    for (Eigen::Index b = 0; b < h.rows(); ++b)
-      for (Eigen::Index j = 0; j < hs; ++j) hh(b, j) = rgate(b, j) * (lin(b, j) + dir.rb[2 * hs + j]);
+    Mat<C> lin = TimesTransposed<C>(h, rh, cfg.optimised);
+    hh.resize(rows, hs);
+    for (Eigen::Index b = 0; b < rows; ++b)
+      for (Eigen::Index j = 0; j < hs; ++j) hh(b, j) = zr(b, hs + j) * (lin(b, j) + dir.rb[2 * hs + j]);
   } else {
-    hh = TimesTransposed<C>(Mat<C>(rgate.cwiseProduct(h)), rh);
+    hh = TimesTransposed<C>(Mat<C>(zr.rightCols(hs).cwiseProduct(h)), rh, cfg.optimised);
   }
-  for (Eigen::Index b = 0; b < h.rows(); ++b)
-    for (Eigen::Index j = 0; j < hs; ++j) {
-      C cand = Apply(dir.act[1], Clip(cfg, gx(b, 2 * hs + j) + hh(b, j)));
-      h_out(b, j) = (C(1) - z(b, j)) * cand + z(b, j) * h(b, j);
-    }
+  hh += gx.rightCols(hs);
+  ClipAndActivate(cfg, dir.act[1], hh);  // the candidate
+  for (Eigen::Index b = 0; b < rows; ++b)
+    for (Eigen::Index j = 0; j < hs; ++j) h_out(b, j) = (C(1) - zr(b, j)) * hh(b, j) + zr(b, j) * h(b, j);
 }
 
 // `hr` is H_{t-1}*R^T.

@@ -225,6 +225,47 @@ std::vector<double> ResizeAxis(const std::vector<double>& data, Shape& shape, si
 
 bool IsClose(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)); }
 
+// Whether the reference leaves axis a alone (it resizes only the others):
+// scale 1 and the same size, and for tf_crop_and_resize the whole roi.
+bool AxisLeftAlone(const ResizeAttrs& at, double scale, int64_t out_dim, int64_t in_dim,
+                   const std::pair<double, double>& roi) {
+  return IsClose(scale, 1.0) && out_dim == in_dim &&
+         (at.coord != "tf_crop_and_resize" || (roi.first == 0 && IsClose(roi.second, 1)));
+}
+
+// The optimised path for float32 resized along its last two axes only, in
+// order, without tf_crop_and_resize's extrapolation: the reference's taps
+// and sums row by row (fast::SeparableResizeFloat). False when it does not
+// apply (nothing written).
+bool SeparableFloatResize(const ResizeAttrs& at, const runtime::Tensor& x, const ops::shape_family::ResizeShape& shape,
+                          const Shape& order, const std::vector<std::pair<double, double>>& roi,
+                          runtime::Tensor& out) {
+  const size_t rank = x.rank();
+  if (rank < 2 || at.coord == "tf_crop_and_resize") return false;
+  const int64_t h_axis = static_cast<int64_t>(rank) - 2, w_axis = h_axis + 1;
+  std::vector<int64_t> resized;
+  for (int64_t a : order) {
+    if (AxisLeftAlone(at, shape.scales[a], shape.dims[a], x.dim(static_cast<size_t>(a)), roi[a])) continue;
+    if (a < h_axis || (!resized.empty() && resized.back() > a)) return false;
+    resized.push_back(a);
+  }
+  if (resized.empty()) return false;
+  // An axis left alone is copied (width 0), as the reference skips it (a sum
+  // from 0 would turn -0 into +0).
+  auto taps = [&](int64_t a) {
+    if (std::find(resized.begin(), resized.end(), a) == resized.end()) return AxisTaps{};
+    return ComputeTaps(at, x.dim(static_cast<size_t>(a)), shape.dims[a], shape.scales[a], roi[a].first, roi[a].second);
+  };
+  const AxisTaps th = taps(h_axis), tw = taps(w_axis);
+  int64_t planes = 1;
+  for (size_t a = 0; a + 2 < rank; ++a) planes *= x.dim(a);
+  fast::SeparableResizeFloat(x.data<float>(), planes,
+                             {x.dim(rank - 2), shape.dims[h_axis], th.width, th.index.data(), th.weight.data()},
+                             {x.dim(rank - 1), shape.dims[w_axis], tw.width, tw.index.data(), tw.weight.data()},
+                             out.data<float>());
+  return true;
+}
+
 // For a nearest resize, the source index of every output position along
 // each axis (the identity along axes left alone), from the same taps the
 // reference uses; nullopt where a position is not one whole input element
@@ -351,35 +392,9 @@ Status Resize(KernelContext& ctx) {
   }
   // float32 resized along its last two axes only (linear, cubic, ...): the
   // same taps and sums, row by row.
-  if (ctx.optimised() && dt == ir::DataType::kFloat32 && rank >= 2 && out->element_count() > 0 &&
-      at.coord != "tf_crop_and_resize") {
-    bool leading_identity = true;
-    std::vector<int64_t> resized;
-    for (int64_t a : order) {
-      const bool identity = IsClose(shape->scales[a], 1.0) && shape->dims[a] == x.dim(static_cast<size_t>(a));
-      if (identity) continue;
-      resized.push_back(a);
-      leading_identity = leading_identity && a + 2 >= static_cast<int64_t>(rank);
-    }
-    const int64_t h_axis = static_cast<int64_t>(rank) - 2, w_axis = static_cast<int64_t>(rank) - 1;
-    const bool in_order = resized.size() < 2 || resized[0] < resized[1];
-    if (leading_identity && in_order && !resized.empty()) {
-      AxisTaps th = ComputeTaps(at, x.dim(rank - 2), shape->dims[h_axis], shape->scales[h_axis], roi[h_axis].first,
-                                roi[h_axis].second);
-      AxisTaps tw = ComputeTaps(at, x.dim(rank - 1), shape->dims[w_axis], shape->scales[w_axis], roi[w_axis].first,
-                                roi[w_axis].second);
-      // An axis the reference leaves alone is copied (width 0), as the
-      // reference skips it (a sum from 0 would turn -0 into +0).
-      if (std::find(resized.begin(), resized.end(), h_axis) == resized.end()) th = AxisTaps{};
-      if (std::find(resized.begin(), resized.end(), w_axis) == resized.end()) tw = AxisTaps{};
-      int64_t planes = 1;
-      for (size_t a = 0; a + 2 < rank; ++a) planes *= x.dim(a);
-      fast::SeparableResizeFloat(x.data<float>(), planes,
-                                 {x.dim(rank - 2), shape->dims[h_axis], th.width, th.index.data(), th.weight.data()},
-                                 {x.dim(rank - 1), shape->dims[w_axis], tw.width, tw.index.data(), tw.weight.data()},
-                                 out->data<float>());
-      return Status::Ok();
-    }
+  if (ctx.optimised() && dt == ir::DataType::kFloat32 && out->element_count() > 0 &&
+      SeparableFloatResize(at, x, *shape, order, roi, *out)) {
+    return Status::Ok();
   }
   return VisitNumeric(ctx, 0, x.dtype(), false, [&](auto traits) {
     using Tr = decltype(traits);
@@ -390,9 +405,7 @@ Status Resize(KernelContext& ctx) {
     for (int64_t a : order) {
       int64_t out_dim = shape->dims[a];
       double s = shape->scales[a];
-      bool identity = IsClose(s, 1.0) && out_dim == cur[a] &&
-                      (at.coord != "tf_crop_and_resize" || (roi[a].first == 0 && IsClose(roi[a].second, 1)));
-      if (identity) continue;
+      if (AxisLeftAlone(at, s, out_dim, cur[a], roi[a])) continue;
       AxisTaps taps = ComputeTaps(at, cur[a], out_dim, s, roi[a].first, roi[a].second);
       data = ResizeAxis(data, cur, static_cast<size_t>(a), out_dim, taps, at.extrapolation);
     }

@@ -451,16 +451,23 @@ TEST(ResizeKernel, NearestIntegerUpscaleRepeatsElements) {
   }
 }
 
-// The optimised nearest path (fast/resize.cpp: a gather) against the
-// reference (through double, axis by axis) on odd sizes, up and down, every
-// coordinate and nearest mode, float32 with NaN and inf, float16 and uint8:
-// the same values (the reference turns -0.0 into +0.0; none is used here).
-TEST(ResizeKernel, OptimisedNearestGatherMatchesTheReference) {
+// [2, 13, 7, 9] float32 values of a sine, with a NaN, +inf and -inf: the
+// optimised paths' tests' input.
+std::vector<float> OddPlanesWithNonFinite() {
   std::vector<float> data(2 * 13 * 7 * 9);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(std::sin(0.7 * i) * 100);
   data[5] = NAN;
   data[77] = INFINITY;
   data[300] = -INFINITY;
+  return data;
+}
+
+// The optimised nearest path (fast/resize.cpp: a gather) against the
+// reference (through double, axis by axis) on odd sizes, up and down, every
+// coordinate and nearest mode, float32 with NaN and inf, float16 and uint8:
+// the same values (the reference turns -0.0 into +0.0; none is used here).
+TEST(ResizeKernel, OptimisedNearestGatherMatchesTheReference) {
+  std::vector<float> data = OddPlanesWithNonFinite();
   std::vector<uint16_t> half;
   std::vector<uint8_t> bytes;
   for (float v : data) {
@@ -496,11 +503,7 @@ TEST(ResizeKernel, OptimisedNearestGatherMatchesTheReference) {
 // cubic (exclude_outside too), every coordinate mode but tf_crop_and_resize
 // (which stays on the reference): the same bits, NaN, inf and -0 included.
 TEST(ResizeKernel, OptimisedSeparableFloatMatchesTheReferenceBitForBit) {
-  std::vector<float> data(2 * 13 * 7 * 9);
-  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(std::sin(0.7 * i) * 100);
-  data[5] = NAN;
-  data[77] = INFINITY;
-  data[300] = -INFINITY;
+  std::vector<float> data = OddPlanesWithNonFinite();
   data[400] = -0.0f;
   data[401] = -0.0f;
   const runtime::Tensor x = F32({2, 13, 7, 9}, data);
