@@ -129,7 +129,8 @@ class SessionOptions:
     use_tf32 = _Option(_as_bool, False, "float32 convolutions and products may use TF32.")
     # vigil's own
     layout = _Option(_layout, "auto",
-                     "'auto': float16/bfloat16 convolutions run channels-last on the GPU; 'nchw': as the model says.")
+                     "'auto': 2D convolutions run channels-last where faster (on the GPU; float32 ones on the CPU "
+                     "with oneDNN); 'nchw': as the model says.")
     deterministic = _Option(_as_bool, False, "Only deterministic algorithms (bitwise-equal repeated outputs).")
     tune = _Option(_as_bool, False, "Autotune convolutions and products on first use.")
     tuning_cache_file = _Option(_as_path, None, "Algorithm choices read (and, with tune, appended).")

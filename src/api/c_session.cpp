@@ -39,7 +39,7 @@ Result<SessionConfig> ConfigFromOptions(const vigil_session_options* o) {
   c.allow_tf32 = o->allow_tf32 != 0;
   c.deterministic = o->deterministic != 0;
   c.gpu_mem_limit = o->gpu_mem_limit;
-  c.layout = o->layout == VIGIL_LAYOUT_NCHW ? runtime::ConvLayout::kAsModel : runtime::ConvLayout::kNhwcOnDevice;
+  c.layout = o->layout == VIGIL_LAYOUT_NCHW ? runtime::ConvLayout::kAsModel : runtime::ConvLayout::kNhwcWhereFaster;
   c.cuda_graphs = o->cuda_graphs != 0;
   if (o->cudnn_log_file) c.cudnn_log_file = o->cudnn_log_file;
   c.tune = o->tune != 0;

@@ -164,7 +164,7 @@ Result<SessionConfig> DecodeConfig(std::string_view text) {
     c.deterministic = j.at("deterministic").get<bool>();
     c.gpu_mem_limit = j.at("gpu_mem_limit").get<uint64_t>();
     c.layout = j.at("layout").get<std::string>() == "nchw" ? runtime::ConvLayout::kAsModel
-                                                            : runtime::ConvLayout::kNhwcOnDevice;
+                                                            : runtime::ConvLayout::kNhwcWhereFaster;
     c.cuda_graphs = j.at("cuda_graphs").get<bool>();
     c.cudnn_log_file = j.at("cudnn_log_file").get<std::string>();
     c.tune = j.at("tune").get<bool>();

@@ -22,7 +22,7 @@ struct SessionConfig {
   bool allow_tf32 = false;
   bool deterministic = false;
   uint64_t gpu_mem_limit = 0;  // bytes; 0: free device memory
-  runtime::ConvLayout layout = runtime::ConvLayout::kNhwcOnDevice;
+  runtime::ConvLayout layout = runtime::ConvLayout::kNhwcWhereFaster;
   bool cuda_graphs = false;
   std::string cudnn_log_file;  // empty: no cuDNN API log
   bool tune = false;

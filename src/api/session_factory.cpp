@@ -141,6 +141,14 @@ Result<AssembledSession> AssembleSession(ir::Model model, const SessionConfig& c
     options.nhwc_float32 = !(env && std::string_view(env) == "0");
     options.device_graphs = config.cuda_graphs;
   }
+  if (!config.wants_cuda()) {
+    // A CPU session lays float32 convolutions out channels-last where the
+    // CPU's oneDNN path takes them (CpuBackend::PrefersChannelsLast): no
+    // reorders between convolutions, and their Add and Relu/Clip(0, 6)
+    // fused into them.
+    options.conv_layout = config.layout;
+    options.nhwc_float32 = true;
+  }
   if (config.run_as_float16) options.float16_inputs = cpu::TakesFloat16Input;
   // The CPU backend is always present: it folds constants at load and, when
   // fallback is off, still runs nothing (no_fallback fails at load instead).

@@ -58,8 +58,9 @@ void AddBackendOptions(CLI::App* sub, BackendChoice& c) {
                   "with --backend cuda: write cuDNN's API log (every call, CUDNN_LOGLEVEL_DBG=3) to FILE; on a cuDNN "
                   "failure its tail is attached to the diagnosis");
   sub->add_option("--layout", c.layout,
-                  "with --backend cuda: auto (default) runs float16/bfloat16 2D convolutions channels-last (NHWC, "
-                  "for tensor cores), float32 ones too, with the fewest transposes; nchw keeps every convolution as the "
+                  "auto (default) runs 2D convolutions channels-last (NHWC) where faster, with the fewest "
+                  "transposes: every float dtype with --backend cuda (tensor cores want NHWC), float32 on the CPU "
+                  "where oneDNN is loaded (no reorders, Add and Relu fused); nchw keeps every convolution as the "
                   "model says")
       ->check(CLI::IsMember({"auto", "nchw"}));
   sub->add_flag("--tune", c.tune,

@@ -158,6 +158,7 @@ class NhwcRewriter {
   bool TryCancel(const UseIndex& idx);
   bool TrySink(const UseIndex& idx);
   bool SinkPast(size_t e, const UseIndex& idx);
+  bool PairedReader(size_t e, const std::unordered_set<size_t>& transposes, const UseIndex& idx) const;
   bool TryConvertPool(const UseIndex& idx);
   bool ConvertPool(size_t p, const char* nhwc_op, const UseIndex& idx);
   NhwcOperand Classify(const std::string& name, const UseIndex& idx) const;
@@ -377,7 +378,7 @@ bool NhwcRewriter::SinkPast(size_t e, const UseIndex& idx) {
       return IsTransposeWith(t, kToNhwc) && !graph_outputs_.count(t.outputs[0]) && !idx.opaque.count(t.outputs[0]);
     });
   }
-  if (!frees_one && !cancels_after) return false;
+  if (!frees_one && !cancels_after && !PairedReader(e, transposes, idx)) return false;
 
   std::vector<std::string> inputs = node.inputs;
   for (size_t k = 0; k < inputs.size(); ++k) {
@@ -396,6 +397,46 @@ bool NhwcRewriter::SinkPast(size_t e, const UseIndex& idx) {
   AddTranspose(yt, y, kToNchw, label + "/to_nchw");
   ++stats.sunk;
   return true;
+}
+
+// Whether e's result leads, through a short chain of positionwise ops each
+// the only reader of the one before, to a positionwise op r that also reads
+// one of e's transposed operands, every other operand along the way can
+// follow, and those transposes feed only e and r: x * Sigmoid(x) (SiLU),
+// x * Clip(x + 3, 0, 6) (HardSwish). Moving e below its transpose then adds
+// one for a moment; the chain moves next, each step freeing the one before,
+// r reads both in NHWC, and the transpose before e dies.
+bool NhwcRewriter::PairedReader(size_t e, const std::unordered_set<size_t>& transposes, const UseIndex& idx) const {
+  constexpr int kMaxChain = 4;
+  size_t cur = e;
+  for (int hop = 0; hop < kMaxChain; ++hop) {
+    const std::string& y = g_.nodes[cur].outputs[0];
+    if (graph_outputs_.count(y) || idx.opaque.count(y)) return false;
+    auto it = idx.consumers.find(y);
+    if (it == idx.consumers.end() || it->second.empty()) return false;
+    const size_t r = it->second[0];
+    if (!std::all_of(it->second.begin(), it->second.end(), [&](size_t c) { return c == r; })) return false;
+    const Node& reader = g_.nodes[r];
+    if (!IsPositionwiseOp(reader) || reader.outputs.empty()) return false;
+    bool reads_transpose = false;
+    for (const std::string& in : reader.inputs) {
+      if (in == y) continue;
+      const NhwcOperand o = Classify(in, idx);
+      if (o.kind == NhwcOperand::kNone) return false;
+      reads_transpose = reads_transpose || (o.kind == NhwcOperand::kTransposed && transposes.count(o.node));
+    }
+    if (reads_transpose) {
+      return std::all_of(transposes.begin(), transposes.end(), [&](size_t t) {
+        const std::string& v = g_.nodes[t].outputs[0];
+        if (graph_outputs_.count(v) || idx.opaque.count(v)) return false;
+        auto c = idx.consumers.find(v);
+        return c != idx.consumers.end() &&
+               std::all_of(c->second.begin(), c->second.end(), [&](size_t n) { return n == e || n == r; });
+      });
+    }
+    cur = r;
+  }
+  return false;
 }
 
 bool NhwcRewriter::TrySink(const UseIndex& idx) {

@@ -68,6 +68,15 @@ class Backend {
     if (!ok && why_not) *why_not = "no kernel for this op at this opset";
     return ok;
   }
+  // Whether the session's layout pass (runtime/conv_layout.h) should write
+  // `node`, one of its channels-last ops (ai.vigil.ConvNhwc, *PoolNhwc),
+  // with these types for this backend: it runs it at least as well as the
+  // NCHW op. A device backend: wherever it takes the node. A host backend
+  // says so itself: the CPU takes every such node on reference kernels that
+  // transpose, and says yes only where it has a fast path.
+  virtual bool PrefersChannelsLast(const ir::Node& node, int64_t opset, const NodeTypes& types) const {
+    return device() != Device::kHost && SupportsTyped(node, opset, types, nullptr);
+  }
   // Whether input i is read on the host even by a device backend (shape,
   // axes, pads: small values a kernel needs before it launches).
   virtual bool InputOnHost(const ir::Node& node, int64_t opset, size_t input_index) const { return true; }

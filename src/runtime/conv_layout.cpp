@@ -79,7 +79,7 @@ bool DeviceTakesNhwc(const ir::Node& conv, const std::unordered_map<std::string,
     nt.inputs.push_back(&*yt);
   }
   nt.outputs = {yt ? &*yt : nullptr};
-  return device.SupportsTyped(probe, ir::kVigilOpsetVersion, nt, nullptr);
+  return device.PrefersChannelsLast(probe, ir::kVigilOpsetVersion, nt);
 }
 
 // Whether `conv` (with `group` groups) is a depthwise convolution with
@@ -131,7 +131,7 @@ std::vector<std::string> DeviceNhwcPools(const ir::TypeInfo& x_nchw, const Backe
     NodeTypes nt;
     nt.inputs = {&x};
     nt.outputs = {nullptr};
-    if (device.SupportsTyped(probe, ir::kVigilOpsetVersion, nt, nullptr)) pools.push_back(onnx_op);
+    if (device.PrefersChannelsLast(probe, ir::kVigilOpsetVersion, nt)) pools.push_back(onnx_op);
   }
   return pools;
 }
@@ -173,7 +173,6 @@ bool NhwcDtype(const ir::Node& conv, const std::unordered_map<std::string, ir::T
 std::vector<size_t> SelectNhwcConvs(const ir::Model& model, const std::unordered_map<std::string, ir::TypeInfo>& types,
                                     const Backend& device, bool float32) {
   std::vector<size_t> picked;
-  if (device.device() == Device::kHost) return picked;
   const ir::Graph& g = model.graph;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& n = g.nodes[i];

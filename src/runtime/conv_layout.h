@@ -1,5 +1,6 @@
 // The session's layout decision: which convolutions run channels-last (NHWC)
-// on the device backend. The rewriting itself is the IR pass
+// on the session's first backend (the device, or the CPU in a CPU session).
+// The rewriting itself is the IR pass
 // ir::ConvertConvsToNhwc (ir/layout_nhwc.h); this file picks its targets.
 #pragma once
 
@@ -19,24 +20,25 @@ namespace vigil::runtime {
 enum class ConvLayout {
   kAsModel,       // as the model says (NCHW): no rewriting
   // float16/bfloat16 2D convolutions with constant weights that the first
-  // backend, a device backend, can run as ai.vigil.ConvNhwc run channels-last
-  // (tensor-core convolutions want NHWC); float32 ones too with
+  // backend prefers as ai.vigil.ConvNhwc (Backend::PrefersChannelsLast) run
+  // channels-last (tensor-core convolutions want NHWC, and oneDNN's CPU
+  // convolutions then need no reorders); float32 ones too with
   // SessionOptions::nhwc_float32, else they stay NCHW. MaxPool,
   // AveragePool and GlobalAveragePool between them follow, where the
   // backend runs their ai.vigil.*PoolNhwc ops.
-  kNhwcOnDevice,
+  kNhwcWhereFaster,
 };
 
-// The Conv nodes of `model` that kNhwcOnDevice moves to NHWC on `device`
+// The Conv nodes of `model` that kNhwcWhereFaster moves to NHWC on `device`
 // (the session's first backend): default-domain Conv, X a float16 or
 // bfloat16 tensor (or float32, with `float32`) of known rank 4 (per `types`,
 // from load-time inference), W
 // a constant initializer of rank 4, group 1 or depthwise (group == C == M,
 // one input channel per group, unless the environment variable
 // VIGIL_DEPTHWISE is "cudnn"; other grouped convolutions stay NCHW), and
-// `device` accepts the rewritten ConvNhwc node with those types; and every
-// ai.vigil.QConv (which the QDQ pass wrote after asking the device). Empty
-// when `device` runs on the host.
+// `device` prefers the rewritten ConvNhwc node with those types
+// (Backend::PrefersChannelsLast); and every ai.vigil.QConv (which the QDQ
+// pass wrote after asking the device).
 std::vector<size_t> SelectNhwcConvs(const ir::Model& model, const std::unordered_map<std::string, ir::TypeInfo>& types,
                                     const Backend& device, bool float32 = false);
 

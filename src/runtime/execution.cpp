@@ -338,17 +338,55 @@ Status RunSteps(const ir::Model& model, const ExecutionPlan& plan, RunValues& va
   return Status::Ok();
 }
 
+Result<Tensor> HostArenaPool::Take(uint64_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if (it->byte_size() >= bytes && (best == free_.end() || it->byte_size() < best->byte_size())) best = it;
+    }
+    if (best != free_.end()) {
+      Tensor t = std::move(*best);
+      free_.erase(best);
+      return t;
+    }
+    // None is large enough: drop one that is not, so that the pool holds
+    // no more arenas than runs have used at once.
+    if (!free_.empty()) free_.pop_back();
+  }
+  return Tensor::Allocate(ir::DataType::kUint8, {static_cast<int64_t>(bytes)});
+}
+
+void HostArenaPool::Give(Tensor arena) {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.push_back(std::move(arena));
+}
+
 Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const ExecutionPlan& plan,
                                              const std::unordered_map<std::string, Tensor>& constants,
                                              const std::unordered_map<std::string, Tensor>& device_constants,
                                              const std::vector<InputBinding>& inputs, bool keep_all,
-                                             const NodeObserver* observer, bool outputs_on_device) {
+                                             const NodeObserver* observer, bool outputs_on_device,
+                                             HostArenaPool* arenas) {
   const Backend* dev = plan.device_backend;
   std::optional<Tensor> host_arena_storage, device_arena_storage;
   if (!keep_all && plan.memory.arena_bytes > 0) {
-    VIGIL_ASSIGN_OR_RETURN(host_arena_storage, Tensor::Allocate(ir::DataType::kUint8,
-                                                                {static_cast<int64_t>(plan.memory.arena_bytes)}));
+    if (arenas) {
+      VIGIL_ASSIGN_OR_RETURN(host_arena_storage, arenas->Take(plan.memory.arena_bytes));
+    } else {
+      VIGIL_ASSIGN_OR_RETURN(host_arena_storage, Tensor::Allocate(ir::DataType::kUint8,
+                                                                  {static_cast<int64_t>(plan.memory.arena_bytes)}));
+    }
   }
+  // The arena goes back to the pool when the run ends, whichever way: the
+  // outputs have been copied out of it by then.
+  struct GiveBack {
+    HostArenaPool* pool;
+    std::optional<Tensor>& arena;
+    ~GiveBack() {
+      if (pool && arena) pool->Give(std::move(*arena));
+    }
+  } give_back{arenas, host_arena_storage};
   if (dev) {
     uint64_t arena_bytes = keep_all ? 0 : plan.device_memory.arena_bytes;
     uint64_t need = keep_all ? plan.device_memory.peak_live_bytes : arena_bytes;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -100,17 +101,33 @@ Status RunSteps(const ir::Model& model, const ExecutionPlan& plan, RunValues& va
                 const Tensor* device_arena, bool keep_all, const NodeObserver* observer,
                 std::vector<std::string>* produced);
 
+// Host arenas kept between runs, so that a run does not allocate its
+// intermediates afresh (a large allocation is new pages from the system,
+// each zeroed on first touch, every run). A run takes the smallest free
+// arena that holds its plan, or a new one, and gives it back when it ends;
+// runs on several threads take different ones. Thread-safe.
+class HostArenaPool {
+ public:
+  Result<Tensor> Take(uint64_t bytes);
+  void Give(Tensor arena);
+
+ private:
+  std::mutex mu_;
+  std::vector<Tensor> free_;
+};
+
 // Runs `plan`. With keep_all, every value is kept (no arena, no freeing) and
 // returned after the graph outputs, in step order. `device_constants` holds
 // device copies of constants that device steps read (uploaded once per
 // session); others are copied per run. Everything returned is on the host,
 // except, with outputs_on_device, the graph outputs device steps produce.
+// The host arena comes from `arenas` when given, else is allocated for the run.
 Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const ExecutionPlan& plan,
                                              const std::unordered_map<std::string, Tensor>& constants,
                                              const std::unordered_map<std::string, Tensor>& device_constants,
                                              const std::vector<InputBinding>& inputs, bool keep_all,
                                              const NodeObserver* observer = nullptr,
-                                             bool outputs_on_device = false);
+                                             bool outputs_on_device = false, HostArenaPool* arenas = nullptr);
 
 // A copy of `t` that owns its memory, in the same place: device memory is
 // copied on the device (no host round trip).

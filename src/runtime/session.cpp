@@ -124,6 +124,8 @@ struct Session::State {
     std::string note;
     std::unique_ptr<CapturedRun> run;
   };
+  // Host arenas reused across runs (execution.h).
+  mutable HostArenaPool host_arenas;
   mutable std::mutex graph_mutex;
   mutable std::map<std::pair<std::thread::id, const ExecutionPlan*>, GraphSlot> graphs;
   Result<std::vector<NamedTensor>> RunWithGraphs(const std::shared_ptr<const ExecutionPlan>& plan,
@@ -233,7 +235,7 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
   // weights' DequantizeLinear nodes for the QDQ pass, which reads their
   // int8 inputs; what it does not fuse is folded after it.
   const bool qdq_pass = state->options.backends[0]->device() != Device::kHost &&
-                        state->options.conv_layout == ConvLayout::kNhwcOnDevice;
+                        state->options.conv_layout == ConvLayout::kNhwcWhereFaster;
   FoldingPolicy first_folding = folding;
   first_folding.keep_dequantize = qdq_pass;
   VIGIL_ASSIGN_OR_RETURN(InferredGraph inferred, InferGraph(model, order, {}, first_folding));
@@ -466,7 +468,7 @@ Result<std::vector<NamedTensor>> Session::State::RunWithGraphs(const std::shared
   if (slot->run) return slot->run->Replay(bindings, outputs_on_device);
   ++slot->normal_runs;
   return ExecutePlan(model, *plan, constants, device_constants, bindings, /*keep_all=*/false, nullptr,
-                     outputs_on_device);
+                     outputs_on_device, &host_arenas);
 }
 
 std::vector<std::string> Session::DeviceGraphNotes() const {
@@ -512,7 +514,7 @@ Result<std::vector<NamedTensor>> Session::Run(std::vector<InputBinding> inputs, 
   VIGIL_ASSIGN_OR_RETURN(auto plan, state_->GetPlan(inputs));
   if (state_->options.device_graphs) return state_->RunWithGraphs(plan, inputs, options.outputs_on_device);
   return ExecutePlan(state_->model, *plan, state_->constants, state_->device_constants, inputs, /*keep_all=*/false,
-                     nullptr, options.outputs_on_device);
+                     nullptr, options.outputs_on_device, &state_->host_arenas);
 }
 
 bool Session::HasDeviceBackend() const { return state_->DeviceBackend() != nullptr; }
@@ -548,7 +550,7 @@ Result<std::vector<NamedTensor>> Session::Run(std::vector<InputBinding> inputs, 
   VIGIL_RETURN_IF_ERROR(Check(inputs).status());
   VIGIL_ASSIGN_OR_RETURN(auto plan, state_->GetPlan(inputs));
   return ExecutePlan(state_->model, *plan, state_->constants, state_->device_constants, inputs, /*keep_all=*/false,
-                     observer ? &observer : nullptr);
+                     observer ? &observer : nullptr, /*outputs_on_device=*/false, &state_->host_arenas);
 }
 
 Result<Tensor> Session::UploadInput(const Tensor& host) const {

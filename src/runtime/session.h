@@ -31,10 +31,10 @@ struct SessionOptions {
   // Fail at load, naming the node, when the first backend cannot run a node
   // (instead of falling back to a later one).
   bool no_fallback = false;
-  // kNhwcOnDevice: float16/bfloat16 convolutions the device backend can run
+  // kNhwcWhereFaster: float16/bfloat16 convolutions the device backend can run
   // channels-last are rewritten to NHWC at load (runtime/conv_layout.h).
   ConvLayout conv_layout = ConvLayout::kAsModel;
-  // With kNhwcOnDevice, float32 convolutions move channels-last too (the
+  // With kNhwcWhereFaster, float32 convolutions move channels-last too (the
   // library's sessions set it: on an H200 cuDNN's float32 convolutions, TF32
   // or exact, ran faster NHWC; runtime/conv_layout.h).
   bool nhwc_float32 = false;

@@ -235,6 +235,66 @@ TEST(LayoutNhwc, SinkingNeverAddsTransposes) {
   EXPECT_EQ(stats.transposes, 2u);
 }
 
+Tensor HalfScalar(std::string name, float v) {
+  Tensor t = Initializer(std::move(name), kF16, {});
+  auto data = std::make_shared<uint16_t>(FloatToFloat16(v));
+  t.storage = Tensor::Storage::kTypedDecoded;
+  t.bytes = {reinterpret_cast<const uint8_t*>(data.get()), 2};
+  t.keep_alive = data;
+  return t;
+}
+
+// x -> Conv (c0) -> [SiLU: Mul(c0, Sigmoid(c0))] -> Conv -> y, or with
+// HardSwish's chain Mul(c0, Clip(Add(c0, 3), 0, 6)) / 6: the transposed c0
+// has two readers, so no single move frees it, but the chain moves as a
+// whole and leaves one transpose in and one out.
+Model SwishBetweenConvs(bool hard, bool c0_is_output) {
+  Model m = BaseModel();
+  AddWeights(m, {"w0", "w1"});
+  m.graph.outputs = {TensorValue("y", kF16, {1, 8, 5, 5})};
+  if (c0_is_output) m.graph.outputs.push_back(TensorValue("c0", kF16, {1, 8, 5, 5}));
+  m.graph.nodes = {Conv("x", "w0", "c0", "conv0")};
+  if (hard) {
+    for (auto [name, v] : {std::pair{"zero", 0.0f}, {"three", 3.0f}, {"six", 6.0f}}) {
+      m.graph.initializers.push_back(HalfScalar(name, v));
+    }
+    m.graph.nodes.push_back(MakeNode("Add", {"c0", "three"}, {"a"}, "add"));
+    m.graph.nodes.push_back(MakeNode("Clip", {"a", "zero", "six"}, {"k"}, "clip"));
+    m.graph.nodes.push_back(MakeNode("Mul", {"c0", "k"}, {"p"}, "mul"));
+    m.graph.nodes.push_back(MakeNode("Div", {"p", "six"}, {"s"}, "div"));
+  } else {
+    m.graph.nodes.push_back(MakeNode("Sigmoid", {"c0"}, {"g"}, "sigmoid"));
+    m.graph.nodes.push_back(MakeNode("Mul", {"c0", "g"}, {"s"}, "mul"));
+  }
+  m.graph.nodes.push_back(Conv("s", "w1", "y", "conv1"));
+  return m;
+}
+
+TEST(LayoutNhwc, SiluAndHardSwishMoveAsAWhole) {
+  for (bool hard : {false, true}) {
+    SCOPED_TRACE(hard ? "HardSwish" : "SiLU");
+    Model m = SwishBetweenConvs(hard, false);
+    NhwcStats stats = Convert(m);
+    EXPECT_EQ(stats.sunk, hard ? 4u : 2u);
+    EXPECT_EQ(CountTransposes(m, kToNhwc), 1u);  // x
+    EXPECT_EQ(CountTransposes(m, kToNchw), 1u);  // y
+    EXPECT_EQ(stats.transposes, 2u);
+    EXPECT_NE(ProducerOf(m, "y"), nullptr);
+  }
+}
+
+TEST(LayoutNhwc, SwishChainStaysWhenTheTransposedValueHasAnotherReader) {
+  // c0 is also a graph output: its transpose stays, and moving the chain
+  // would add one.
+  for (bool hard : {false, true}) {
+    SCOPED_TRACE(hard ? "HardSwish" : "SiLU");
+    Model m = SwishBetweenConvs(hard, true);
+    NhwcStats stats = Convert(m);
+    EXPECT_EQ(stats.sunk, 0u);
+    EXPECT_EQ(stats.transposes, 4u);  // x in, c0 out, s in again, y out
+  }
+}
+
 TEST(LayoutNhwc, FusesAReluThatIsTheOnlyConsumer) {
   Model m = ResNetBlock();
   NhwcOptions options;
@@ -358,15 +418,6 @@ TEST(LayoutNhwc, ResidualNeedsTheSameShape) {
   bias.graph.nodes[5].inputs[1] = "k";
   EXPECT_EQ(ConvertTyped(bias, SameShapeTypes(bias), AllFusions()).fused_residuals, 0u);
   EXPECT_EQ(CountNodes(bias, "Add"), 1u);
-}
-
-Tensor HalfScalar(std::string name, float v) {
-  Tensor t = Initializer(std::move(name), kF16, {});
-  auto data = std::make_shared<uint16_t>(FloatToFloat16(v));
-  t.storage = Tensor::Storage::kTypedDecoded;
-  t.bytes = {reinterpret_cast<const uint8_t*>(data.get()), 2};
-  t.keep_alive = data;
-  return t;
 }
 
 // x -> Conv -> Clip(lo, hi) -> y

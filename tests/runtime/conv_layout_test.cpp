@@ -124,7 +124,7 @@ void ExpectMatchesTheCpu(const Session& nhwc, ir::Model model) {
 }
 
 TEST(ConvLayout, HalfPrecisionConvsRunNhwcOnTheDevice) {
-  auto nhwc = Session::Create(SmallCnn(), Options(ConvLayout::kNhwcOnDevice));
+  auto nhwc = Session::Create(SmallCnn(), Options(ConvLayout::kNhwcWhereFaster));
   ASSERT_TRUE(nhwc.ok()) << nhwc.status().ToString();
   const ir::Model& m = (*nhwc)->model();
   EXPECT_EQ(Count(m, "ConvNhwc"), 2u);
@@ -185,7 +185,7 @@ ir::Model ResidualCnn() {
 }
 
 TEST(ConvLayout, ResidualAndRelu6FuseAndMatchTheCpu) {
-  auto nhwc = Session::Create(ResidualCnn(), Options(ConvLayout::kNhwcOnDevice));
+  auto nhwc = Session::Create(ResidualCnn(), Options(ConvLayout::kNhwcWhereFaster));
   ASSERT_TRUE(nhwc.ok()) << nhwc.status().ToString();
   const ir::Model& m = (*nhwc)->model();
   EXPECT_EQ(Count(m, "ConvNhwc"), 3u);
@@ -211,11 +211,11 @@ TEST(ConvLayout, AsModelLeavesTheGraphAlone) {
 // Float32 stays NCHW unless SessionOptions::nhwc_float32 says otherwise (the
 // library sets it; the runtime default is off).
 TEST(ConvLayout, Float32AndHostOnlySessionsStayNchw) {
-  auto f32 = Session::Create(SmallCnn(DataType::kFloat32), Options(ConvLayout::kNhwcOnDevice));
+  auto f32 = Session::Create(SmallCnn(DataType::kFloat32), Options(ConvLayout::kNhwcWhereFaster));
   ASSERT_TRUE(f32.ok()) << f32.status().ToString();
   EXPECT_EQ(Count((*f32)->model(), "ConvNhwc"), 0u);
   RunOn(**f32, DataType::kFloat32);
-  auto host = Session::Create(SmallCnn(), Options(ConvLayout::kNhwcOnDevice, /*device=*/false));
+  auto host = Session::Create(SmallCnn(), Options(ConvLayout::kNhwcWhereFaster, /*device=*/false));
   ASSERT_TRUE(host.ok()) << host.status().ToString();
   EXPECT_EQ(Count((*host)->model(), "ConvNhwc"), 0u);
 }
@@ -223,7 +223,7 @@ TEST(ConvLayout, Float32AndHostOnlySessionsStayNchw) {
 // Where the session allows TF32 (nhwc_float32), float32 convolutions move
 // channels-last as float16 ones do, and the result is the NCHW session's.
 TEST(ConvLayout, Float32ConvsRunNhwcWhenTheSessionAllowsTf32) {
-  SessionOptions o = Options(ConvLayout::kNhwcOnDevice);
+  SessionOptions o = Options(ConvLayout::kNhwcWhereFaster);
   o.nhwc_float32 = true;
   auto nhwc = Session::Create(SmallCnn(DataType::kFloat32), std::move(o));
   ASSERT_TRUE(nhwc.ok()) << nhwc.status().ToString();
@@ -250,7 +250,7 @@ TEST(ConvLayout, GroupedConvsStayNchw) {
   group.type = ir::AttributeType::kInt;
   group.i = 2;
   m.graph.nodes[2].attributes.push_back(group);
-  auto s = Session::Create(std::move(m), Options(ConvLayout::kNhwcOnDevice));
+  auto s = Session::Create(std::move(m), Options(ConvLayout::kNhwcWhereFaster));
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(Count((*s)->model(), "ConvNhwc"), 1u);
   EXPECT_EQ(Count((*s)->model(), "Conv"), 1u);
@@ -294,7 +294,7 @@ ir::Model StemCnn() {
 }
 
 TEST(ConvLayout, StemMaxPoolAndHeadPoolRunNhwcOnTheDevice) {
-  auto nhwc = Session::Create(StemCnn(), Options(ConvLayout::kNhwcOnDevice));
+  auto nhwc = Session::Create(StemCnn(), Options(ConvLayout::kNhwcWhereFaster));
   ASSERT_TRUE(nhwc.ok()) << nhwc.status().ToString();
   const ir::Model& m = (*nhwc)->model();
   EXPECT_EQ(Count(m, "MaxPoolNhwc"), 1u);
@@ -310,7 +310,7 @@ TEST(ConvLayout, StemMaxPoolAndHeadPoolRunNhwcOnTheDevice) {
 }
 
 TEST(ConvLayout, DepthwiseConvsRunNhwcWithNoTransposesAroundThem) {
-  auto nhwc = Session::Create(MobileBlock(1), Options(ConvLayout::kNhwcOnDevice));
+  auto nhwc = Session::Create(MobileBlock(1), Options(ConvLayout::kNhwcWhereFaster));
   ASSERT_TRUE(nhwc.ok()) << nhwc.status().ToString();
   const ir::Model& m = (*nhwc)->model();
   EXPECT_EQ(Count(m, "ConvNhwc"), 3u);
@@ -331,7 +331,7 @@ size_t CountWith(const ir::Model& m, const char* attr, const std::string& value)
 }
 
 TEST(ConvLayout, ExpansionRelu6MovesIntoTheDepthwiseInput) {
-  auto on = Session::Create(MobileBlock(1), Options(ConvLayout::kNhwcOnDevice));
+  auto on = Session::Create(MobileBlock(1), Options(ConvLayout::kNhwcWhereFaster));
   ASSERT_TRUE(on.ok()) << on.status().ToString();
   const ir::Model& m = (*on)->model();
   EXPECT_EQ(Count(m, "Clip"), 0u);
@@ -351,7 +351,7 @@ TEST(ConvLayout, ExpansionRelu6MovesIntoTheDepthwiseInput) {
 
   // VIGIL_RELU6_PROLOGUE=0 (read at load) keeps the ReLU6 on the expansion convolution.
   setenv("VIGIL_RELU6_PROLOGUE", "0", 1);
-  auto off = Session::Create(MobileBlock(1), Options(ConvLayout::kNhwcOnDevice));
+  auto off = Session::Create(MobileBlock(1), Options(ConvLayout::kNhwcWhereFaster));
   unsetenv("VIGIL_RELU6_PROLOGUE");
   ASSERT_TRUE(off.ok()) << off.status().ToString();
   EXPECT_EQ(CountWith((*off)->model(), "activation", "Relu6"), 2u);
@@ -362,7 +362,7 @@ TEST(ConvLayout, ExpansionRelu6MovesIntoTheDepthwiseInput) {
 TEST(ConvLayout, DepthwiseConvsStayNchwWhenCudnnIsAskedFor) {
   // VIGIL_DEPTHWISE=cudnn (read at load) restores the layout from before the depthwise kernel.
   setenv("VIGIL_DEPTHWISE", "cudnn", 1);
-  auto s = Session::Create(MobileBlock(1), Options(ConvLayout::kNhwcOnDevice));
+  auto s = Session::Create(MobileBlock(1), Options(ConvLayout::kNhwcWhereFaster));
   unsetenv("VIGIL_DEPTHWISE");
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(Count((*s)->model(), "ConvNhwc"), 2u);
@@ -372,7 +372,7 @@ TEST(ConvLayout, DepthwiseConvsStayNchwWhenCudnnIsAskedFor) {
 
 TEST(ConvLayout, DepthwiseWithAChannelMultiplierStaysNchw) {
   // group 16 with 32 output channels: grouped, not depthwise in the kernel's sense.
-  auto s = Session::Create(MobileBlock(2), Options(ConvLayout::kNhwcOnDevice));
+  auto s = Session::Create(MobileBlock(2), Options(ConvLayout::kNhwcWhereFaster));
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(Count((*s)->model(), "ConvNhwc"), 2u);
   EXPECT_EQ(Count((*s)->model(), "Conv"), 1u);
@@ -383,7 +383,7 @@ TEST(ConvLayout, ComputedWeightsStayNchw) {
   // W as a graph input (with an initializer default, so overridable) is not a constant.
   ir::Model m = SmallCnn();
   m.graph.inputs.push_back(TensorValue("w1", DataType::kFloat16, {8, 8, 3, 3}));
-  auto s = Session::Create(m, Options(ConvLayout::kNhwcOnDevice));
+  auto s = Session::Create(m, Options(ConvLayout::kNhwcWhereFaster));
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(Count((*s)->model(), "ConvNhwc"), 1u);
   EXPECT_EQ(Count((*s)->model(), "Conv"), 1u);

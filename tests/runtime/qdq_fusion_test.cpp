@@ -25,7 +25,7 @@ std::unique_ptr<Session> Make(const ir::Model& model, bool device) {
   if (device) options.backends.push_back(std::make_shared<FakeDeviceBackend>());
   options.backends.push_back(cpu::MakeCpuBackend());
   options.constant_folding = true;
-  options.conv_layout = ConvLayout::kNhwcOnDevice;
+  options.conv_layout = ConvLayout::kNhwcWhereFaster;
   auto s = Session::Create(model, options);
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   return s.ok() ? std::move(s).value() : nullptr;

@@ -41,7 +41,7 @@ SessionOptions Options(bool device) {
   SessionOptions o;
   if (device) o.backends.push_back(std::make_shared<FakeDeviceBackend>());
   o.backends.push_back(cpu::MakeCpuBackend());
-  o.conv_layout = ConvLayout::kNhwcOnDevice;
+  o.conv_layout = ConvLayout::kNhwcWhereFaster;
   return o;
 }
 

@@ -1,6 +1,9 @@
 // ai.vigil.ConvNhwc on the CPU (the op is described in ir/layout_nhwc.h):
-// the reference for the CUDA kernel and the fallback where a device cannot
-// run a node. Correctness only: X and W are transposed to NCHW/OIHW, the
+// the reference for the CUDA kernel, the fallback where a device cannot run
+// a node, and, for float32 with oneDNN loaded, the CPU's own channels-last
+// convolution (fast::ConvDnnl, with its epilogue fused), which the
+// session's layout pass writes for CPU sessions (runtime/conv_layout.h).
+// The reference is for correctness only: X and W are transposed to NCHW/OIHW, the
 // ONNX Conv kernel runs (on the NCHW copy of X clipped first when
 // input_activation asks), Y is transposed back, and then Z is added and the
 // activation applied, each rounded to Y's dtype as the separate ONNX ops
@@ -9,7 +12,9 @@
 
 #include "backends/cpu/conv_pool_kernels.h"
 #include "backends/cpu/element_codec.h"
+#include "backends/cpu/fast/fast_kernels.h"
 #include "ir/layout_nhwc.h"
+#include "ops/attributes.h"
 
 namespace vigil::cpu {
 
@@ -102,6 +107,47 @@ Status ApplyEpilogue(KernelContext& ctx, runtime::Tensor& y, const runtime::Tens
   });
 }
 
+// The optimised path: float32 through oneDNN in NHWC with the epilogue
+// fused. False, with nothing computed, where it does not take the node
+// (other dtypes, operands that do not fit: the reference then runs it, or
+// says what is wrong).
+Result<bool> ConvNhwcOptimised(KernelContext& ctx, const std::string& activation) {
+  constexpr ir::DataType kF32 = ir::DataType::kFloat32;
+  const runtime::Tensor& x = *ctx.input(0);
+  const runtime::Tensor& w = *ctx.input(1);
+  const runtime::Tensor* b = ctx.input(2);
+  const runtime::Tensor* z = ctx.input(3);
+  if (x.dtype() != kF32 || w.dtype() != kF32 || (b && b->dtype() != kF32)) return false;
+  VIGIL_ASSIGN_OR_RETURN(int64_t group, ops::IntAttr(ctx.node(), "group", 1));
+  const int64_t channels = x.dim(3), out_channels = w.dim(0);
+  if (group < 1 || channels != w.dim(3) * group || out_channels % group != 0) return false;
+  if (b && (b->rank() != 1 || b->dim(0) != out_channels)) return false;
+  const std::vector<int64_t> w_spatial{w.dim(1), w.dim(2)};
+  VIGIL_ASSIGN_OR_RETURN(ops::WindowAttrs wa, ops::ReadWindowAttrs(ctx.node(), 2, w_spatial, ops::WindowOptions{}));
+  VIGIL_ASSIGN_OR_RETURN(SpatialGeometry g, ForwardGeometry(ctx.node(), wa, {x.dim(1), x.dim(2)}));
+  std::vector<int64_t> shape{x.dim(0), g.columns[0], g.columns[1], out_channels};
+  if (z && (z->dtype() != kF32 || z->shape() != shape)) return false;
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, kF32, shape));
+  if (y->element_count() == 0) return true;
+  fast::ConvProblem p;
+  p.batch = x.dim(0);
+  p.in_channels = channels;
+  p.out_channels = out_channels;
+  p.group = group;
+  p.g = &g;
+  p.w_tensor = &w;
+  p.x = x.data<float>();
+  p.w = w.data<float>();
+  p.bias = b ? b->data<float>() : nullptr;
+  p.y = y->data<float>();
+  p.channels_last = true;
+  p.z = z ? z->data<float>() : nullptr;
+  p.activation = activation == ir::kConvNhwcRelu    ? fast::ConvActivation::kRelu
+                 : activation == ir::kConvNhwcRelu6 ? fast::ConvActivation::kRelu6
+                                                    : fast::ConvActivation::kNone;
+  return fast::ConvDnnl(p, ctx.cache());
+}
+
 }  // namespace
 
 Status ConvNhwcKernel(KernelContext& ctx) {
@@ -114,6 +160,10 @@ Status ConvNhwcKernel(KernelContext& ctx) {
       return AttributeError(ctx, "{} is '{}', expected '', 'Relu' or 'Relu6'",
                             a == &activation ? "activation" : ir::kConvNhwcInputActivation, *a);
     }
+  }
+  if (ctx.optimised() && input_activation.empty()) {
+    VIGIL_ASSIGN_OR_RETURN(bool done, ConvNhwcOptimised(ctx, activation));
+    if (done) return Status::Ok();
   }
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor x, Permuted(ctx, *ctx.input(0), ir::kToNchw));
   VIGIL_RETURN_IF_ERROR(ClipInput(ctx, x, input_activation));
@@ -130,6 +180,8 @@ Status ConvNhwcKernel(KernelContext& ctx) {
   ScratchAllocator scratch;
   KernelContext inner(conv, 11, std::span<const runtime::Tensor* const>(inputs, ctx.has_input(2) ? 3 : 2), outputs,
                       scratch);
+  inner.set_optimised(ctx.optimised());  // a reference run stays on reference code throughout
+  inner.set_cache(ctx.cache());
   VIGIL_RETURN_IF_ERROR(ConvKernel(inner));
   const runtime::Tensor& y_nchw = outputs[0];
   std::vector<int64_t> shape{y_nchw.dim(0), y_nchw.dim(2), y_nchw.dim(3), y_nchw.dim(1)};

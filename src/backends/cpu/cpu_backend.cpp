@@ -5,6 +5,7 @@
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel.h"
 #include "backends/cpu/kernel_type_constraints.h"
+#include "ir/layout_nhwc.h"
 
 namespace vigil::cpu {
 namespace {
@@ -29,6 +30,29 @@ class CpuBackend final : public runtime::Backend {
       return false;
     }
     return KernelTakesInputTypes(*def, node, types, why_not);
+  }
+
+  // Where an optimised path takes the channels-last op: ConvNhwc in
+  // float32, 2D (W rank 4), with oneDNN loaded and no input_activation
+  // (which only the reference applies); MaxPoolNhwc and
+  // GlobalAveragePoolNhwc in float32. AveragePoolNhwc runs on the reference
+  // (transposing), so it stays NCHW.
+  bool PrefersChannelsLast(const ir::Node& node, int64_t opset, const runtime::NodeTypes& types) const override {
+    if (options_.reference_kernels || node.domain != ir::kVigilDomain) return false;
+    const bool conv = node.op_type == ir::kConvNhwcOp;
+    if (!conv && node.op_type != ir::kMaxPoolNhwcOp && node.op_type != ir::kGlobalAveragePoolNhwcOp) return false;
+    if (types.inputs.size() < (conv ? 2u : 1u)) return false;
+    for (size_t i = 0; i < (conv ? 2u : 1u); ++i) {
+      const ir::TypeInfo* t = types.inputs[i];
+      if (!t || t->elem_type != ir::DataType::kFloat32 || !t->shape.rank_known || t->shape.dims.size() != 4) {
+        return false;
+      }
+    }
+    if (!conv) return SupportsTyped(node, opset, types, nullptr);
+    for (const ir::Attribute& a : node.attributes) {
+      if (a.name == ir::kConvNhwcInputActivation && !a.s.empty()) return false;
+    }
+    return fast::DnnlLoaded() && SupportsTyped(node, opset, types, nullptr);
   }
 
   // Which convolution path ran: oneDNN, or the reference code and why.

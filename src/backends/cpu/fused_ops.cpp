@@ -45,6 +45,8 @@ Result<runtime::Tensor> RunInner(const KernelContext& ctx, const char* op,
   std::vector<runtime::Tensor> outputs(1);
   ScratchOutputs scratch;
   KernelContext inner(node, 13, inputs, outputs, scratch);
+  inner.set_optimised(ctx.optimised());  // a reference run stays on reference code throughout
+  inner.set_cache(ctx.cache());
   VIGIL_RETURN_IF_ERROR(def->fn(inner));
   return std::move(outputs[0]);
 }

@@ -1,6 +1,7 @@
 // CPU kernels of the shape-op family: the family's kernel list and the
 // helpers its kernels share. The kernels live in shape_ops_layout.cpp,
 // shape_ops_indexing.cpp, shape_ops_spatial.cpp and resize.cpp.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -51,6 +52,51 @@ runtime::Tensor ViewWithShape(const runtime::Tensor& in, std::vector<int64_t> sh
 
 namespace {
 
+// StridedCopyT where the source's contiguous axis `a` is not the innermost
+// (a transpose such as NHWC -> NCHW): each pair of a and innermost
+// positions is copied in kTile x kTile tiles, so that reads and writes both
+// run along whole cache lines instead of reading one element per line.
+template <typename W>
+void TiledStridedCopyT(const std::vector<int64_t>& shape, const W* src, const std::vector<int64_t>& strides, size_t a,
+                       W* dst) {
+  constexpr int64_t kTile = 16;
+  const size_t rank = shape.size(), last = rank - 1;
+  std::vector<int64_t> dst_strides(rank, 1);
+  for (size_t i = rank - 1; i-- > 0;) dst_strides[i] = dst_strides[i + 1] * shape[i + 1];
+  std::vector<size_t> outer;
+  uint64_t outer_count = 1;
+  for (size_t i = 0; i < last; ++i) {
+    if (i == a) continue;
+    outer.push_back(i);
+    outer_count *= static_cast<uint64_t>(shape[i]);
+  }
+  const int64_t na = shape[a], nl = shape[last], sl = strides[last], da = dst_strides[a];
+  std::vector<int64_t> idx(outer.size(), 0);
+  int64_t soff = 0, doff = 0;
+  for (uint64_t o = 0; o < outer_count; ++o) {
+    for (int64_t i0 = 0; i0 < na; i0 += kTile) {
+      const int64_t i1 = std::min(i0 + kTile, na);
+      for (int64_t j0 = 0; j0 < nl; j0 += kTile) {
+        const int64_t j1 = std::min(j0 + kTile, nl);
+        for (int64_t i = i0; i < i1; ++i) {
+          W* d = dst + doff + i * da;
+          const W* s = src + soff + i;
+          for (int64_t j = j0; j < j1; ++j) d[j] = s[j * sl];
+        }
+      }
+    }
+    for (size_t k = outer.size(); k-- > 0;) {  // advance the outer index like an odometer
+      const size_t ax = outer[k];
+      soff += strides[ax];
+      doff += dst_strides[ax];
+      if (++idx[k] < shape[ax]) break;
+      soff -= strides[ax] * shape[ax];
+      doff -= dst_strides[ax] * shape[ax];
+      idx[k] = 0;
+    }
+  }
+}
+
 template <typename W>
 void StridedCopyT(const std::vector<int64_t>& shape, const W* src, const std::vector<int64_t>& strides, W* dst) {
   auto total = runtime::ElementCount(shape);
@@ -61,6 +107,11 @@ void StridedCopyT(const std::vector<int64_t>& shape, const W* src, const std::ve
     return;
   }
   int64_t inner = shape[rank - 1], inner_stride = strides[rank - 1];
+  if (inner_stride != 1 && inner > 1) {
+    for (size_t a = 0; a + 1 < rank; ++a) {
+      if (strides[a] == 1 && shape[a] > 1) return TiledStridedCopyT(shape, src, strides, a, dst);
+    }
+  }
   std::vector<int64_t> idx(rank - 1, 0);
   int64_t offset = 0;
   for (uint64_t row = 0, rows = *total / inner; row < rows; ++row) {

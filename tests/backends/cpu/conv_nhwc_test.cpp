@@ -1,10 +1,21 @@
-// ai.vigil.ConvNhwc on the CPU: against ONNX Conv on the same data laid out
-// NCHW (odd channel counts, groups, strides, pads, dilations, auto_pad), its
-// residual Z and Relu/Relu6 activations (against ONNX Add, Relu and Clip run
-// after the Conv), its input_activation (against Relu/Clip run on X before),
-// and its shape inference and errors.
+// ai.vigil.ConvNhwc on the CPU: its reference code against the ONNX Conv
+// reference on the same data laid out NCHW (odd channel counts, groups,
+// strides, pads, dilations, auto_pad), its residual Z and Relu/Relu6
+// activations (against ONNX Add, Relu and Clip run after the Conv), its
+// input_activation (against Relu/Clip run on X before), and its shape
+// inference and errors; and its optimised float32 path (oneDNN in NHWC, the
+// epilogue as post-ops) against that reference, NaN included.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
+#include <algorithm>
+
+#include "backends/cpu/conv_pool_kernels.h"
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/fast/dnnl_library.h"
+#include "backends/cpu/fast/kernel_cache.h"
 #include "backends/cpu/float_kernel_test_util.h"
 #include "backends/cpu/kernel_test_util.h"
 #include "ir/layout_nhwc.h"
@@ -45,6 +56,24 @@ runtime::Tensor Reference(runtime::Tensor y, const runtime::Tensor* z, const std
   return y;
 }
 
+// The optimised path on `inputs` against `expected` (the reference's
+// result): its own summation order, so within float32 rounding of sums of
+// `terms` products of magnitude <= 1 (Z and B add a few more); oneDNN plans
+// it (the cache holds one plan) wherever the library loads.
+void CheckOptimised(const ir::Node& nhwc, const std::vector<const runtime::Tensor*>& inputs,
+                    const std::vector<double>& expected, int64_t terms) {
+  fast::KernelCache cache;
+  std::vector<runtime::Tensor> out(1);
+  kt::HeapAllocator alloc;
+  KernelContext ctx(nhwc, 1, inputs, out, alloc);
+  ctx.set_cache(&cache);
+  ASSERT_TRUE(ConvNhwcKernel(ctx).ok());
+  ExpectClose(ReadFloat(out[0]), expected, 1e-5, 1e-5 * std::sqrt(static_cast<double>(terms)));
+  if (fast::DnnlLoaded()) {
+    EXPECT_EQ(cache.counts().conv_plans, 1u) << "the optimised path did not take it";
+  }
+}
+
 // Runs Conv (then Add Z and the activation) on NCHW data and ConvNhwc on the
 // same data in NHWC/KRSC, and expects the same result (transposed), and the
 // shape inference's dims.
@@ -58,7 +87,7 @@ void Check(const NhwcCase& c, bool relu = false, bool residual = false, bool rel
   std::vector<double> b = RoundTo(c.dtype, Random(c.w[0], 3));
   runtime::Tensor xt = MakeFloat(c.dtype, c.x, x), wt = MakeFloat(c.dtype, c.w, w), bt = MakeFloat(c.dtype, {c.w[0]}, b);
   ir::Node conv = kt::MakeNode("Conv", {"x", "w", "b"}, {"y"}, c.attrs);
-  auto want = kt::RunKernel(conv, 17, {&xt, &wt, c.bias ? &bt : nullptr});
+  auto want = kt::RunKernel(conv, 17, {&xt, &wt, c.bias ? &bt : nullptr}, /*optimised=*/false);
   ASSERT_TRUE(want.ok()) << want.status().ToString();
   const Shape y_shape = (*want)[0].shape();
   // Z with values of the conv's magnitude (x4: some sums pass 6).
@@ -76,11 +105,15 @@ void Check(const NhwcCase& c, bool relu = false, bool residual = false, bool rel
   ir::Node nhwc = kt::MakeNode("ConvNhwc", {"x", "w", c.bias ? "b" : ""}, {"y"}, attrs);
   if (residual) nhwc.inputs.push_back("z");
   nhwc.domain = ir::kVigilDomain;
-  auto got = kt::RunKernel(nhwc, 1, {&xn, &wn, c.bias ? &bt : nullptr, residual ? &zn : nullptr});
+  std::vector<const runtime::Tensor*> inputs{&xn, &wn, c.bias ? &bt : nullptr, residual ? &zn : nullptr};
+  auto got = kt::RunKernel(nhwc, 1, inputs, /*optimised=*/false);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ((*got)[0].shape(), PermuteShape(y.shape(), ir::kToNhwc));
   EXPECT_EQ((*got)[0].dtype(), c.dtype);
   ExpectClose(ReadFloat((*got)[0]), expected, 0, 0);  // the same arithmetic, moved bytes
+  if (c.dtype == DataType::kFloat32) {
+    CheckOptimised(nhwc, inputs, expected, c.w[1] * c.w[2] * c.w[3]);
+  }
 
   ir::TypeInfo tx = ops::TensorType(c.dtype, xn.shape()), tw = ops::TensorType(c.dtype, wn.shape()),
                tb = ops::TensorType(c.dtype, Shape{c.w[0]}), tz = ops::TensorType(c.dtype, zn.shape());
@@ -151,14 +184,14 @@ void CheckInputActivation(const Shape& x_nhwc, const Shape& w_krsc, int64_t grou
   auto clipped = act == "Relu" ? kt::RunKernel(kt::MakeNode("Relu", {"a"}, {"r"}), 17, {&x})
                                : kt::RunKernel(kt::MakeNode("Clip", {"a", "lo", "hi"}, {"r"}), 17, {&x, &lo, &hi});
   ASSERT_TRUE(clipped.ok()) << clipped.status().ToString();
-  auto want = kt::RunKernel(plain, 1, {&(*clipped)[0], &w, &b});
+  auto want = kt::RunKernel(plain, 1, {&(*clipped)[0], &w, &b}, /*optimised=*/false);
   ASSERT_TRUE(want.ok()) << want.status().ToString();
-  auto got = kt::RunKernel(fused, 1, {&x, &w, &b});
+  auto got = kt::RunKernel(fused, 1, {&x, &w, &b}, /*optimised=*/false);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ((*got)[0].shape(), (*want)[0].shape());
   ExpectClose(ReadFloat((*got)[0]), ReadFloat((*want)[0]), 0, 0);  // the same arithmetic
   // ... and it does change the result: without it, X's clipped values count.
-  auto unclipped = kt::RunKernel(plain, 1, {&x, &w, &b});
+  auto unclipped = kt::RunKernel(plain, 1, {&x, &w, &b}, /*optimised=*/false);
   ASSERT_TRUE(unclipped.ok());
   EXPECT_NE(ReadFloat((*unclipped)[0]), ReadFloat((*want)[0]));
 
@@ -175,6 +208,63 @@ TEST(ConvNhwc, InputActivationMatchesClipThenConv) {
       CheckInputActivation({1, 7, 6, 12}, {9, 3, 3, 4}, 3, t, act, "Relu");     // any ConvNhwc on the CPU
     }
   }
+}
+
+// NaN in X reaches every output whose window reads it, through the fused
+// residual and activations too (Relu and Clip keep NaN), on the optimised
+// path as on the reference.
+TEST(ConvNhwc, OptimisedPathKeepsNaNThroughItsEpilogue) {
+  const Shape x_shape{1, 6, 7, 13}, w_shape{13, 3, 3, 1}, y_shape{1, 6, 7, 13};
+  std::vector<double> x = RoundTo(DataType::kFloat32, Random(Product(x_shape), 21, -8, 8));
+  x[3 * 7 * 13 + 4 * 13 + 5] = std::numeric_limits<double>::quiet_NaN();
+  runtime::Tensor xn = MakeFloat(DataType::kFloat32, x_shape, x);
+  runtime::Tensor wn = MakeFloat(DataType::kFloat32, w_shape, RoundTo(DataType::kFloat32, Random(Product(w_shape), 22)));
+  runtime::Tensor bt = MakeFloat(DataType::kFloat32, {13}, Random(13, 23));
+  runtime::Tensor zn = MakeFloat(DataType::kFloat32, y_shape, Random(Product(y_shape), 24, -8, 8));
+  for (const char* act : {"", "Relu", "Relu6"}) {
+    for (bool residual : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "activation '" << act << "' residual " << residual);
+      std::vector<ir::Attribute> attrs = {kt::IntAttr("group", 13), kt::IntsAttr("pads", {1, 1, 1, 1})};
+      if (*act) attrs.push_back(kt::StringAttr("activation", act));
+      ir::Node n = kt::MakeNode("ConvNhwc", {"x", "w", "b"}, {"y"}, attrs);
+      if (residual) n.inputs.push_back("z");
+      n.domain = ir::kVigilDomain;
+      std::vector<const runtime::Tensor*> inputs{&xn, &wn, &bt, residual ? &zn : nullptr};
+      auto want = kt::RunKernel(n, 1, inputs, /*optimised=*/false);
+      ASSERT_TRUE(want.ok()) << want.status().ToString();
+      const std::vector<double> expected = ReadFloat((*want)[0]);
+      // The 3x3 neighbourhood of the NaN, in each of its 13 channels: one channel.
+      EXPECT_EQ(std::count_if(expected.begin(), expected.end(), [](double v) { return std::isnan(v); }), 9);
+      CheckOptimised(n, inputs, expected, 9);
+    }
+  }
+}
+
+// The CPU backend asks the session for channels-last convolutions only
+// where the optimised path runs them: float32 with oneDNN, no
+// input_activation, not a reference-kernels backend.
+TEST(ConvNhwc, CpuBackendPrefersChannelsLastWhereItIsFast) {
+  ir::Node n = kt::MakeNode("ConvNhwc", {"x", "w"}, {"y"}, {kt::IntsAttr("pads", {1, 1, 1, 1})});
+  n.domain = ir::kVigilDomain;
+  ir::TypeInfo x32 = Type(DataType::kFloat32, {K(1), K(5), K(5), K(3)});
+  ir::TypeInfo w32 = Type(DataType::kFloat32, {K(4), K(3), K(3), K(3)});
+  ir::TypeInfo x16 = Type(DataType::kFloat16, {K(1), K(5), K(5), K(3)});
+  ir::TypeInfo w16 = Type(DataType::kFloat16, {K(4), K(3), K(3), K(3)});
+  runtime::NodeTypes f32{{&x32, &w32}, {nullptr}}, f16{{&x16, &w16}, {nullptr}};
+  auto fast_backend = MakeCpuBackend(CpuOptions{1, false});
+  auto reference = MakeCpuBackend(CpuOptions{1, true});
+  EXPECT_EQ(fast_backend->PrefersChannelsLast(n, 1, f32), fast::DnnlLoaded());
+  EXPECT_FALSE(fast_backend->PrefersChannelsLast(n, 1, f16));
+  EXPECT_FALSE(reference->PrefersChannelsLast(n, 1, f32));
+  ir::Node clipped = n;
+  clipped.attributes.push_back(kt::StringAttr(ir::kConvNhwcInputActivation, "Relu6"));
+  EXPECT_FALSE(fast_backend->PrefersChannelsLast(clipped, 1, f32));
+  ir::Node pool = kt::MakeNode(ir::kGlobalAveragePoolNhwcOp, {"x"}, {"y"});
+  pool.domain = ir::kVigilDomain;
+  runtime::NodeTypes p32{{&x32}, {nullptr}};
+  EXPECT_TRUE(fast_backend->PrefersChannelsLast(pool, 1, p32));
+  pool.op_type = ir::kAveragePoolNhwcOp;  // reference only: it transposes
+  EXPECT_FALSE(fast_backend->PrefersChannelsLast(pool, 1, p32));
 }
 
 TEST(ConvNhwc, RefusesAnUnknownInputActivation) {

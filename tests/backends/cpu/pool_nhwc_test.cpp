@@ -1,8 +1,12 @@
 // ai.vigil.MaxPoolNhwc, AveragePoolNhwc and GlobalAveragePoolNhwc on the CPU:
 // against the ONNX pools on the same data laid out NCHW (odd channel
-// counts, pads, strides, ceil_mode, dilations, count_include_pad), and their
-// shape inference and errors.
+// counts, pads, strides, ceil_mode, dilations, count_include_pad, NaN), on
+// the reference code and on the optimised float32 paths of MaxPoolNhwc and
+// GlobalAveragePoolNhwc (fast/pool2d.cpp), which give the same values bit
+// for bit; and their shape inference and errors.
 #include <gtest/gtest.h>
+
+#include <limits>
 
 #include "backends/cpu/float_kernel_test_util.h"
 #include "backends/cpu/kernel_test_util.h"
@@ -20,6 +24,7 @@ struct PoolCase {
   Shape x;         // NCHW
   std::vector<ir::Attribute> attrs;
   DataType dtype = DataType::kFloat32;
+  bool nan = false;  // a NaN in every 7th element
 };
 
 // Runs the ONNX pool on NCHW data and its NHWC twin on the same data
@@ -28,18 +33,27 @@ void Check(const PoolCase& c) {
   SCOPED_TRACE(::testing::Message() << c.op << " x " << ::testing::PrintToString(c.x) << " "
                                     << ir::DataTypeName(c.dtype));
   std::vector<double> x = RoundTo(c.dtype, Random(Product(c.x), 1, -4, 4));
+  if (c.nan) {
+    for (size_t i = 3; i < x.size(); i += 7) x[i] = std::numeric_limits<double>::quiet_NaN();
+  }
   runtime::Tensor xt = MakeFloat(c.dtype, c.x, x);
-  auto want = kt::RunKernel(kt::MakeNode(c.op, {"x"}, {"y"}, c.attrs), c.op == "MaxPool" ? 12 : 19, {&xt});
+  auto want = kt::RunKernel(kt::MakeNode(c.op, {"x"}, {"y"}, c.attrs), c.op == "MaxPool" ? 12 : 19, {&xt},
+                            /*optimised=*/false);
   ASSERT_TRUE(want.ok()) << want.status().ToString();
   const runtime::Tensor& y = (*want)[0];
   const Shape x_nhwc = PermuteShape(c.x, ir::kToNhwc);
   runtime::Tensor xn = MakeFloat(c.dtype, x_nhwc, Permute(x, c.x, ir::kToNhwc));
   ir::Node nhwc = kt::MakeNode(c.op + "Nhwc", {"x"}, {"y"}, c.attrs);
   nhwc.domain = ir::kVigilDomain;
+  for (bool optimised : {false, true}) {
+    SCOPED_TRACE(optimised ? "optimised path" : "reference code");
+    auto got = kt::RunKernel(nhwc, 1, {&xn}, optimised);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ((*got)[0].shape(), PermuteShape(y.shape(), ir::kToNhwc));
+    ExpectClose(ReadFloat((*got)[0]), Permute(ReadFloat(y), y.shape(), ir::kToNhwc), 0, 0);  // the same values
+  }
   auto got = kt::RunKernel(nhwc, 1, {&xn});
   ASSERT_TRUE(got.ok()) << got.status().ToString();
-  EXPECT_EQ((*got)[0].shape(), PermuteShape(y.shape(), ir::kToNhwc));
-  ExpectClose(ReadFloat((*got)[0]), Permute(ReadFloat(y), y.shape(), ir::kToNhwc), 0, 0);  // moved bytes
   ir::TypeInfo tx = ops::TensorType(c.dtype, x_nhwc);
   auto inferred = kt::InferNode(nhwc, 1, {&tx});
   ASSERT_TRUE(inferred.ok()) << inferred.status().ToString();
@@ -62,6 +76,16 @@ TEST(PoolNhwcCpu, MaxPoolMatchesNchw) {
   auto dilated = Window({2, 3}, {1, 2}, {1, 0, 0, 1});
   dilated.push_back(kt::IntsAttr("dilations", {2, 1}));
   Check({"MaxPool", {2, 5, 9, 12}, dilated});
+}
+
+TEST(PoolNhwcCpu, NaNWinsItsWindowsAsInTheReference) {
+  PoolCase c{"MaxPool", {2, 13, 11, 9}, Window({3, 3}, {2, 2}, {1, 1, 1, 1})};
+  c.nan = true;
+  Check(c);
+  c.attrs = Window({3, 3}, {1, 1}, {2, 2, 2, 2});  // wide padding
+  Check(c);
+  Check({"GlobalAveragePool", {3, 13, 5, 9}, {}, DataType::kFloat32, true});
+  Check({"GlobalAveragePool", {1, 127, 1, 1}, {}, DataType::kFloat32});
 }
 
 TEST(PoolNhwcCpu, MaxPoolIgnoresStorageOrder) {

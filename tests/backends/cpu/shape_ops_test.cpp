@@ -217,6 +217,35 @@ TEST(TransposeKernel, AllPermutationsOfA4DTensorMatchNaiveLoops) {
   } while (std::next_permutation(perm.begin(), perm.end()));
 }
 
+// Sizes past the 16 x 16 tiles the copy uses where the source's contiguous
+// axis is not the innermost (NHWC <-> NCHW), with partial tiles at the
+// edges, for every permutation and element size.
+TEST(TransposeKernel, LargeOddShapesMatchNaiveLoopsInEveryPermutation) {
+  std::vector<int64_t> shape{2, 37, 19, 23};
+  const size_t n = 2 * 37 * 19 * 23;
+  std::vector<int8_t> i8(n);
+  std::vector<uint16_t> f16(n);
+  std::vector<int64_t> i64(n);
+  for (size_t i = 0; i < n; ++i) {
+    i8[i] = static_cast<int8_t>(i * 7);
+    f16[i] = static_cast<uint16_t>(i * 13);
+    i64[i] = static_cast<int64_t>(i) * 1000000007LL;
+  }
+  auto x = F32(shape, Iota(n));
+  auto a = MakeTensor(DataType::kInt8, shape, i8);
+  auto b = MakeTensor(DataType::kUint16, shape, f16);
+  auto c = MakeTensor(DataType::kInt64, shape, i64);
+  std::vector<int64_t> perm{0, 1, 2, 3};
+  do {
+    SCOPED_TRACE(::testing::PrintToString(perm));
+    auto node = MakeNode("Transpose", {"x"}, {"y"}, {IntsAttr("perm", perm)});
+    ExpectFloatsEq(Values<float>(RunOk(node, 13, {&x})[0]), NaiveTranspose(Iota(n), shape, perm));
+    EXPECT_EQ(Values<int8_t>(RunOk(node, 13, {&a})[0]), NaiveTranspose(i8, shape, perm));
+    EXPECT_EQ(Values<uint16_t>(RunOk(node, 13, {&b})[0]), NaiveTranspose(f16, shape, perm));
+    EXPECT_EQ(Values<int64_t>(RunOk(node, 13, {&c})[0]), NaiveTranspose(i64, shape, perm));
+  } while (std::next_permutation(perm.begin(), perm.end()));
+}
+
 TEST(TransposeKernel, DefaultReversesAndEveryElementSizeWorks) {
   std::vector<int64_t> shape{3, 13, 2};
   std::vector<int64_t> rev{2, 1, 0};

@@ -175,7 +175,7 @@ TEST(CudaConvNhwc, SessionLayoutPassMatchesTheCpu) {
     runtime::Tensor x = RandomTensor(t, {4, 3, 32, 32}, 7);
     auto want = RunWithLayout(m, {cpu::MakeCpuBackend()}, x);
     std::vector<std::string> placement;
-    auto nhwc = RunWithLayout(m, {CudaBackendForTests(), cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kNhwcOnDevice,
+    auto nhwc = RunWithLayout(m, {CudaBackendForTests(), cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kNhwcWhereFaster,
                               &placement);
     size_t nhwc_nodes = 0;
     for (const std::string& p : placement) {

@@ -155,7 +155,7 @@ TEST(CudaPoolNhwc, ResNetStemSessionMatchesTheCpu) {
     runtime::Tensor x = RandomTensor(t, {4, 3, 64, 64}, 7);
     auto want = RunWithLayout(m, {cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kAsModel);
     std::vector<std::string> placement;
-    auto got = RunWithLayout(m, {CudaBackendForTests(), cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kNhwcOnDevice,
+    auto got = RunWithLayout(m, {CudaBackendForTests(), cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kNhwcWhereFaster,
                              &placement);
     size_t pools = 0, transposes = 0;
     for (const std::string& p : placement) {

@@ -137,7 +137,7 @@ std::unique_ptr<runtime::Session> CudaQdqSession(const ir::Model& model, bool no
   options.backends = {testing::CudaBackendForTests(), cpu::MakeCpuBackend()};
   options.no_fallback = no_fallback;
   options.constant_folding = true;
-  options.conv_layout = runtime::ConvLayout::kNhwcOnDevice;
+  options.conv_layout = runtime::ConvLayout::kNhwcWhereFaster;
   auto session = runtime::Session::Create(model, options);
   EXPECT_TRUE(session.ok()) << session.status().ToString();
   return session.ok() ? std::move(session).value() : nullptr;

@@ -62,7 +62,7 @@ TEST(CudaSession, Float32ModelRunsAsFloat16) {
   runtime::SessionOptions options;
   options.backends = {loaded->backend, cpu::MakeCpuBackend()};
   options.no_fallback = true;
-  options.conv_layout = runtime::ConvLayout::kNhwcOnDevice;
+  options.conv_layout = runtime::ConvLayout::kNhwcWhereFaster;
   options.float16_inputs = cpu::TakesFloat16Input;
   auto session = runtime::Session::Create(std::move(model).value(), options);
   ASSERT_TRUE(session.ok()) << session.status().ToString();

@@ -3,11 +3,15 @@
 // matrix product); ConvDnnl takes a case only where oneDNN has an
 // implementation for it, and says "not taken" otherwise.
 //
-// Tensors stay NCHW between nodes. oneDNN picks the layouts it computes in
-// (format "any"); X is reordered into it and Y back, which costs less than
-// the faster kernels gain, except for 1x1 stride-1 convolutions, which read
-// NCHW as a matrix product best. Constant weights are reordered once per
-// session (KernelCache).
+// An NCHW convolution (ONNX Conv) lets oneDNN pick the layouts it computes
+// in (format "any"); X is reordered into it and Y back, which costs less
+// than the faster kernels gain, except for 1x1 stride-1 convolutions, which
+// read NCHW as a matrix product best. A channels-last one (ai.vigil.ConvNhwc,
+// which the session's layout pass writes where this file takes it) computes
+// in NHWC as it is, with no reorder; its residual Add runs inside the
+// convolution as a oneDNN post-op, and its Relu/Clip(0, 6) in one pass over
+// Y right after (oneDNN's own turn NaN into 0). Constant weights are
+// reordered once per session (KernelCache).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/cpu/elementwise_kernels.h"
 #include "backends/cpu/fast/dnnl_library.h"
 #include "backends/cpu/fast/fast_kernels.h"
 #include "backends/cpu/fast/kernel_cache.h"
@@ -48,10 +53,11 @@ struct ConvPlan {
   const DnnlApi* api = nullptr;
   dnnl_primitive_desc_t pd = nullptr;
   dnnl_primitive_t conv = nullptr;
-  dnnl_memory_desc_t user_src{}, user_weights{}, user_dst{}, bias{};
+  dnnl_memory_desc_t user_src{}, user_weights{}, user_dst{}, bias{};  // as the node holds them
   dnnl_memory_desc_t src{}, weights{}, dst{}, scratch{};
   dnnl_primitive_t src_in = nullptr, weights_in = nullptr, dst_out = nullptr;  // reorders, where needed
   bool has_bias = false;
+  bool has_z = false;  // a binary-add post-op reads Z (laid out as user_dst)
   std::string impl;
 
   ~ConvPlan() {
@@ -112,12 +118,22 @@ std::shared_ptr<const ConvPlan> MakePlan(const DnnlApi& api, const ConvProblem& 
   const dnnl_dims_t pad_r = {g.pad_end[0], g.pad_end[1]};
   const bool pointwise = g.kernel[0] == 1 && g.kernel[1] == 1 && g.strides[0] == 1 && g.strides[1] == 1 &&
                          g.pad_begin[0] == 0 && g.pad_begin[1] == 0 && g.pad_end[0] == 0 && g.pad_end[1] == 0;
-  const dnnl_format_tag_t act = pointwise ? dnnl_nchw : dnnl_format_tag_any;
+  // Channels-last activations are computed in as they are; NCHW ones in
+  // oneDNN's choice, except pointwise ones (see the top of the file).
+  const dnnl_format_tag_t user_act = p.channels_last ? dnnl_nhwc : dnnl_nchw;
+  const dnnl_format_tag_t act = p.channels_last ? dnnl_nhwc : pointwise ? dnnl_nchw : dnnl_format_tag_any;
+  // W's strides over oneDNN's dims ([g,] o, i, h, w): OIHW, or KRSC (o, h,
+  // w, i) for channels-last, with the group outermost.
+  const int64_t kh = g.kernel[0], kw = g.kernel[1];
+  const dnnl_dims_t w_strides = {cg * kh * kw, p.channels_last ? 1 : kh * kw, p.channels_last ? kw * cg : kw,
+                                 p.channels_last ? cg : 1};
+  const dnnl_dims_t w_strides_grouped = {mg * w_strides[0], w_strides[0], w_strides[1], w_strides[2], w_strides[3]};
   dnnl_memory_desc_t src_any, w_any, dst_any;
-  bool ok = api.dnnl_memory_desc_init_by_tag(&plan->user_src, 4, src_dims, dnnl_f32, dnnl_nchw) == dnnl_success &&
-            api.dnnl_memory_desc_init_by_tag(&plan->user_dst, 4, dst_dims, dnnl_f32, dnnl_nchw) == dnnl_success &&
-            api.dnnl_memory_desc_init_by_tag(&plan->user_weights, grouped ? 5 : 4, grouped ? w_dims_grouped : w_dims,
-                                             dnnl_f32, grouped ? dnnl_goihw : dnnl_oihw) == dnnl_success &&
+  bool ok = api.dnnl_memory_desc_init_by_tag(&plan->user_src, 4, src_dims, dnnl_f32, user_act) == dnnl_success &&
+            api.dnnl_memory_desc_init_by_tag(&plan->user_dst, 4, dst_dims, dnnl_f32, user_act) == dnnl_success &&
+            api.dnnl_memory_desc_init_by_strides(&plan->user_weights, grouped ? 5 : 4,
+                                                 grouped ? w_dims_grouped : w_dims, dnnl_f32,
+                                                 grouped ? w_strides_grouped : w_strides) == dnnl_success &&
             api.dnnl_memory_desc_init_by_tag(&plan->bias, 1, bias_dims, dnnl_f32, dnnl_a) == dnnl_success &&
             api.dnnl_memory_desc_init_by_tag(&src_any, 4, src_dims, dnnl_f32, act) == dnnl_success &&
             api.dnnl_memory_desc_init_by_tag(&dst_any, 4, dst_dims, dnnl_f32, act) == dnnl_success &&
@@ -135,6 +151,17 @@ std::shared_ptr<const ConvPlan> MakePlan(const DnnlApi& api, const ConvProblem& 
   // The scratchpad comes with each run, so that runs on several threads
   // can share one primitive.
   ok = api.dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
+  plan->has_z = p.z != nullptr;
+  if (ok && plan->has_z) {
+    dnnl_post_ops_t post = nullptr;
+    ok = api.dnnl_post_ops_create(&post) == dnnl_success;
+    // Y = conv + B, then + Z (an addition keeps NaN). The activation runs
+    // after the primitive (ApplyActivation): oneDNN 2.6's relu and clip_v2
+    // post-ops turn NaN into 0, where ONNX Relu and Clip keep it (tested).
+    if (ok && plan->has_z) ok = api.dnnl_post_ops_append_binary(post, dnnl_binary_add, &plan->user_dst) == dnnl_success;
+    ok = ok && api.dnnl_primitive_attr_set_post_ops(attr, post) == dnnl_success;
+    if (post) api.dnnl_post_ops_destroy(post);
+  }
   api.omp_set_num_threads(threads);  // oneDNN plans for the threads it sees at creation
   ok = ok && api.dnnl_primitive_desc_create(&plan->pd, &desc, attr, api.engine, nullptr) == dnnl_success;
   api.dnnl_primitive_attr_destroy(attr);
@@ -156,10 +183,12 @@ std::shared_ptr<const ConvPlan> MakePlan(const DnnlApi& api, const ConvProblem& 
 
 std::string PlanKey(const ConvProblem& p, int threads) {
   const SpatialGeometry& g = *p.g;
-  return fmt::format("{} {} {} {} {}x{} {}x{} k{}x{} s{}x{} d{}x{} p{},{},{},{} b{} t{}", p.batch, p.in_channels,
+  return fmt::format("{} {} {} {} {}x{} {}x{} k{}x{} s{}x{} d{}x{} p{},{},{},{} b{} t{} l{} z{} a{}", p.batch,
+                     p.in_channels,
                      p.out_channels, p.group, g.image[0], g.image[1], g.columns[0], g.columns[1], g.kernel[0],
                      g.kernel[1], g.strides[0], g.strides[1], g.dilations[0], g.dilations[1], g.pad_begin[0],
-                     g.pad_begin[1], g.pad_end[0], g.pad_end[1], p.bias != nullptr, threads);
+                     g.pad_begin[1], g.pad_end[0], g.pad_end[1], p.bias != nullptr, threads, p.channels_last, p.z != nullptr,
+                     static_cast<int>(p.activation));
 }
 
 // One stream per thread: a CPU stream runs what it is given on the calling
@@ -216,6 +245,22 @@ Status Reorder(const DnnlApi& api, dnnl_stream_t stream, Memories& mem, dnnl_pri
   return Execute(api, stream, p, {{DNNL_ARG_FROM, a}, {DNNL_ARG_TO, b}}, "a reorder");
 }
 
+// Y = max(Y, 0), then min(Y, 6) for Relu6, NaN kept (a select on `v < 0`
+// passes NaN through), over the channels-last Y in place.
+void ApplyActivation(const ConvProblem& p) {
+  if (p.activation == ConvActivation::kNone) return;
+  const uint64_t n = static_cast<uint64_t>(p.batch) * p.out_channels * p.g->ColumnSize();
+  float* y = p.y;
+  if (p.activation == ConvActivation::kRelu) {
+    ForEachIndexBlocked(n, [&](uint64_t i) { y[i] = y[i] < 0.0f ? 0.0f : y[i]; });
+  } else {
+    ForEachIndexBlocked(n, [&](uint64_t i) {
+      const float v = y[i] < 0.0f ? 0.0f : y[i];
+      y[i] = v > 6.0f ? 6.0f : v;
+    });
+  }
+}
+
 }  // namespace
 
 KernelCache::KernelCache() : impl_(std::make_unique<Impl>()) {}
@@ -227,6 +272,7 @@ KernelCache::Counts KernelCache::counts() const {
 
 Result<bool> ConvDnnl(const ConvProblem& p, KernelCache* cache) {
   if (p.g->rank() != 2) return false;
+  if (!p.channels_last && (p.z || p.activation != ConvActivation::kNone)) return false;  // NHWC only
   const DnnlApi* api = Dnnl();
   if (!api) {
     if (cache) cache->NoteConvWithoutDnnl();
@@ -311,7 +357,12 @@ Result<bool> ConvDnnl(const ConvProblem& p, KernelCache* cache) {
     VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t b_m, mem.Over(plan->bias, p.bias));
     args.push_back({DNNL_ARG_BIAS, b_m});
   }
+  if (plan->has_z) {
+    VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t z_m, mem.Over(plan->user_dst, p.z));
+    args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, z_m});
+  }
   VIGIL_RETURN_IF_ERROR(Execute(*api, stream, plan->conv, std::move(args), "the convolution"));
+  ApplyActivation(p);
   if (plan->dst_out) {
     VIGIL_RETURN_IF_ERROR(Reorder(*api, stream, mem, plan->dst_out, plan->dst, dst, plan->user_dst, p.y));
   }

@@ -24,6 +24,7 @@ struct DnnlApi {
   X(dnnl_stream_create)                         \
   X(dnnl_stream_destroy)                        \
   X(dnnl_memory_desc_init_by_tag)               \
+  X(dnnl_memory_desc_init_by_strides)           \
   X(dnnl_memory_desc_equal)                     \
   X(dnnl_memory_desc_get_size)                  \
   X(dnnl_memory_create)                         \
@@ -32,6 +33,11 @@ struct DnnlApi {
   X(dnnl_primitive_attr_create)                 \
   X(dnnl_primitive_attr_destroy)                \
   X(dnnl_primitive_attr_set_scratchpad_mode)    \
+  X(dnnl_primitive_attr_set_post_ops)           \
+  X(dnnl_post_ops_create)                       \
+  X(dnnl_post_ops_destroy)                      \
+  X(dnnl_post_ops_append_eltwise)               \
+  X(dnnl_post_ops_append_binary)                \
   X(dnnl_primitive_desc_create)                 \
   X(dnnl_primitive_desc_query)                  \
   X(dnnl_primitive_desc_query_md)               \

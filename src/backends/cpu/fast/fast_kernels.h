@@ -19,6 +19,14 @@ namespace vigil::cpu::fast {
 // as in the reference (the first NaN of a window), -inf for a window wholly
 // in the padding. Returns false (nothing written) unless g is 2D.
 bool MaxPool2dFloat(const SpatialGeometry& g, int64_t planes, const float* x, float* y);
+// The same on channels-last float32: X [batch, image, channels], Y [batch,
+// columns, channels], each channel by the reference's rule.
+bool MaxPool2dNhwcFloat(const SpatialGeometry& g, int64_t batch, int64_t channels, const float* x, float* y);
+// GlobalAveragePool on channels-last float32, X [batch, spatial, channels],
+// Y [batch, channels]: each channel summed in double in spatial order,
+// divided by `spatial` and rounded once, the reference's arithmetic (so its
+// results bit for bit).
+void GlobalAveragePoolNhwcFloat(int64_t batch, int64_t spatial, int64_t channels, const float* x, float* y);
 
 // y = 1 / (1 + exp(-x)) over n float32 values (y may be x), as the
 // reference Sigmoid computes it but with a vectorisable exp: within 4 units
@@ -95,8 +103,14 @@ class KernelCache;  // kernel_cache.h
 
 // One float32 Conv: X [batch, in_channels, image], W [out_channels,
 // in_channels / group, kernel], optional B [out_channels], Y [batch,
-// out_channels, columns], all contiguous NCHW. `w_tensor` is W as the node
-// received it: a constant's packed copy is kept in `cache` (may be null).
+// out_channels, columns], all contiguous NCHW; or, with `channels_last`
+// (ai.vigil.ConvNhwc, 2D), X [batch, H, W, in_channels], W [out_channels,
+// kH, kW, in_channels / group] and Y [batch, OH, OW, out_channels], and then
+// optionally Y = act(conv + B + Z) with Z of Y's shape and layout (the
+// op's epilogue; each step rounded to float32 as the separate ops would).
+// `w_tensor` is W as the node received it: a constant's packed copy is kept
+// in `cache` (may be null).
+enum class ConvActivation { kNone, kRelu, kRelu6 };
 struct ConvProblem {
   int64_t batch = 0, in_channels = 0, out_channels = 0, group = 1;
   const SpatialGeometry* g = nullptr;
@@ -105,6 +119,9 @@ struct ConvProblem {
   const float* w = nullptr;
   const float* bias = nullptr;
   float* y = nullptr;
+  bool channels_last = false;
+  const float* z = nullptr;  // channels_last only
+  ConvActivation activation = ConvActivation::kNone;  // channels_last only
 };
 // Runs it through oneDNN (conv_dnnl.cpp): true when done; false, with
 // nothing written, when oneDNN is not loaded, the convolution is not 2D or

@@ -1,7 +1,9 @@
 // MaxPool over 2D float32 planes: the taps of each window are found once per
 // output row and column (no per-tap index arithmetic over a generic rank), and
 // the comparison is a select, not a branch. The reference is MaxPoolPlanes in
-// pool.cpp.
+// pool.cpp. Also the channels-last MaxPool and GlobalAveragePool (the
+// references: pool_nhwc.cpp's, which transpose and run pool.cpp's), along
+// the channels, which are contiguous.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -106,6 +108,51 @@ bool MaxPool2dFloat(const SpatialGeometry& g, int64_t planes, const float* x, fl
     }
   }
   return true;
+}
+
+bool MaxPool2dNhwcFloat(const SpatialGeometry& g, int64_t batch, int64_t channels, const float* x, float* y) {
+  if (g.rank() != 2) return false;
+  const int64_t h = g.image[0], w = g.image[1], oh = g.columns[0], ow = g.columns[1];
+  const std::vector<TapRange> rows = Taps(oh, h, g.kernel[0], g.strides[0], g.dilations[0], g.pad_begin[0]);
+  const std::vector<TapRange> cols = Taps(ow, w, g.kernel[1], g.strides[1], g.dilations[1], g.pad_begin[1]);
+  const float lowest = -std::numeric_limits<float>::infinity();
+  for (int64_t n = 0; n < batch; ++n) {
+    const float* xn = x + n * h * w * channels;
+    for (int64_t i = 0; i < oh; ++i) {
+      const TapRange& r = rows[static_cast<size_t>(i)];
+      for (int64_t j = 0; j < ow; ++j) {
+        const TapRange& c = cols[static_cast<size_t>(j)];
+        float* out = y + ((n * oh + i) * ow + j) * channels;
+        std::fill(out, out + channels, lowest);
+        // Taps in row-major window order, each channel by the reference's
+        // rule (Take, as a select).
+        for (int64_t a = r.first; a < r.last; ++a) {
+          const float* row = xn + (r.start + a * g.dilations[0]) * w * channels;
+          for (int64_t b = c.first; b < c.last; ++b) {
+            const float* e = row + (c.start + b * g.dilations[1]) * channels;
+            ForEachIndexBlocked(channels, [&](int64_t k) { out[k] = Take(out[k], e[k]); });
+          }
+        }
+      }
+    }
+  }
+  return true;
+}
+
+void GlobalAveragePoolNhwcFloat(int64_t batch, int64_t spatial, int64_t channels, const float* x, float* y) {
+  std::vector<double> sum(static_cast<size_t>(channels));
+  double* s = sum.data();
+  for (int64_t n = 0; n < batch; ++n) {
+    std::fill(sum.begin(), sum.end(), 0.0);
+    const float* xn = x + n * spatial * channels;
+    for (int64_t p = 0; p < spatial; ++p) {
+      const float* e = xn + p * channels;
+      ForEachIndexBlocked(channels, [&](int64_t k) { s[k] += static_cast<double>(e[k]); });
+    }
+    float* out = y + n * channels;
+    const double count = static_cast<double>(spatial);  // 0: NaN, as the reference
+    for (int64_t k = 0; k < channels; ++k) out[k] = static_cast<float>(s[k] / count);
+  }
 }
 
 }  // namespace vigil::cpu::fast
