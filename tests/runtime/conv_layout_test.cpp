@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/fast/dnnl_library.h"
 #include "vigil/float16.h"
 #include "runtime/session.h"
 #include "fake_device_backend.h"
@@ -218,6 +219,43 @@ TEST(ConvLayout, Float32AndHostOnlySessionsStayNchw) {
   auto host = Session::Create(SmallCnn(), Options(ConvLayout::kNhwcWhereFaster, /*device=*/false));
   ASSERT_TRUE(host.ok()) << host.status().ToString();
   EXPECT_EQ(Count((*host)->model(), "ConvNhwc"), 0u);
+}
+
+// A CPU session (no device) with nhwc_float32, as the library makes one:
+// where oneDNN loads, its float32 convolutions, their Relu and the pool run
+// channels-last, within float32 roundings of the NCHW session; a backend on
+// reference kernels, or a float16 model, keeps the graph as it is.
+TEST(ConvLayout, CpuSessionsRunFloat32ConvsNhwcWhereOneDnnLoads) {
+  SessionOptions o = Options(ConvLayout::kNhwcWhereFaster, /*device=*/false);
+  o.nhwc_float32 = true;
+  auto nhwc = Session::Create(SmallCnn(DataType::kFloat32), std::move(o));
+  ASSERT_TRUE(nhwc.ok()) << nhwc.status().ToString();
+  const ir::Model& m = (*nhwc)->model();
+  const size_t converted = cpu::fast::DnnlLoaded() ? 2 : 0;
+  EXPECT_EQ(Count(m, "ConvNhwc"), converted) << cpu::fast::DnnlDescription();
+  EXPECT_EQ(Count(m, "GlobalAveragePoolNhwc"), converted / 2);
+  EXPECT_EQ(Count(m, "Relu"), 2 - converted / 2);  // relu0 fused into conv0
+  auto plain = Session::Create(SmallCnn(DataType::kFloat32), Options(ConvLayout::kAsModel, /*device=*/false));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  std::vector<float> got = RunOn(**nhwc, DataType::kFloat32), want = RunOn(**plain, DataType::kFloat32);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_FALSE(std::isnan(got[i])) << i;
+    EXPECT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << i;
+  }
+
+  SessionOptions ref;
+  ref.backends.push_back(cpu::MakeCpuBackend(cpu::CpuOptions{0, /*reference_kernels=*/true}));
+  ref.conv_layout = ConvLayout::kNhwcWhereFaster;
+  ref.nhwc_float32 = true;
+  auto reference = Session::Create(SmallCnn(DataType::kFloat32), std::move(ref));
+  ASSERT_TRUE(reference.ok()) << reference.status().ToString();
+  EXPECT_EQ(Count((*reference)->model(), "ConvNhwc"), 0u);
+  SessionOptions half = Options(ConvLayout::kNhwcWhereFaster, /*device=*/false);
+  half.nhwc_float32 = true;
+  auto f16 = Session::Create(SmallCnn(), std::move(half));
+  ASSERT_TRUE(f16.ok()) << f16.status().ToString();
+  EXPECT_EQ(Count((*f16)->model(), "ConvNhwc"), 0u);
 }
 
 // Where the session allows TF32 (nhwc_float32), float32 convolutions move

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/execution.h"
+
 namespace vigil::runtime {
 namespace {
 
@@ -65,6 +67,40 @@ TEST(MemoryPlan, Empty) {
   MemoryPlan plan = PlanMemory({});
   EXPECT_EQ(plan.arena_bytes, 0u);
   EXPECT_TRUE(plan.tensors.empty());
+}
+
+// A session's host arenas: a run reuses an arena a finished run gave back
+// (the same memory, not new pages), runs in flight hold different ones, and
+// a plan larger than every free arena gets a new one while a free one that
+// is too small is dropped.
+TEST(HostArenaPool, ReusesGivenBackArenasAndNeverSharesOneInFlight) {
+  HostArenaPool pool;
+  auto a = pool.Take(4096);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  const void* first = a->raw_data();
+  EXPECT_GE(a->byte_size(), 4096u);
+  auto b = pool.Take(4096);  // a is still in use
+  ASSERT_TRUE(b.ok());
+  EXPECT_NE(b->raw_data(), first);
+  pool.Give(std::move(*a));
+  auto c = pool.Take(1000);  // the smallest free arena that holds it
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->raw_data(), first);
+  pool.Give(std::move(*b));
+  pool.Give(std::move(*c));
+  auto big = pool.Take(1 << 20);  // larger than both: a new one, one small one dropped
+  ASSERT_TRUE(big.ok());
+  EXPECT_GE(big->byte_size(), uint64_t{1} << 20);
+  pool.Give(std::move(*big));
+  auto again = pool.Take(1 << 20);
+  ASSERT_TRUE(again.ok());
+  EXPECT_GE(again->byte_size(), uint64_t{1} << 20);
+  auto small = pool.Take(4096);  // the one small arena left
+  ASSERT_TRUE(small.ok());
+  auto fresh = pool.Take(4096);  // none left: a new one
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_NE(small->raw_data(), fresh->raw_data());
+  EXPECT_NE(small->raw_data(), again->raw_data());
 }
 
 }  // namespace
