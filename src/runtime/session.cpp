@@ -26,6 +26,7 @@
 #include "ops/shape_helpers.h"
 #include "runtime/captured_run.h"
 #include "runtime/control_flow.h"
+#include "ir/fold_batch_norm.h"
 #include "runtime/execution.h"
 #include "runtime/type_inference.h"
 
@@ -250,6 +251,12 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
     VIGIL_ASSIGN_OR_RETURN(inferred, InferGraph(state->model, float16_order, {}, first_folding));
     state->model = ApplyFolding(state->model, inferred);
     AlignInitializers(state->model.graph);
+  }
+  if (state->options.fold_batch_norm) {
+    // The Conv writes the BatchNormalization's output, whose inferred type
+    // stays valid; nothing else is renamed.
+    VIGIL_ASSIGN_OR_RETURN(size_t folded, ir::FoldBatchNormIntoConv(state->model));
+    static_cast<void>(folded);
   }
   if (state->options.backends[0]->device() != Device::kHost) {
     // Linear layers as one cuBLASLt product with a bias epilogue, erf-GELU

@@ -38,6 +38,11 @@ struct SessionOptions {
   // library's sessions set it: on an H200 cuDNN's float32 convolutions, TF32
   // or exact, ran faster NHWC; runtime/conv_layout.h).
   bool nhwc_float32 = false;
+  // Fold each inference BatchNormalization into the Conv before it, at load
+  // (ir/fold_batch_norm.h): one node instead of two, and no BatchNormalization
+  // to stop the NHWC layout pass. The result moves by float32 roundings of
+  // the folded weights. The library sets it for CPU sessions.
+  bool fold_batch_norm = false;
   // Record runs as device graphs (CUDA graphs) and replay them: per thread
   // and input shapes, the first Run runs normally, the second records the
   // whole run and replays it, later ones replay (one launch instead of one
