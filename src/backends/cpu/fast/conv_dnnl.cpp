@@ -8,13 +8,18 @@
 // than the faster kernels gain, except for 1x1 stride-1 convolutions, which
 // read NCHW as a matrix product best. A channels-last one (ai.vigil.ConvNhwc,
 // which the session's layout pass writes where this file takes it) computes
-// in NHWC as it is, with no reorder; its residual Add runs inside the
-// convolution as a oneDNN post-op, and its Relu/Clip(0, 6) in one pass over
-// Y right after (oneDNN's own turn NaN into 0). Constant weights are
+// in NHWC as it is, with no reorder, and its residual Add and Relu/Clip(0,
+// 6) run inside the convolution as oneDNN post-ops. oneDNN 2.6's relu and
+// clip turn NaN into 0, where ONNX keeps it, so the activation is fused only
+// where the sum cannot be NaN: X (and Z) all finite and no partial sum able
+// to overflow (SurelyFinite, one read of X); otherwise the convolution runs
+// without it and a NaN-keeping pass over Y applies it. Constant weights are
 // reordered once per session (KernelCache).
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <string>
@@ -79,6 +84,8 @@ struct KernelCache::Impl {
   std::mutex mu;
   std::map<std::string, std::shared_ptr<const ConvPlan>> plans;
   std::map<std::pair<const void*, std::string>, std::shared_ptr<const PackedWeights>> weights;
+  // Constant W -> (its owner, kept alive; FilterAbsSum's value).
+  std::map<const void*, std::pair<std::shared_ptr<const void>, double>> filter_abs_sums;
 };
 
 namespace {
@@ -152,13 +159,16 @@ std::shared_ptr<const ConvPlan> MakePlan(const DnnlApi& api, const ConvProblem& 
   // can share one primitive.
   ok = api.dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
   plan->has_z = p.z != nullptr;
-  if (ok && plan->has_z) {
+  if (ok && (plan->has_z || p.activation != ConvActivation::kNone)) {
     dnnl_post_ops_t post = nullptr;
     ok = api.dnnl_post_ops_create(&post) == dnnl_success;
-    // Y = conv + B, then + Z (an addition keeps NaN). The activation runs
-    // after the primitive (ApplyActivation): oneDNN 2.6's relu and clip_v2
-    // post-ops turn NaN into 0, where ONNX Relu and Clip keep it (tested).
+    // Y = conv + B, then + Z, then clip_v2 (0, inf) for Relu or (0, 6):
+    // only for sums that are surely finite (see the top of the file).
     if (ok && plan->has_z) ok = api.dnnl_post_ops_append_binary(post, dnnl_binary_add, &plan->user_dst) == dnnl_success;
+    if (ok && p.activation != ConvActivation::kNone) {
+      const float hi = p.activation == ConvActivation::kRelu6 ? 6.0f : std::numeric_limits<float>::infinity();
+      ok = api.dnnl_post_ops_append_eltwise(post, 1.0f, dnnl_eltwise_clip_v2, 0.0f, hi) == dnnl_success;
+    }
     ok = ok && api.dnnl_primitive_attr_set_post_ops(attr, post) == dnnl_success;
     if (post) api.dnnl_post_ops_destroy(post);
   }
@@ -270,14 +280,11 @@ KernelCache::Counts KernelCache::counts() const {
   return Counts{impl_->plans.size(), impl_->weights.size()};
 }
 
-Result<bool> ConvDnnl(const ConvProblem& p, KernelCache* cache) {
-  if (p.g->rank() != 2) return false;
-  if (!p.channels_last && (p.z || p.activation != ConvActivation::kNone)) return false;  // NHWC only
-  const DnnlApi* api = Dnnl();
-  if (!api) {
-    if (cache) cache->NoteConvWithoutDnnl();
-    return false;
-  }
+namespace {
+
+// Runs `p` (its activation, if any, as a post-op) on its plan, made on first
+// use; false where oneDNN has no implementation for it.
+Result<bool> RunPlanned(const DnnlApi* api, const ConvProblem& p, KernelCache* cache) {
   const int threads = GemmThreadsFor(static_cast<double>(p.batch) * p.out_channels * p.g->ColumnSize() *
                                      (p.in_channels / p.group) * p.g->KernelSize());
   const std::string key = PlanKey(p, threads);
@@ -362,11 +369,105 @@ Result<bool> ConvDnnl(const ConvProblem& p, KernelCache* cache) {
     args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, z_m});
   }
   VIGIL_RETURN_IF_ERROR(Execute(*api, stream, plan->conv, std::move(args), "the convolution"));
-  ApplyActivation(p);
   if (plan->dst_out) {
     VIGIL_RETURN_IF_ERROR(Reorder(*api, stream, mem, plan->dst_out, plan->dst, dst, plan->user_dst, p.y));
   }
   return true;
+}
+
+// The largest |v| over n floats, or +inf where one is NaN or infinite: 16
+// lanes in GCC vector types, built for AVX-512, AVX2 and the baseline
+// (target_clones), so that the scan runs at the memory's speed.
+typedef float Floats16 __attribute__((vector_size(64)));
+typedef int32_t Ints16 __attribute__((vector_size(64)));
+__attribute__((target_clones("avx512f", "avx2", "default"))) double MaxAbsOrInf(const float* v, uint64_t n) {
+  const Floats16 largest_finite = Floats16{} + std::numeric_limits<float>::max();
+  const Ints16 magnitude = Ints16{} + 0x7fffffff;
+  Floats16 m = {};
+  Ints16 finite = Ints16{} - 1;  // all ones while every element is finite
+  uint64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    Ints16 bits;
+    std::memcpy(&bits, v + i, sizeof bits);
+    bits &= magnitude;  // |v|, NaN staying NaN
+    Floats16 a;
+    std::memcpy(&a, &bits, sizeof a);
+    m = a > m ? a : m;
+    finite &= a <= largest_finite;  // false for NaN and infinities
+  }
+  double result = 0;
+  for (int j = 0; j < 16; ++j) {
+    if (!finite[j]) return std::numeric_limits<double>::infinity();
+    result = std::max(result, static_cast<double>(m[j]));
+  }
+  for (; i < n; ++i) {
+    const float a = std::fabs(v[i]);
+    if (!(a <= std::numeric_limits<float>::max())) return std::numeric_limits<double>::infinity();
+    result = std::max(result, static_cast<double>(a));
+  }
+  return result;
+}
+
+// max over output channels m of sum |W[m, ...]| (each channel's filter is
+// contiguous in both OIHW and KRSC), in double; kept per constant W.
+double FilterAbsSum(const ConvProblem& p, KernelCache* cache) {
+  const bool constant = cache && p.w_tensor && p.w_tensor->is_constant() && p.w_tensor->storage();
+  if (constant) {
+    std::lock_guard<std::mutex> lock(cache->impl().mu);
+    auto it = cache->impl().filter_abs_sums.find(p.w);
+    if (it != cache->impl().filter_abs_sums.end()) return it->second.second;
+  }
+  const uint64_t per_filter = static_cast<uint64_t>(p.in_channels / p.group) * p.g->KernelSize();
+  double largest = 0;
+  for (int64_t m = 0; m < p.out_channels; ++m) {
+    double sum = 0;
+    const float* w = p.w + m * per_filter;
+    for (uint64_t i = 0; i < per_filter; ++i) sum += std::fabs(static_cast<double>(w[i]));
+    largest = std::max(largest, sum);  // NaN weights: NaN, which fails the test below
+    if (std::isnan(sum)) largest = sum;
+  }
+  if (constant) {
+    std::lock_guard<std::mutex> lock(cache->impl().mu);
+    cache->impl().filter_abs_sums.emplace(p.w, std::make_pair(p.w_tensor->storage(), largest));
+  }
+  return largest;
+}
+
+// Whether every sum conv(X, W) + B + Z can hold, in any order, is finite:
+// X, B and Z finite, and max|X| * max_m sum|W[m]| + max|B| + max|Z| (a
+// bound on every partial sum) well below FLT_MAX. Then a fused activation
+// has no NaN to lose.
+bool SurelyFinite(const ConvProblem& p, KernelCache* cache) {
+  const double w = FilterAbsSum(p, cache);
+  if (!(w <= std::numeric_limits<double>::max())) return false;
+  const uint64_t nx = static_cast<uint64_t>(p.batch) * p.in_channels * p.g->ImageSize();
+  double bound = MaxAbsOrInf(p.x, nx) * w;
+  if (p.bias) bound += MaxAbsOrInf(p.bias, static_cast<uint64_t>(p.out_channels));
+  if (p.z) bound += MaxAbsOrInf(p.z, static_cast<uint64_t>(p.batch) * p.out_channels * p.g->ColumnSize());
+  return bound < 0.5 * std::numeric_limits<float>::max();
+}
+
+}  // namespace
+
+Result<bool> ConvDnnl(const ConvProblem& p, KernelCache* cache) {
+  if (p.g->rank() != 2) return false;
+  if (!p.channels_last && (p.z || p.activation != ConvActivation::kNone)) return false;  // NHWC only
+  const DnnlApi* api = Dnnl();
+  if (!api) {
+    if (cache) cache->NoteConvWithoutDnnl();
+    return false;
+  }
+  if (p.activation != ConvActivation::kNone && SurelyFinite(p, cache)) {
+    VIGIL_ASSIGN_OR_RETURN(bool done, RunPlanned(api, p, cache));
+    if (done) return true;
+  }
+  // NaN possible (or the fused plan refused): the activation after the
+  // convolution, keeping NaN.
+  ConvProblem plain = p;
+  plain.activation = ConvActivation::kNone;
+  VIGIL_ASSIGN_OR_RETURN(bool done, RunPlanned(api, plain, cache));
+  if (done) ApplyActivation(p);
+  return done;
 }
 
 #else
