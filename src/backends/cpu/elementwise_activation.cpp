@@ -10,6 +10,7 @@
 
 #include "backends/cpu/element_codec.h"
 #include "backends/cpu/elementwise_kernels.h"
+#include "backends/cpu/parallel.h"
 #include "backends/cpu/fast/fast_kernels.h"
 #include "ops/op_params.h"
 
@@ -73,7 +74,11 @@ Status Sigmoid(KernelContext& ctx) {
   const runtime::Tensor* x = ctx.input(0);
   if (ctx.optimised() && x && x->dtype() == ir::DataType::kFloat32) {
     VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, x->dtype(), x->shape()));
-    fast::SigmoidFloat(x->data<float>(), y->data<float>(), x->element_count());
+    const float* xs = x->data<float>();
+    float* ys = y->data<float>();
+    ParallelFor(static_cast<int64_t>(x->element_count()), kParallelGrain, [&](int64_t begin, int64_t end) {
+      fast::SigmoidFloat(xs + begin, ys + begin, static_cast<uint64_t>(end - begin));
+    });
     return Status::Ok();
   }
   return MapUnary<kFloatTypes>(ctx, [](auto v) { return StableSigmoid(v); });

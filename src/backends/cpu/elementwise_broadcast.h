@@ -22,21 +22,26 @@ void RunBinary(const BroadcastWalk<2>& w, const typename EA::Storage* a, const t
                typename EO::Storage* out, const Op& op) {
   ForEachBroadcastRun(w, [&](int64_t o, const std::array<int64_t, 2>& off, const std::array<int64_t, 2>& st,
                              int64_t n) {
-    const auto* pa = a + off[0];
-    const auto* pb = b + off[1];
-    auto* po = out + o;
-    // Blocked so that -O2 vectorises them (ForEachIndexBlocked).
-    if (st[0] && st[1]) {
-      ForEachIndexBlocked(n, [&](int64_t i) { po[i] = EO::Store(op(EA::Load(pa[i]), EB::Load(pb[i]))); });
-    } else if (st[0]) {
-      const auto vb = EB::Load(pb[0]);
-      ForEachIndexBlocked(n, [&](int64_t i) { po[i] = EO::Store(op(EA::Load(pa[i]), vb)); });
-    } else if (st[1]) {
-      const auto va = EA::Load(pa[0]);
-      ForEachIndexBlocked(n, [&](int64_t i) { po[i] = EO::Store(op(va, EB::Load(pb[i]))); });
-    } else {
-      std::fill(po, po + n, EO::Store(op(EA::Load(pa[0]), EB::Load(pb[0]))));
-    }
+    // A long run (same shapes, or a scalar against a tensor) splits across
+    // the pool's threads (parallel.h); blocked so that -O2 vectorises it
+    // (ForEachIndexBlocked).
+    ParallelFor(n, kParallelGrain, [&](int64_t begin, int64_t end) {
+      const auto* pa = a + off[0] + (st[0] ? begin : 0);
+      const auto* pb = b + off[1] + (st[1] ? begin : 0);
+      auto* po = out + o + begin;
+      const int64_t len = end - begin;
+      if (st[0] && st[1]) {
+        ForEachIndexBlocked(len, [&](int64_t i) { po[i] = EO::Store(op(EA::Load(pa[i]), EB::Load(pb[i]))); });
+      } else if (st[0]) {
+        const auto vb = EB::Load(pb[0]);
+        ForEachIndexBlocked(len, [&](int64_t i) { po[i] = EO::Store(op(EA::Load(pa[i]), vb)); });
+      } else if (st[1]) {
+        const auto va = EA::Load(pa[0]);
+        ForEachIndexBlocked(len, [&](int64_t i) { po[i] = EO::Store(op(va, EB::Load(pb[i]))); });
+      } else {
+        std::fill(po, po + len, EO::Store(op(EA::Load(pa[0]), EB::Load(pb[0]))));
+      }
+    });
   });
 }
 

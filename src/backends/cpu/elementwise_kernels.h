@@ -11,6 +11,7 @@
 
 #include "backends/cpu/element_types.h"
 #include "backends/cpu/kernel.h"
+#include "backends/cpu/parallel.h"
 
 namespace vigil::cpu {
 
@@ -89,7 +90,11 @@ inline void ForEachIndexBlocked(Int n, F&& f) {
 // but no other overlap.
 template <typename InElem, typename OutElem, typename Op>
 void MapElements(const typename InElem::Storage* x, typename OutElem::Storage* out, uint64_t n, const Op& op) {
-  ForEachIndexBlocked(n, [&](uint64_t i) { out[i] = OutElem::Store(op(InElem::Load(x[i]))); });
+  ParallelFor(static_cast<int64_t>(n), kParallelGrain, [&](int64_t begin, int64_t end) {
+    const auto* xb = x + begin;
+    auto* ob = out + begin;
+    ForEachIndexBlocked(end - begin, [&](int64_t i) { ob[i] = OutElem::Store(op(InElem::Load(xb[i]))); });
+  });
 }
 
 // Allocates output 0 with input 0's shape and dtype `out_dtype`, and maps

@@ -130,7 +130,8 @@ template <typename T>
 void Product(const GemmShape& s, const T* a, const T* b, T* out, T alpha, bool accumulate) {
   if constexpr (std::is_same_v<T, float>) {
     if (t_optimised &&
-        fast::SgemmDnnl(s, a, b, out, alpha, accumulate, ThreadsFor(static_cast<double>(s.m) * s.n * s.k))) {
+        fast::SgemmDnnl(s, a, b, out, alpha, accumulate,
+                        PoolThreadsFor(static_cast<double>(s.m) * s.n * s.k, kMinMacsPerPoolThread))) {
       return;
     }
   }
@@ -173,12 +174,14 @@ unsigned Cores() {
   return cores;
 }
 
-int GemmThreadsFor(double macs) {
+int PoolThreadsFor(double units, double min_per_thread) {
   unsigned hw = Cores();
   if (t_thread_limit > 0) hw = std::min<unsigned>(hw == 0 ? 1 : hw, static_cast<unsigned>(t_thread_limit));
-  if (hw <= 1 || macs < 2 * kMinMacsPerThread) return 1;
-  return static_cast<int>(std::min<double>(hw, macs / kMinMacsPerThread));
+  if (hw <= 1 || units < 2 * min_per_thread) return 1;
+  return static_cast<int>(std::min<double>(hw, units / min_per_thread));
 }
+
+int GemmThreadsFor(double macs) { return PoolThreadsFor(macs, kMinMacsPerThread); }
 
 namespace gemm_internal {
 VIGIL_GEMM_BLOCK_DEFINE(EigenBlockBaseline)

@@ -70,6 +70,13 @@ class ScopedOptimisedProducts {
 // How many threads a product of `macs` multiply-adds is split across here,
 // now (the limit above and the CPU's cores).
 int GemmThreadsFor(double macs);
+// The same for `units` of work of which a thread should get at least
+// `min_per_thread` (work on the OpenMP pool, whose threads wait ready, pays
+// off in smaller pieces than a product that starts its own threads).
+int PoolThreadsFor(double units, double min_per_thread);
+// Multiply-adds one thread of the OpenMP pool should get at least (a team
+// starts in microseconds; 256K multiply-adds take tens of them).
+inline constexpr double kMinMacsPerPoolThread = 256.0 * 1024;
 
 // The instruction set float/double products use. The default is the widest
 // the CPU supports; UseGemmIsa selects a narrower one (tests run every

@@ -7,6 +7,7 @@
 
 #include "backends/cpu/shape_ops_common.h"
 #include "backends/cpu/kernel_families.h"
+#include "backends/cpu/parallel.h"
 
 namespace vigil::cpu {
 namespace shape_family {
@@ -71,9 +72,20 @@ void TiledStridedCopyT(const std::vector<int64_t>& shape, const W* src, const st
     outer_count *= static_cast<uint64_t>(shape[i]);
   }
   const int64_t na = shape[a], nl = shape[last], sl = strides[last], da = dst_strides[a];
+  // Outer positions split across the pool's threads (parallel.h), each
+  // starting its odometer at its first position.
+  const int64_t rows_per_grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, na * nl));
+  ParallelFor(static_cast<int64_t>(outer_count), rows_per_grain, [&](int64_t first, int64_t last_row) {
   std::vector<int64_t> idx(outer.size(), 0);
   int64_t soff = 0, doff = 0;
-  for (uint64_t o = 0; o < outer_count; ++o) {
+  for (size_t k = outer.size(), rest = static_cast<size_t>(first); k-- > 0;) {
+    const size_t ax = outer[k];
+    idx[k] = static_cast<int64_t>(rest % static_cast<size_t>(shape[ax]));
+    rest /= static_cast<size_t>(shape[ax]);
+    soff += idx[k] * strides[ax];
+    doff += idx[k] * dst_strides[ax];
+  }
+  for (int64_t o = first; o < last_row; ++o) {
     for (int64_t i0 = 0; i0 < na; i0 += kTile) {
       const int64_t i1 = std::min(i0 + kTile, na);
       for (int64_t j0 = 0; j0 < nl; j0 += kTile) {
@@ -95,6 +107,7 @@ void TiledStridedCopyT(const std::vector<int64_t>& shape, const W* src, const st
       idx[k] = 0;
     }
   }
+  });
 }
 
 template <typename W>

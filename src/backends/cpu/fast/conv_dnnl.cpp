@@ -29,6 +29,7 @@
 
 #include "backends/cpu/elementwise_kernels.h"
 #include "backends/cpu/fast/dnnl_library.h"
+#include "backends/cpu/parallel.h"
 #include "backends/cpu/fast/fast_kernels.h"
 #include "backends/cpu/fast/kernel_cache.h"
 #include "backends/cpu/gemm.h"
@@ -260,15 +261,18 @@ Status Reorder(const DnnlApi& api, dnnl_stream_t stream, Memories& mem, dnnl_pri
 void ApplyActivation(const ConvProblem& p) {
   if (p.activation == ConvActivation::kNone) return;
   const uint64_t n = static_cast<uint64_t>(p.batch) * p.out_channels * p.g->ColumnSize();
-  float* y = p.y;
-  if (p.activation == ConvActivation::kRelu) {
-    ForEachIndexBlocked(n, [&](uint64_t i) { y[i] = y[i] < 0.0f ? 0.0f : y[i]; });
-  } else {
-    ForEachIndexBlocked(n, [&](uint64_t i) {
-      const float v = y[i] < 0.0f ? 0.0f : y[i];
-      y[i] = v > 6.0f ? 6.0f : v;
-    });
-  }
+  const bool relu6 = p.activation == ConvActivation::kRelu6;
+  ParallelFor(static_cast<int64_t>(n), kParallelGrain, [&](int64_t begin, int64_t end) {
+    float* y = p.y + begin;
+    if (!relu6) {
+      ForEachIndexBlocked(end - begin, [&](int64_t i) { y[i] = y[i] < 0.0f ? 0.0f : y[i]; });
+    } else {
+      ForEachIndexBlocked(end - begin, [&](int64_t i) {
+        const float v = y[i] < 0.0f ? 0.0f : y[i];
+        y[i] = v > 6.0f ? 6.0f : v;
+      });
+    }
+  });
 }
 
 }  // namespace
@@ -285,8 +289,11 @@ namespace {
 // Runs `p` (its activation, if any, as a post-op) on its plan, made on first
 // use; false where oneDNN has no implementation for it.
 Result<bool> RunPlanned(const DnnlApi* api, const ConvProblem& p, KernelCache* cache) {
-  const int threads = GemmThreadsFor(static_cast<double>(p.batch) * p.out_channels * p.g->ColumnSize() *
-                                     (p.in_channels / p.group) * p.g->KernelSize());
+  // oneDNN's OpenMP threads wait ready, so a convolution splits in smaller
+  // pieces than a product that starts its own threads (gemm.h).
+  const int threads = PoolThreadsFor(static_cast<double>(p.batch) * p.out_channels * p.g->ColumnSize() *
+                                         (p.in_channels / p.group) * p.g->KernelSize(),
+                                     kMinMacsPerPoolThread);
   const std::string key = PlanKey(p, threads);
   std::shared_ptr<const ConvPlan> plan;
   if (cache) {
@@ -433,6 +440,22 @@ double FilterAbsSum(const ConvProblem& p, KernelCache* cache) {
   return largest;
 }
 
+// MaxAbsOrInf over the pool's threads: 64 blocks, each scanned whole by one
+// thread, then the largest.
+double ParallelMaxAbsOrInf(const float* v, uint64_t n) {
+  constexpr int64_t kBlocks = 64;
+  if (n < static_cast<uint64_t>(2 * kParallelGrain)) return MaxAbsOrInf(v, n);
+  double block_max[kBlocks];
+  const uint64_t per = (n + kBlocks - 1) / kBlocks;
+  ParallelFor(kBlocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      const uint64_t from = std::min<uint64_t>(n, k * per), to = std::min<uint64_t>(n, from + per);
+      block_max[k] = MaxAbsOrInf(v + from, to - from);
+    }
+  });
+  return *std::max_element(block_max, block_max + kBlocks);
+}
+
 // Whether every sum conv(X, W) + B + Z can hold, in any order, is finite:
 // X, B and Z finite, and max|X| * max_m sum|W[m]| + max|B| + max|Z| (a
 // bound on every partial sum) well below FLT_MAX. Then a fused activation
@@ -441,9 +464,9 @@ bool SurelyFinite(const ConvProblem& p, KernelCache* cache) {
   const double w = FilterAbsSum(p, cache);
   if (!(w <= std::numeric_limits<double>::max())) return false;
   const uint64_t nx = static_cast<uint64_t>(p.batch) * p.in_channels * p.g->ImageSize();
-  double bound = MaxAbsOrInf(p.x, nx) * w;
+  double bound = ParallelMaxAbsOrInf(p.x, nx) * w;
   if (p.bias) bound += MaxAbsOrInf(p.bias, static_cast<uint64_t>(p.out_channels));
-  if (p.z) bound += MaxAbsOrInf(p.z, static_cast<uint64_t>(p.batch) * p.out_channels * p.g->ColumnSize());
+  if (p.z) bound += ParallelMaxAbsOrInf(p.z, static_cast<uint64_t>(p.batch) * p.out_channels * p.g->ColumnSize());
   return bound < 0.5 * std::numeric_limits<float>::max();
 }
 

@@ -43,6 +43,13 @@ Loaded Load() {
   VIGIL_DNNL_CALLS(VIGIL_DNNL_RESOLVE)
 #undef VIGIL_DNNL_RESOLVE
   l.api.omp_set_num_threads = reinterpret_cast<void (*)(int)>(dlsym(handle, "omp_set_num_threads"));
+  l.api.gomp_parallel =
+      reinterpret_cast<void (*)(void (*)(void*), void*, unsigned, unsigned)>(dlsym(handle, "GOMP_parallel"));
+  l.api.omp_get_thread_num = reinterpret_cast<int (*)()>(dlsym(handle, "omp_get_thread_num"));
+  l.api.omp_get_num_threads = reinterpret_cast<int (*)()>(dlsym(handle, "omp_get_num_threads"));
+  if (!l.api.gomp_parallel || !l.api.omp_get_thread_num || !l.api.omp_get_num_threads) {
+    l.api.gomp_parallel = nullptr;  // all three or none
+  }
   const dnnl_version_t* v = l.api.dnnl_version();
   if (!v || v->major != 2) {
     l.description = fmt::format("{} reports oneDNN {}.x, not 2.x: CPU convolutions run on the reference kernels",

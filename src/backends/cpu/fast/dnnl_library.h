@@ -53,6 +53,13 @@ struct DnnlApi {
   // libgomp's, which libdnnl.so.2 loads: oneDNN's OpenMP build takes its
   // thread count from the calling thread's OpenMP setting.
   void (*omp_set_num_threads)(int) = nullptr;
+  // libgomp's team start (its GCC ABI entry point, what `#pragma omp
+  // parallel` compiles to) and a member's number, for cpu/parallel.h's
+  // ParallelFor: elementwise work on the same pool as oneDNN's threads.
+  // Null where the build is not OpenMP (ParallelFor then stays serial).
+  void (*gomp_parallel)(void (*)(void*), void*, unsigned, unsigned) = nullptr;
+  int (*omp_get_thread_num)() = nullptr;
+  int (*omp_get_num_threads)() = nullptr;
   dnnl_engine_t engine = nullptr;  // the CPU engine, made once
 };
 

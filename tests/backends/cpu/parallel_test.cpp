@@ -1,0 +1,104 @@
+// ParallelFor (backends/cpu/parallel.h): every index exactly once, in
+// disjoint contiguous chunks, on several threads where oneDNN's OpenMP pool
+// is loaded and the work is large enough, on the calling thread alone under
+// a thread limit of 1; and elementwise kernels that split their work give
+// the serial results bit for bit.
+#include "backends/cpu/parallel.h"
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "backends/cpu/gemm.h"
+#include "backends/cpu/kernel_test_util.h"
+
+namespace vigil::cpu {
+namespace {
+
+namespace kt = vigil::cpu::testing;
+
+struct Seen {
+  std::vector<std::atomic<int>> hits;
+  std::mutex mu;
+  std::set<std::thread::id> threads;
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  explicit Seen(int64_t n) : hits(static_cast<size_t>(n)) {}
+};
+
+void Cover(int64_t n, int64_t grain, Seen& seen) {
+  ParallelFor(n, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) seen.hits[static_cast<size_t>(i)].fetch_add(1);
+    std::lock_guard<std::mutex> lock(seen.mu);
+    seen.threads.insert(std::this_thread::get_id());
+    seen.chunks.emplace_back(begin, end);
+  });
+}
+
+TEST(ParallelFor, CoversEveryIndexOnceInDisjointChunks) {
+  for (int64_t n : {int64_t{0}, int64_t{1}, kParallelGrain * 2 - 1, kParallelGrain * 2, kParallelGrain * 7 + 13}) {
+    SCOPED_TRACE(n);
+    Seen seen(n);
+    Cover(n, kParallelGrain, seen);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(seen.hits[static_cast<size_t>(i)].load(), 1) << i;
+    for (const auto& [b, e] : seen.chunks) EXPECT_LT(b, e);
+    if (n < 2 * kParallelGrain) EXPECT_LE(seen.chunks.size(), 1u);  // small work stays on one thread
+  }
+  // Where the pool is there and the machine has cores, large work spreads.
+  if (ParallelPoolAvailable() && std::thread::hardware_concurrency() > 1) {
+    Seen seen(kParallelGrain * 8);
+    Cover(kParallelGrain * 8, kParallelGrain, seen);
+    EXPECT_GT(seen.chunks.size(), 1u);
+    EXPECT_GT(seen.threads.size(), 1u);
+  }
+}
+
+TEST(ParallelFor, ThreadLimitOneRunsOnTheCallingThread) {
+  ScopedGemmThreadLimit one(1);
+  Seen seen(kParallelGrain * 8);
+  Cover(kParallelGrain * 8, kParallelGrain, seen);
+  ASSERT_EQ(seen.chunks.size(), 1u);
+  EXPECT_EQ(*seen.threads.begin(), std::this_thread::get_id());
+}
+
+// Add, Sigmoid and a large NHWC <-> NCHW Transpose split across threads
+// give what one thread gives, bit for bit.
+TEST(ParallelFor, SplitKernelsMatchOneThread) {
+  const std::vector<int64_t> shape{2, 64, 61, 67};
+  const size_t n = 2 * 64 * 61 * 67;
+  std::vector<float> a(n), b(n);
+  for (size_t i = 0; i < n; ++i) {
+    a[i] = static_cast<float>(i % 977) * 0.013f - 6.0f;
+    b[i] = static_cast<float>(i % 331) * -0.021f + 3.0f;
+  }
+  runtime::Tensor ta = kt::MakeTensor(ir::DataType::kFloat32, shape, a);
+  runtime::Tensor tb = kt::MakeTensor(ir::DataType::kFloat32, shape, b);
+  std::vector<std::pair<ir::Node, std::vector<const runtime::Tensor*>>> cases = {
+      {kt::MakeNode("Add", {"a", "b"}, {"y"}), {&ta, &tb}},
+      {kt::MakeNode("Sigmoid", {"a"}, {"y"}), {&ta}},
+      {kt::MakeNode("Transpose", {"a"}, {"y"}, {kt::IntsAttr("perm", {0, 2, 3, 1})}), {&ta}},
+      {kt::MakeNode("Transpose", {"a"}, {"y"}, {kt::IntsAttr("perm", {0, 3, 1, 2})}), {&ta}},
+  };
+  for (const auto& [node, inputs] : cases) {
+    SCOPED_TRACE(node.op_type);
+    std::vector<runtime::Tensor> one, all;
+    {
+      ScopedGemmThreadLimit limit(1);
+      auto r = kt::RunKernel(node, 13, inputs);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      one = std::move(*r);
+    }
+    auto r = kt::RunKernel(node, 13, inputs);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    all = std::move(*r);
+    ASSERT_EQ(one[0].byte_size(), all[0].byte_size());
+    EXPECT_EQ(std::memcmp(one[0].raw_data(), all[0].raw_data(), one[0].byte_size()), 0);
+  }
+}
+
+}  // namespace
+}  // namespace vigil::cpu
