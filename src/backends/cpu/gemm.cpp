@@ -174,14 +174,25 @@ unsigned Cores() {
   return cores;
 }
 
-int PoolThreadsFor(double units, double min_per_thread) {
+namespace {
+unsigned ThreadLimit() {
   unsigned hw = Cores();
   if (t_thread_limit > 0) hw = std::min<unsigned>(hw == 0 ? 1 : hw, static_cast<unsigned>(t_thread_limit));
+  return hw;
+}
+}  // namespace
+
+int PoolThreadsFor(double units, double min_per_thread) {
+  const unsigned hw = ThreadLimit();
   if (hw <= 1 || units < 2 * min_per_thread) return 1;
-  return static_cast<int>(std::min<double>(hw, units / min_per_thread));
+  return static_cast<int>(hw);  // the whole team (gemm.h)
 }
 
-int GemmThreadsFor(double macs) { return PoolThreadsFor(macs, kMinMacsPerThread); }
+int GemmThreadsFor(double macs) {
+  const unsigned hw = ThreadLimit();
+  if (hw <= 1 || macs < 2 * kMinMacsPerThread) return 1;
+  return static_cast<int>(std::min<double>(hw, macs / kMinMacsPerThread));
+}
 
 namespace gemm_internal {
 VIGIL_GEMM_BLOCK_DEFINE(EigenBlockBaseline)

@@ -74,6 +74,26 @@ struct ConvPlan {
   }
 };
 
+// A buffer that grows to the largest size asked of it and is reused.
+struct GrowingBuffer {
+  AlignedBytes bytes;
+  Result<void*> Reserve(size_t n, const char* what) {
+    if (n > bytes.size) {
+      bytes = AlignedBytes{};
+      bytes = AlignedBytes::Make(n);
+      if (!bytes.data) {
+        bytes = AlignedBytes{};
+        return OutOfMemoryError("oneDNN convolution: no memory for {} ({} bytes)", what, n);
+      }
+    }
+    return bytes.data.get();
+  }
+};
+// One thread's buffers for the convolutions it runs, one at a time.
+struct RunBuffers {
+  GrowingBuffer src, dst, scratch;
+};
+
 struct PackedWeights {
   AlignedBytes bytes;
   std::shared_ptr<const void> owner;  // keeps the constant (and its address) alive
@@ -343,28 +363,32 @@ Result<bool> RunPlanned(const DnnlApi* api, const ConvProblem& p, KernelCache* c
     weights = packed ? packed->bytes.data.get() : run_weights.data.get();
   }
 
+  // The reordered X and Y and the scratchpad live in this thread's buffers,
+  // kept between calls: allocated per call, the large ones were new pages,
+  // zeroed on first touch, every time (at 16 threads a MobileNetV2
+  // convolution's scratchpad cost 20 times its computation).
+  thread_local RunBuffers buffers;
   const void* src = p.x;
-  AlignedBytes src_buf, dst_buf;
   if (plan->src_in) {
-    src_buf = AlignedBytes::Make(api->dnnl_memory_desc_get_size(&plan->src));
-    if (src_buf.size && !src_buf.data) return OutOfMemoryError("oneDNN convolution: no memory for its input");
-    VIGIL_RETURN_IF_ERROR(Reorder(*api, stream, mem, plan->src_in, plan->user_src, p.x, plan->src, src_buf.data.get()));
-    src = src_buf.data.get();
+    VIGIL_ASSIGN_OR_RETURN(void* buf, buffers.src.Reserve(api->dnnl_memory_desc_get_size(&plan->src), "its input"));
+    VIGIL_RETURN_IF_ERROR(Reorder(*api, stream, mem, plan->src_in, plan->user_src, p.x, plan->src, buf));
+    src = buf;
   }
   void* dst = p.y;
   if (plan->dst_out) {
-    dst_buf = AlignedBytes::Make(api->dnnl_memory_desc_get_size(&plan->dst));
-    if (dst_buf.size && !dst_buf.data) return OutOfMemoryError("oneDNN convolution: no memory for its output");
-    dst = dst_buf.data.get();
+    VIGIL_ASSIGN_OR_RETURN(dst, buffers.dst.Reserve(api->dnnl_memory_desc_get_size(&plan->dst), "its output"));
   }
-  AlignedBytes scratch = AlignedBytes::Make(api->dnnl_memory_desc_get_size(&plan->scratch));
-  if (scratch.size && !scratch.data) return OutOfMemoryError("oneDNN convolution: no memory for its scratchpad");
+  const size_t scratch_size = api->dnnl_memory_desc_get_size(&plan->scratch);
+  void* scratch = nullptr;
+  if (scratch_size) {
+    VIGIL_ASSIGN_OR_RETURN(scratch, buffers.scratch.Reserve(scratch_size, "its scratchpad"));
+  }
   VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t src_m, mem.Over(plan->src, src));
   VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t w_m, mem.Over(plan->weights, weights));
   VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t dst_m, mem.Over(plan->dst, dst));
   std::vector<dnnl_exec_arg_t> args = {{DNNL_ARG_SRC, src_m}, {DNNL_ARG_WEIGHTS, w_m}, {DNNL_ARG_DST, dst_m}};
-  if (scratch.size) {
-    VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t scratch_m, mem.Over(plan->scratch, scratch.data.get()));
+  if (scratch_size) {
+    VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t scratch_m, mem.Over(plan->scratch, scratch));
     args.push_back({DNNL_ARG_SCRATCHPAD, scratch_m});
   }
   if (plan->has_bias) {
