@@ -225,6 +225,19 @@ TEST(ConvLayout, Float32AndHostOnlySessionsStayNchw) {
 // where oneDNN loads, its float32 convolutions, their Relu and the pool run
 // channels-last, within float32 roundings of the NCHW session; a backend on
 // reference kernels, or a float16 model, keeps the graph as it is.
+// The float32 SmallCnn output of `nhwc` against a plain NCHW CPU session's:
+// within float32 roundings of a reordered sum, and no NaN.
+void ExpectFloat32MatchesTheCpu(const Session& nhwc) {
+  auto plain = Session::Create(SmallCnn(DataType::kFloat32), Options(ConvLayout::kAsModel, /*device=*/false));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  std::vector<float> got = RunOn(nhwc, DataType::kFloat32), want = RunOn(**plain, DataType::kFloat32);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_FALSE(std::isnan(got[i])) << i;
+    EXPECT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << i;
+  }
+}
+
 TEST(ConvLayout, CpuSessionsRunFloat32ConvsNhwcWhereOneDnnLoads) {
   SessionOptions o = Options(ConvLayout::kNhwcWhereFaster, /*device=*/false);
   o.nhwc_float32 = true;
@@ -235,14 +248,7 @@ TEST(ConvLayout, CpuSessionsRunFloat32ConvsNhwcWhereOneDnnLoads) {
   EXPECT_EQ(Count(m, "ConvNhwc"), converted) << cpu::fast::DnnlDescription();
   EXPECT_EQ(Count(m, "GlobalAveragePoolNhwc"), converted / 2);
   EXPECT_EQ(Count(m, "Relu"), 2 - converted / 2);  // relu0 fused into conv0
-  auto plain = Session::Create(SmallCnn(DataType::kFloat32), Options(ConvLayout::kAsModel, /*device=*/false));
-  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
-  std::vector<float> got = RunOn(**nhwc, DataType::kFloat32), want = RunOn(**plain, DataType::kFloat32);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_FALSE(std::isnan(got[i])) << i;
-    EXPECT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << i;
-  }
+  ExpectFloat32MatchesTheCpu(**nhwc);
 
   SessionOptions ref;
   ref.backends.push_back(cpu::MakeCpuBackend(cpu::CpuOptions{0, /*reference_kernels=*/true}));
@@ -269,14 +275,7 @@ TEST(ConvLayout, Float32ConvsRunNhwcWhenTheSessionAllowsTf32) {
   EXPECT_EQ(Count(m, "ConvNhwc"), 2u);
   EXPECT_EQ(Count(m, "Conv"), 0u);
   EXPECT_EQ(Count(m, "GlobalAveragePoolNhwc"), 1u);
-  auto plain = Session::Create(SmallCnn(DataType::kFloat32), Options(ConvLayout::kAsModel, /*device=*/false));
-  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
-  std::vector<float> got = RunOn(**nhwc, DataType::kFloat32), want = RunOn(**plain, DataType::kFloat32);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_FALSE(std::isnan(got[i])) << i;
-    EXPECT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << i;
-  }
+  ExpectFloat32MatchesTheCpu(**nhwc);
 }
 
 TEST(ConvLayout, GroupedConvsStayNchw) {
