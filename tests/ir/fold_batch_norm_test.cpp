@@ -23,14 +23,6 @@ using namespace vigil::ir::testing;
 constexpr int64_t kM = 13;  // output channels
 constexpr int64_t kC = 5;   // input channels
 
-std::vector<float> Values(size_t n, uint32_t seed, float lo, float hi) {
-  std::vector<float> v(n);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  for (float& f : v) f = u(rng);
-  return v;
-}
-
 Tensor Floats(std::string name, std::vector<int64_t> dims, std::vector<float> v) {
   return OwnedInitializer<float>(std::move(name), DataType::kFloat32, std::move(dims), std::move(v));
 }
@@ -57,12 +49,12 @@ Model ConvBn(bool bias) {
   m.graph.name = "conv_bn";
   m.graph.inputs = {TensorValue("x", DataType::kFloat32, {2, kC, 9, 7})};
   m.graph.outputs = {TensorValue("y", DataType::kFloat32, {2, kM, 9, 7})};
-  m.graph.initializers = {Floats("w", {kM, kC, 3, 3}, Values(kM * kC * 9, 1, -1, 1)),
-                          Floats("scale", {kM}, Values(kM, 2, 0.5f, 2)), Floats("shift", {kM}, Values(kM, 3, -1, 1)),
-                          Floats("mean", {kM}, Values(kM, 4, -0.5f, 0.5f)), Floats("var", {kM}, Values(kM, 5, 0.1f, 3))};
+  m.graph.initializers = {Floats("w", {kM, kC, 3, 3}, RandomFloats(kM * kC * 9, 1, -1, 1)),
+                          Floats("scale", {kM}, RandomFloats(kM, 2, 0.5f, 2)), Floats("shift", {kM}, RandomFloats(kM, 3, -1, 1)),
+                          Floats("mean", {kM}, RandomFloats(kM, 4, -0.5f, 0.5f)), Floats("var", {kM}, RandomFloats(kM, 5, 0.1f, 3))};
   Node conv = MakeNode("Conv", {"x", "w"}, {"c"}, "conv");
   if (bias) {
-    m.graph.initializers.push_back(Floats("b", {kM}, Values(kM, 6, -1, 1)));
+    m.graph.initializers.push_back(Floats("b", {kM}, RandomFloats(kM, 6, -1, 1)));
     conv.inputs.push_back("b");
   }
   conv.attributes.push_back(IntsAttr("pads", {1, 1, 1, 1}));
@@ -97,7 +89,7 @@ std::vector<float> RunCpu(const Model& m) {
   auto s = runtime::Session::Create(m, std::move(o));
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   if (!s.ok()) return {};
-  std::vector<float> x = Values(2 * kC * 9 * 7, 7, -2, 2);
+  std::vector<float> x = RandomFloats(2 * kC * 9 * 7, 7, -2, 2);
   auto out = (*s)->Run({{"x", DataType::kFloat32, {2, kC, 9, 7}, x.data(), x.size() * 4, ""}});
   EXPECT_TRUE(out.ok()) << out.status().ToString();
   if (!out.ok()) return {};

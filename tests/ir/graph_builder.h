@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <random>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -131,6 +132,15 @@ inline Model ChainModel() {
   m.graph.outputs = {TensorValue("y", DataType::kFloat32, {2, 3})};
   m.graph.nodes = {MakeNode("Relu", {"x"}, {"a"}, "relu"), MakeNode("Neg", {"a"}, {"y"}, "neg")};
   return m;
+}
+
+// n floats drawn uniformly from [lo, hi), fixed by `seed` (mt19937).
+inline std::vector<float> RandomFloats(size_t n, uint32_t seed, float lo = -1, float hi = 1) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
 }
 
 }  // namespace vigil::ir::testing

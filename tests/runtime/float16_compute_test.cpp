@@ -20,14 +20,6 @@ namespace {
 using namespace vigil::ir::testing;
 using ir::DataType;
 
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
-
 // x float32[1,3,7,5], n int64[1] ->
 //   Conv(w, b, pads 1) -> Relu -> Resize(scales [1,1,2,2], nearest) = u
 //   Mul(u, Cast(n, float32)) -> Min(., 1e6) = y (an output, also read by)
@@ -42,8 +34,8 @@ ir::Model MixedModel() {
   m.graph.outputs = {TensorValue("y", DataType::kFloat32, {1, 13, 14, 10}),
                      TensorValue("z", DataType::kFloat32, {1, 13, 14, 10})};
   m.graph.initializers = {
-      OwnedInitializer<float>("w", DataType::kFloat32, {13, 3, 3, 3}, Random(13 * 27, 1)),
-      OwnedInitializer<float>("b", DataType::kFloat32, {13}, Random(13, 2)),
+      OwnedInitializer<float>("w", DataType::kFloat32, {13, 3, 3, 3}, RandomFloats(13 * 27, 1)),
+      OwnedInitializer<float>("b", DataType::kFloat32, {13}, RandomFloats(13, 2)),
       OwnedInitializer<float>("scales", DataType::kFloat32, {4}, {1, 1, 2, 2}),
       OwnedInitializer<float>("huge", DataType::kFloat32, {}, {1e6f}),
       OwnedInitializer<int64_t>("axis", DataType::kInt64, {}, {3}),
@@ -175,13 +167,13 @@ TEST(Float16Compute, StatisticsBeyondFloat16StayFloat32) {
     m.opset_imports = {{"", 17}};
     m.graph.inputs = {TensorValue("x", DataType::kFloat32, {1, 13, 3, 5})};
     m.graph.outputs = {TensorValue("y", DataType::kFloat32, {1, 13, 3, 5})};
-    std::vector<float> var(13), mean = Random(13, 7);
+    std::vector<float> var(13), mean = RandomFloats(13, 7);
     for (size_t c = 0; c < 13; ++c) {
       var[c] = 1e7f * static_cast<float>(c + 1);
       mean[c] *= 300;
     }
-    m.graph.initializers = {OwnedInitializer<float>("scale", DataType::kFloat32, {13}, Random(13, 5)),
-                            OwnedInitializer<float>("bias", DataType::kFloat32, {13}, Random(13, 6)),
+    m.graph.initializers = {OwnedInitializer<float>("scale", DataType::kFloat32, {13}, RandomFloats(13, 5)),
+                            OwnedInitializer<float>("bias", DataType::kFloat32, {13}, RandomFloats(13, 6)),
                             OwnedInitializer<float>("mean", DataType::kFloat32, {13}, mean),
                             OwnedInitializer<float>("var", DataType::kFloat32, {13}, var)};
     m.graph.nodes = {MakeNode("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y"}, "bn")};

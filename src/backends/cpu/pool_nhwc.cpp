@@ -61,10 +61,10 @@ Status MaxPoolNhwcKernel(KernelContext& ctx) {
     const runtime::Tensor& x = *ctx.input(0);
     ops::WindowOptions options;
     options.pooling = true;
-    Result<ops::WindowAttrs> wa = ops::ReadWindowAttrs(ctx.node(), 2, std::nullopt, options);
-    Result<SpatialGeometry> g = wa.ok() ? ForwardGeometry(ctx.node(), *wa, {x.dim(1), x.dim(2)})
-                                        : Result<SpatialGeometry>(wa.status());
     // Attributes the window cannot take: the reference says what is wrong.
+    Result<ops::WindowAttrs> wa = ops::ReadWindowAttrs(ctx.node(), 2, std::nullopt, options);
+    Result<SpatialGeometry> g = InternalError("no window");
+    if (wa.ok()) g = ForwardGeometry(ctx.node(), *wa, {x.dim(1), x.dim(2)});
     if (g.ok()) {
       VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y,
                              ctx.Output(0, x.dtype(), {x.dim(0), g->columns[0], g->columns[1], x.dim(3)}));

@@ -76,37 +76,37 @@ void TiledStridedCopyT(const std::vector<int64_t>& shape, const W* src, const st
   // starting its odometer at its first position.
   const int64_t rows_per_grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, na * nl));
   ParallelFor(static_cast<int64_t>(outer_count), rows_per_grain, [&](int64_t first, int64_t last_row) {
-  std::vector<int64_t> idx(outer.size(), 0);
-  int64_t soff = 0, doff = 0;
-  for (size_t k = outer.size(), rest = static_cast<size_t>(first); k-- > 0;) {
-    const size_t ax = outer[k];
-    idx[k] = static_cast<int64_t>(rest % static_cast<size_t>(shape[ax]));
-    rest /= static_cast<size_t>(shape[ax]);
-    soff += idx[k] * strides[ax];
-    doff += idx[k] * dst_strides[ax];
-  }
-  for (int64_t o = first; o < last_row; ++o) {
-    for (int64_t i0 = 0; i0 < na; i0 += kTile) {
-      const int64_t i1 = std::min(i0 + kTile, na);
-      for (int64_t j0 = 0; j0 < nl; j0 += kTile) {
-        const int64_t j1 = std::min(j0 + kTile, nl);
-        for (int64_t i = i0; i < i1; ++i) {
-          W* d = dst + doff + i * da;
-          const W* s = src + soff + i;
-          for (int64_t j = j0; j < j1; ++j) d[j] = s[j * sl];
+    std::vector<int64_t> idx(outer.size(), 0);
+    int64_t soff = 0, doff = 0;
+    for (size_t k = outer.size(), rest = static_cast<size_t>(first); k-- > 0;) {
+      const size_t ax = outer[k];
+      idx[k] = static_cast<int64_t>(rest % static_cast<size_t>(shape[ax]));
+      rest /= static_cast<size_t>(shape[ax]);
+      soff += idx[k] * strides[ax];
+      doff += idx[k] * dst_strides[ax];
+    }
+    for (int64_t o = first; o < last_row; ++o) {
+      for (int64_t i0 = 0; i0 < na; i0 += kTile) {
+        const int64_t i1 = std::min(i0 + kTile, na);
+        for (int64_t j0 = 0; j0 < nl; j0 += kTile) {
+          const int64_t j1 = std::min(j0 + kTile, nl);
+          for (int64_t i = i0; i < i1; ++i) {
+            W* d = dst + doff + i * da;
+            const W* s = src + soff + i;
+            for (int64_t j = j0; j < j1; ++j) d[j] = s[j * sl];
+          }
         }
       }
+      for (size_t k = outer.size(); k-- > 0;) {  // advance the outer index like an odometer
+        const size_t ax = outer[k];
+        soff += strides[ax];
+        doff += dst_strides[ax];
+        if (++idx[k] < shape[ax]) break;
+        soff -= strides[ax] * shape[ax];
+        doff -= dst_strides[ax] * shape[ax];
+        idx[k] = 0;
+      }
     }
-    for (size_t k = outer.size(); k-- > 0;) {  // advance the outer index like an odometer
-      const size_t ax = outer[k];
-      soff += strides[ax];
-      doff += dst_strides[ax];
-      if (++idx[k] < shape[ax]) break;
-      soff -= strides[ax] * shape[ax];
-      doff -= dst_strides[ax] * shape[ax];
-      idx[k] = 0;
-    }
-  }
   });
 }
 

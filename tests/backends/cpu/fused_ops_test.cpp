@@ -10,20 +10,14 @@
 #include "ir/fuse_gelu.h"
 #include "ir/fuse_matmul_bias.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain
+#include "ir/graph_builder.h"  // RandomFloats
 #include "kernel_test_util.h"
 
 namespace vigil::cpu {
 namespace {
 
 using namespace vigil::cpu::testing;
-
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
+using ir::testing::RandomFloats;
 
 ir::Node MatMulBiasNode() {
   ir::Node n = MakeNode(ir::kMatMulBiasOp, {"a", "w", "b"}, {"y"});
@@ -48,10 +42,10 @@ TEST(MatMulBiasCpu, MatchesMatMulThenAddFloat32) {
   for (std::vector<int64_t> a_shape : {std::vector<int64_t>{13, 7}, {3, 13, 7}, {2, 3, 5, 7}}) {
     uint64_t count = 1;
     for (int64_t d : a_shape) count *= static_cast<uint64_t>(d);
-    runtime::Tensor a = F32(a_shape, Random(count, 1));
-    runtime::Tensor w = F32({7, 11}, Random(77, 2));
-    ExpectMatchesComposition(a, w, F32({11}, Random(11, 3)));
-    ExpectMatchesComposition(a, w, F32({1, 11}, Random(11, 4)));
+    runtime::Tensor a = F32(a_shape, RandomFloats(count, 1));
+    runtime::Tensor w = F32({7, 11}, RandomFloats(77, 2));
+    ExpectMatchesComposition(a, w, F32({11}, RandomFloats(11, 3)));
+    ExpectMatchesComposition(a, w, F32({1, 11}, RandomFloats(11, 4)));
   }
 }
 
@@ -60,19 +54,19 @@ TEST(MatMulBiasCpu, MatchesMatMulThenAddFloat16) {
     uint64_t count = 1;
     for (int64_t d : shape) count *= static_cast<uint64_t>(d);
     std::vector<uint16_t> h;
-    for (float v : Random(count, seed)) h.push_back(FloatToFloat16(v));
+    for (float v : RandomFloats(count, seed)) h.push_back(FloatToFloat16(v));
     return MakeTensor(ir::DataType::kFloat16, shape, h);
   };
   ExpectMatchesComposition(half({2, 13, 9}, 5), half({9, 127}, 6), half({127}, 7));
 }
 
 TEST(MatMulBiasCpu, RejectsABiasThatWidensTheProduct) {
-  runtime::Tensor a = F32({2, 3}, Random(6, 1));
-  runtime::Tensor w = F32({3, 4}, Random(12, 2));
-  runtime::Tensor b = F32({5, 4}, Random(20, 3));  // does not broadcast with [2, 4]
+  runtime::Tensor a = F32({2, 3}, RandomFloats(6, 1));
+  runtime::Tensor w = F32({3, 4}, RandomFloats(12, 2));
+  runtime::Tensor b = F32({5, 4}, RandomFloats(20, 3));  // does not broadcast with [2, 4]
   auto r = RunKernel(MatMulBiasNode(), 1, {&a, &w, &b});
   EXPECT_FALSE(r.ok());
-  runtime::Tensor b3 = F32({2, 1, 4}, Random(8, 3));  // broadcasts, but to [2, 2, 4]
+  runtime::Tensor b3 = F32({2, 1, 4}, RandomFloats(8, 3));  // broadcasts, but to [2, 2, 4]
   auto r3 = RunKernel(MatMulBiasNode(), 1, {&a, &w, &b3});
   EXPECT_FALSE(r3.ok());
 }
@@ -116,9 +110,9 @@ void ExpectResidualMatchesComposition(const runtime::Tensor& a, const runtime::T
 }
 
 TEST(MatMulBiasCpu, AddsTheResidualFloat32) {
-  runtime::Tensor a = F32({3, 13, 7}, Random(3 * 13 * 7, 11));
-  runtime::Tensor w = F32({7, 11}, Random(77, 12));
-  ExpectResidualMatchesComposition(a, w, F32({11}, Random(11, 13)), F32({3, 13, 11}, Random(3 * 13 * 11, 14)));
+  runtime::Tensor a = F32({3, 13, 7}, RandomFloats(3 * 13 * 7, 11));
+  runtime::Tensor w = F32({7, 11}, RandomFloats(77, 12));
+  ExpectResidualMatchesComposition(a, w, F32({11}, RandomFloats(11, 13)), F32({3, 13, 11}, RandomFloats(3 * 13 * 11, 14)));
 }
 
 TEST(MatMulBiasCpu, AddsTheResidualFloat16) {
@@ -126,21 +120,21 @@ TEST(MatMulBiasCpu, AddsTheResidualFloat16) {
     uint64_t count = 1;
     for (int64_t d : shape) count *= static_cast<uint64_t>(d);
     std::vector<uint16_t> h;
-    for (float v : Random(count, seed)) h.push_back(FloatToFloat16(v));
+    for (float v : RandomFloats(count, seed)) h.push_back(FloatToFloat16(v));
     return MakeTensor(ir::DataType::kFloat16, shape, h);
   };
   ExpectResidualMatchesComposition(half({2, 13, 9}, 15), half({9, 33}, 16), half({33}, 17), half({2, 13, 33}, 18));
 }
 
 TEST(MatMulBiasCpu, RejectsAResidualThatIsNotYsShapeAndDtype) {
-  runtime::Tensor a = F32({2, 3}, Random(6, 1));
-  runtime::Tensor w = F32({3, 4}, Random(12, 2));
-  runtime::Tensor b = F32({4}, Random(4, 3));
+  runtime::Tensor a = F32({2, 3}, RandomFloats(6, 1));
+  runtime::Tensor w = F32({3, 4}, RandomFloats(12, 2));
+  runtime::Tensor b = F32({4}, RandomFloats(4, 3));
   // Each would broadcast in an Add; R is Y's exact shape or nothing.
   for (std::vector<int64_t> shape : {std::vector<int64_t>{4}, {1, 4}, {2, 1}, {1, 2, 4}}) {
     uint64_t count = 1;
     for (int64_t d : shape) count *= static_cast<uint64_t>(d);
-    runtime::Tensor r = F32(shape, Random(count, 4));
+    runtime::Tensor r = F32(shape, RandomFloats(count, 4));
     auto got = RunKernel(MatMulBiasResidualNode(), 1, {&a, &w, &b, &r});
     ASSERT_FALSE(got.ok()) << shape.size();
     EXPECT_NE(got.status().summary().find("input 3 (R)"), std::string::npos) << got.status().summary();
@@ -191,7 +185,7 @@ std::vector<float> GeluChain(const runtime::Tensor& x) {
 }
 
 TEST(GeluCpu, MatchesTheErfChain) {
-  std::vector<float> v = Random(257, 9);
+  std::vector<float> v = RandomFloats(257, 9);
   for (float& x : v) x *= 6;
   v.push_back(0.0f);
   v.push_back(-40.0f);
@@ -217,14 +211,14 @@ TEST(GeluCpu, MatchesTheErfChain) {
 // for a row whose keys are all masked, as undefined_rows "zero" does.
 TEST(AttentionCpu, MaskedMatchesOnnxAttention) {
   const int64_t b = 2, s = 13, h = 3, d = 8, e = h * d;
-  const std::vector<float> q = Random(b * s * e, 1), k = Random(b * s * e, 2), v = Random(b * s * e, 3);
+  const std::vector<float> q = RandomFloats(b * s * e, 1), k = RandomFloats(b * s * e, 2), v = RandomFloats(b * s * e, 3);
   std::vector<float> qkv;
   for (int64_t r = 0; r < b * s; ++r) {
     for (const std::vector<float>* part : {&q, &k, &v}) {
       qkv.insert(qkv.end(), part->begin() + r * e, part->begin() + (r + 1) * e);
     }
   }
-  std::vector<float> m = Random(b * s, 4);
+  std::vector<float> m = RandomFloats(b * s, 4);
   for (int64_t t = 9; t < s; ++t) m[t] = -INFINITY;      // batch 0: the last 4 keys padded
   for (int64_t t = 0; t < s; ++t) m[s + t] = -INFINITY;  // batch 1: every key masked
   const runtime::Tensor x = F32({b, s, 3 * e}, qkv), mask = F32({b, 1, 1, s}, m);
@@ -258,7 +252,7 @@ TEST(AttentionCpu, MaskedMatchesOnnxAttention) {
 }
 
 TEST(AttentionCpu, MaskThatDoesNotBroadcastIsAnError) {
-  const runtime::Tensor x = F32({2, 5, 12}, Random(120, 5));
+  const runtime::Tensor x = F32({2, 5, 12}, RandomFloats(120, 5));
   ir::Node node = MakeNode(ir::kAttentionOp, {"qkv", "mask"}, {"y"},
                            {IntAttr("num_heads", 2), FloatAttr("scale", 0.5f), StringAttr("layout", "bse")});
   node.domain = ir::kVigilDomain;
@@ -266,13 +260,13 @@ TEST(AttentionCpu, MaskThatDoesNotBroadcastIsAnError) {
                                             std::vector<int64_t>{1, 2, 1, 1, 5}}) {
     int64_t n = 1;
     for (int64_t dim : shape) n *= dim;
-    const runtime::Tensor mask = F32(shape, Random(static_cast<size_t>(n), 6));
+    const runtime::Tensor mask = F32(shape, RandomFloats(static_cast<size_t>(n), 6));
     auto r = RunKernel(node, 1, {&x, &mask});
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.status().ToString().find("input 1 (the mask)"), std::string::npos) << r.status().ToString();
   }
   std::vector<uint16_t> h;
-  for (float f : Random(10, 7)) h.push_back(FloatToFloat16(f));
+  for (float f : RandomFloats(10, 7)) h.push_back(FloatToFloat16(f));
   const runtime::Tensor mask16 = MakeTensor(ir::DataType::kFloat16, {2, 1, 1, 5}, h);
   auto r = RunKernel(node, 1, {&x, &mask16});
   ASSERT_FALSE(r.ok());

@@ -454,8 +454,11 @@ double FilterAbsSum(const ConvProblem& p, KernelCache* cache) {
     double sum = 0;
     const float* w = p.w + m * per_filter;
     for (uint64_t i = 0; i < per_filter; ++i) sum += std::fabs(static_cast<double>(w[i]));
-    largest = std::max(largest, sum);  // NaN weights: NaN, which fails the test below
-    if (std::isnan(sum)) largest = sum;
+    if (std::isnan(sum)) {  // NaN weights: NaN, which fails SurelyFinite
+      largest = sum;
+      break;
+    }
+    largest = std::max(largest, sum);
   }
   if (constant) {
     std::lock_guard<std::mutex> lock(cache->impl().mu);
