@@ -6,7 +6,11 @@
 // which chains run in int8, which stay in float and why, and the output
 // against the unfused model on the CPU.
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <regex>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -77,40 +81,86 @@ struct ConvCase {
   int64_t n, h, w, c, m, k, stride, pad;
 };
 
+struct QConvProblem {
+  Tensor x;
+  ir::Model model;
+};
+
+// A QConvNhwc node of case `c` with random int8 X and W, and scales that
+// spread the accumulators over the int8 range (and past it: saturation).
+QConvProblem MakeQConv(const ConvCase& c, bool relu, uint32_t& seed) {
+  Tensor x = Int8Tensor({c.n, c.h, c.w, c.c}, ++seed);
+  Tensor w = Int8Tensor({c.m, c.k, c.k, c.c}, ++seed);
+  std::mt19937 rng(++seed);
+  const float typical = 73.0f * 73.0f * std::sqrt(static_cast<float>(c.c * c.k * c.k));
+  std::uniform_real_distribution<float> jitter(0.5f, 2.0f), shift(-40.0f, 40.0f);
+  std::vector<float> scale(c.m), bias(c.m);
+  for (int64_t i = 0; i < c.m; ++i) {
+    scale[i] = jitter(rng) * 60.0f / typical;
+    bias[i] = shift(rng);
+  }
+  Tensor s = FloatVector(scale), b = FloatVector(bias);
+  std::vector<ir::Attribute> attrs = {testing::IntsAttr("kernel_shape", {c.k, c.k}),
+                                      testing::IntsAttr("strides", {c.stride, c.stride}),
+                                      testing::IntsAttr("pads", {c.pad, c.pad, c.pad, c.pad})};
+  if (relu) attrs.push_back(testing::StringAttr("activation", "Relu"));
+  ir::Model model = OneNode(ir::kQConvNhwcOp, x, {{"w", &w}, {"scale", &s}, {"bias", &b}}, attrs);
+  return {std::move(x), std::move(model)};
+}
+
 TEST(CudaInt8, QConvNhwcMatchesCpuBitForBit) {
   VIGIL_SKIP_WITHOUT_CUDA();
-  // The last three take the exact float32 route (channels not in multiples of 4): an RGB stem among them.
-  const ConvCase cases[] = {{2, 13, 11, 12, 20, 3, 1, 1}, {1, 9, 9, 16, 8, 1, 2, 0},  {3, 7, 13, 4, 12, 5, 2, 2},
-                            {1, 14, 14, 64, 64, 3, 1, 1}, {2, 7, 7, 128, 36, 1, 1, 0}, {2, 31, 27, 3, 16, 7, 2, 3},
-                            {1, 13, 13, 6, 10, 3, 1, 1},  {1, 9, 11, 127, 13, 1, 1, 0}};
+  // Stride 2 with at most 4 input channels and 16 to 64 output channels (in
+  // multiples of 16) take the space-to-depth route: the RGB stem (7x7),
+  // 1 channel 3x3 on odd sizes, 2 channels with an even window, 64 outputs
+  // over a partial last tile, and a batch whose 980 tiles make the kernel's
+  // blocks take several each. The 4-channel 5x5 with 12 outputs takes the
+  // int8 route; the 3-channel stem with 8 outputs and the last three the
+  // exact float route (channels not in multiples of 4).
+  const ConvCase cases[] = {{2, 13, 11, 12, 20, 3, 1, 1},  {1, 9, 9, 16, 8, 1, 2, 0},   {3, 7, 13, 4, 12, 5, 2, 2},
+                            {1, 14, 14, 64, 64, 3, 1, 1},  {2, 7, 7, 128, 36, 1, 1, 0},  {2, 31, 27, 3, 16, 7, 2, 3},
+                            {1, 13, 11, 1, 16, 3, 2, 1},   {2, 16, 15, 2, 32, 4, 2, 1},  {1, 29, 33, 3, 64, 7, 2, 3},
+                            {5, 224, 224, 3, 64, 7, 2, 3}, {1, 12, 13, 3, 8, 7, 2, 3},   {1, 13, 13, 6, 10, 3, 1, 1},
+                            {1, 9, 11, 127, 13, 1, 1, 0}};
   uint32_t seed = 40;
   for (const ConvCase& c : cases) {
     for (bool relu : {false, true}) {
       SCOPED_TRACE(::testing::Message() << "x [" << c.n << "," << c.h << "," << c.w << "," << c.c << "] m " << c.m
                                         << " k " << c.k << " stride " << c.stride << " pad " << c.pad
                                         << (relu ? " relu" : ""));
-      Tensor x = Int8Tensor({c.n, c.h, c.w, c.c}, ++seed);
-      Tensor w = Int8Tensor({c.m, c.k, c.k, c.c}, ++seed);
-      std::mt19937 rng(++seed);
-      // Scales that spread the accumulators over the int8 range (and past it: saturation).
-      const float typical = 73.0f * 73.0f * std::sqrt(static_cast<float>(c.c * c.k * c.k));
-      std::uniform_real_distribution<float> jitter(0.5f, 2.0f), shift(-40.0f, 40.0f);
-      std::vector<float> scale(c.m), bias(c.m);
-      for (int64_t i = 0; i < c.m; ++i) {
-        scale[i] = jitter(rng) * 60.0f / typical;
-        bias[i] = shift(rng);
-      }
-      Tensor s = FloatVector(scale), b = FloatVector(bias);
-      std::vector<ir::Attribute> attrs = {testing::IntsAttr("kernel_shape", {c.k, c.k}),
-                                          testing::IntsAttr("strides", {c.stride, c.stride}),
-                                          testing::IntsAttr("pads", {c.pad, c.pad, c.pad, c.pad})};
-      if (relu) attrs.push_back(testing::StringAttr("activation", "Relu"));
-      ir::Model model = OneNode(ir::kQConvNhwcOp, x, {{"w", &w}, {"scale", &s}, {"bias", &b}}, attrs);
-      Tensor got = testing::RunSingleOutput(model, {testing::CudaBackendForTests(), cpu::MakeCpuBackend()}, x);
-      Tensor want = testing::RunSingleOutput(model, {cpu::MakeCpuBackend()}, x);
+      QConvProblem q = MakeQConv(c, relu, seed);
+      Tensor got = testing::RunSingleOutput(q.model, {testing::CudaBackendForTests(), cpu::MakeCpuBackend()}, q.x);
+      Tensor want = testing::RunSingleOutput(q.model, {cpu::MakeCpuBackend()}, q.x);
       ExpectSameInt8(got, want);
     }
   }
+}
+
+// With --tune the exact float route times its four forms and records the
+// fastest as "qconv-route|..."; a session reading that file takes it and
+// gives the same bits. Both equal the CPU kernel.
+TEST(CudaInt8, TunedFloatRouteRecordsItsFormAndStaysExact) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  const std::string path = (std::filesystem::temp_directory_path() / "vigil_qconv_route_tuning.tsv").string();
+  std::filesystem::remove(path);
+  uint32_t seed = 70;
+  QConvProblem q = MakeQConv({1, 12, 13, 3, 8, 7, 2, 3}, true, seed);
+  const Tensor want = testing::RunSingleOutput(q.model, {cpu::MakeCpuBackend()}, q.x);
+  for (bool tune : {true, false}) {
+    SCOPED_TRACE(tune ? "tuning" : "reading the cache");
+    backends::CudaBackendOptions o;
+    o.tune = tune;
+    o.tuning_cache = path;
+    auto loaded = backends::LoadCudaBackend(o);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    ExpectSameInt8(testing::RunSingleOutput(q.model, {loaded->backend, cpu::MakeCpuBackend()}, q.x), want);
+  }
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::regex record("\\tqconv-route\\|[^\\t]*\\t(f16fused|f16acc|f32fused|f32acc)\\t");
+  EXPECT_TRUE(std::regex_search(text.str(), record)) << text.str();
+  std::filesystem::remove(path);
 }
 
 TEST(CudaInt8, QAddMatchesCpuBitForBit) {
