@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/fast/fast_kernels.h"
+#include "backends/cpu/fast/dnnl_library.h"
 #include "backends/cpu/gemm_eigen_block.h"
 
 namespace vigil::cpu {
@@ -144,7 +145,11 @@ void Batched(const GemmShape& s, const T* a, std::span<const int64_t> a_offsets,
   const int64_t batch = static_cast<int64_t>(std::min(a_offsets.size(), b_offsets.size()));
   const int64_t out_size = s.m * s.n;
   const int threads = ThreadsFor(static_cast<double>(batch) * s.m * s.n * s.k);
-  if (batch >= threads && !(std::is_same_v<T, float> && t_optimised && threads == 1)) {
+  // float32 products with oneDNN take the loop below at any thread count:
+  // oneDNN's OpenMP workers spin between products, and our own threads
+  // beside them ran ViT's attention products 4.6 times slower on 2 cores
+  // than one thread did (bench/results/cpu_peer_epyc2.md, stop 35).
+  if (batch >= threads && !(std::is_same_v<T, float> && t_optimised && fast::DnnlLoaded())) {
     // Many matrices: one thread per group of whole products.
     ParallelChunks(batch, threads, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {

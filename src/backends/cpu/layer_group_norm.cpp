@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "backends/cpu/element_codec.h"
+#include "backends/cpu/fast/fast_kernels.h"
 #include "backends/cpu/normalization_kernels.h"
 #include "ops/attributes.h"
 
@@ -43,6 +44,20 @@ Result<BroadcastParam> ReadBroadcastParam(KernelContext& ctx, size_t i, const ch
   return p;
 }
 
+// Whether `p`, broadcast to X's `shape`, gives one value per element of a
+// row (the dims from `axis`), in order, the same for every row: strides 0
+// before axis and row-major after (a dim of extent 1 may have any stride).
+bool PerRowElement(const BroadcastParam& p, const std::vector<int64_t>& shape, int64_t axis, int64_t inner) {
+  if (static_cast<int64_t>(p.values.size()) != inner || p.strides.size() != shape.size()) return false;
+  int64_t expected = 1;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    if (shape[d] == 1) continue;
+    if (p.strides[d] != (d < axis ? 0 : expected)) return false;
+    if (d >= axis) expected *= shape[d];
+  }
+  return true;
+}
+
 // Mean / InvStdDev outputs: X's leading dims up to axis, then 1s.
 Result<runtime::Tensor*> StatOutput(KernelContext& ctx, size_t i, ir::DataType type, int64_t axis) {
   if (ctx.num_outputs() <= i || !ctx.output_wanted(i)) return static_cast<runtime::Tensor*>(nullptr);
@@ -72,6 +87,16 @@ Status LayerNormKernel(KernelContext& ctx) {
     VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, x.dtype(), x.shape()));
     VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * mean_out, StatOutput(ctx, 1, stash, axis));
     VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * inv_out, StatOutput(ctx, 2, stash, axis));
+    if constexpr (D == ir::DataType::kFloat32) {
+      // The optimised rows: float32, Y only, Scale and B one value per
+      // element of a row (the usual [inner], broadcast along the rows).
+      if (ctx.optimised() && !mean_out && !inv_out && PerRowElement(scale, x.shape(), axis, inner) &&
+          (bias.values.empty() || PerRowElement(bias, x.shape(), axis, inner)) &&
+          fast::LayerNormRowsFloat(x.data<float>(), y->data<float>(), rows, inner, scale.values.data(),
+                                   bias.values.empty() ? nullptr : bias.values.data(), epsilon)) {
+        return Status::Ok();
+      }
+    }
     const auto* xs = x.data<typename C::Storage>();
     auto* ys = y->data<typename C::Storage>();
     OffsetWalker scale_at(x.shape(), scale.strides);

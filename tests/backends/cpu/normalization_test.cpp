@@ -2,7 +2,9 @@
 // LayerNormalization, GroupNormalization, LRN, MeanVarianceNormalization)
 // against naive float64 references, plus shape inference and error cases.
 // Softmax, LogSoftmax and Hardmax are in softmax_test.cpp.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include <gtest/gtest.h>
@@ -203,6 +205,73 @@ void CheckLayerNorm(const Shape& shape, int64_t axis, const Shape& scale_shape, 
   }
   ExpectClose(ReadFloat(r->at(1)), mean_want, 1e-6, 1e-6);
   ExpectClose(ReadFloat(r->at(2)), inv_want, 1e-6, 1e-6);
+}
+
+// The optimised float32 rows (fast/normalization.cpp) against the reference
+// code: within one unit in the last place, on rows of 1, 13, 127 and 768
+// values (the 127 ones offset by 1000, a spread small beside the mean), 33
+// rows (several threads' worth where the pool is loaded), with and without
+// B, the inner dims one or two; a row holding NaN is NaN in both. Scale of
+// one value (broadcast along the row) and the statistics outputs stay on the
+// reference, bit for bit.
+TEST(LayerNormalization, OptimisedRowsWithinOneUlpOfTheReference) {
+  auto ulps = [](float a, float b) {
+    int32_t ua, ub;
+    std::memcpy(&ua, &a, 4);
+    std::memcpy(&ub, &b, 4);
+    return std::abs(static_cast<int64_t>(ua) - ub);
+  };
+  struct Case {
+    Shape x, scale;
+    int64_t axis;
+    bool bias;
+  };
+  const Case cases[] = {{{33, 1}, {1}, -1, true},      {{33, 13}, {13}, -1, true},     {{3, 11, 127}, {127}, -1, false},
+                        {{2, 33, 768}, {768}, -1, true}, {{5, 7, 13}, {7, 13}, 1, true}, {{4, 13}, {1}, -1, true}};
+  uint32_t seed = 11;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << "x " << ::testing::PrintToString(c.x) << " axis " << c.axis);
+    std::vector<double> xv = Random(Product(c.x), ++seed, -4, 4);
+    if (c.x.back() == 127) {
+      for (double& v : xv) v += 1000;
+    }
+    xv[xv.size() / 2] = std::numeric_limits<double>::quiet_NaN();
+    runtime::Tensor xt = MakeFloat(DataType::kFloat32, c.x, xv);
+    runtime::Tensor st = MakeFloat(DataType::kFloat32, c.scale, Random(Product(c.scale), ++seed));
+    runtime::Tensor bt = MakeFloat(DataType::kFloat32, c.scale, Random(Product(c.scale), ++seed));
+    std::vector<std::string> inputs{"x", "s"};
+    std::vector<const runtime::Tensor*> in{&xt, &st};
+    if (c.bias) {
+      inputs.push_back("b");
+      in.push_back(&bt);
+    }
+    ir::Node node = kt::MakeNode("LayerNormalization", inputs, {"y"}, {kt::IntAttr("axis", c.axis)});
+    auto fast = kt::RunKernel(node, 17, in, /*optimised=*/true);
+    auto reference = kt::RunKernel(node, 17, in, /*optimised=*/false);
+    ASSERT_TRUE(fast.ok() && reference.ok());
+    std::vector<float> a = kt::Values<float>(fast->at(0)), b = kt::Values<float>(reference->at(0));
+    int64_t worst = 0, nans = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(std::isnan(a[i]), std::isnan(b[i])) << "at " << i;
+      if (std::isnan(b[i])) {
+        ++nans;
+        continue;
+      }
+      worst = std::max(worst, ulps(a[i], b[i]));
+    }
+    EXPECT_LE(worst, 1);
+    EXPECT_GT(nans, 0);
+    if (c.scale.size() == 1 && c.scale[0] == 1 && c.x.back() != 1) {
+      EXPECT_EQ(kt::Values<uint32_t>(fast->at(0)), kt::Values<uint32_t>(reference->at(0)));
+    }
+  }
+  // With the statistics outputs: the reference code, bit for bit.
+  runtime::Tensor xt = MakeFloat(DataType::kFloat32, {6, 13}, Random(78, 3, -4, 4));
+  runtime::Tensor st = MakeFloat(DataType::kFloat32, {13}, Random(13, 4));
+  ir::Node node = kt::MakeNode("LayerNormalization", {"x", "s"}, {"y", "mean", "inv"});
+  auto fast = kt::RunKernel(node, 17, {&xt, &st}, true), reference = kt::RunKernel(node, 17, {&xt, &st}, false);
+  ASSERT_TRUE(fast.ok() && reference.ok());
+  EXPECT_EQ(kt::Values<uint32_t>(fast->at(0)), kt::Values<uint32_t>(reference->at(0)));
 }
 
 TEST(LayerNormalization, Axes) {

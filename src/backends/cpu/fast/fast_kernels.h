@@ -38,6 +38,11 @@ void SigmoidFloat(const float* x, float* y, uint64_t n);
 // test states the bound).
 void TanhFloat(const float* x, float* y, uint64_t n);
 
+// y = erf(x) over n float32 values (y may be x), vectorisable (fast/
+// activation.cpp): within 2 units in the last place of the correctly rounded
+// erf, so within 3 of the C library's erff (the reference).
+void ErfFloat(const float* x, float* y, uint64_t n);
+
 // One LSTM step's gates and states over `rows` rows, float32, with the
 // default activations (Sigmoid, Tanh, Tanh), in the reference's order of
 // operations (recurrent.cpp's LstmStep) but with the vectorised Sigmoid and
@@ -82,6 +87,14 @@ void SeparableResizeFloat(const float* x, int64_t planes, const SeparableTaps& r
 // refuses it: the caller then computes it.
 bool SgemmDnnl(const GemmShape& s, const float* a, const float* b, float* out, float alpha, bool accumulate,
                int threads);
+
+// LayerNormalization of `rows` contiguous rows of `inner` float32 values,
+// x to y, with `scale` and `bias` (may be null) of `inner` values each, as
+// the reference computes it but with vectorised sums, on the thread pool:
+// within one unit in the last place of the reference (fast/normalization.cpp).
+// False, nothing written, for empty rows (the reference's NaN statistics).
+bool LayerNormRowsFloat(const float* x, float* y, int64_t rows, int64_t inner, const double* scale,
+                        const double* bias, double epsilon);
 
 // Softmax of one contiguous line of n float32 values into y (y may be x):
 // exp(x - max) with activation.cpp's exp, summed in double, times 1 / sum;
