@@ -50,45 +50,25 @@ bool Near(std::optional<double> v, double want, double rel) {
   return v && std::abs(*v - want) <= rel * std::abs(want);
 }
 
-bool IsOp(const Node& n, const char* op, size_t inputs) {
-  return n.op_type == op && (n.domain.empty() || n.domain == "ai.onnx") && n.inputs.size() == inputs &&
-         n.outputs.size() == 1;
-}
-
-// The only consumer of `value` when it is not a graph output, else -1.
-long SoleConsumer(const GraphIndex& idx, const std::string& value) {
-  if (idx.outputs.count(value)) return -1;
-  auto it = idx.consumers.find(value);
-  return it == idx.consumers.end() || it->second.size() != 1 ? -1 : static_cast<long>(it->second[0]);
-}
-
-// The operand of the binary node `n` other than `value` (which must be one
-// of its two inputs), or null.
-const std::string* Other(const Node& n, const std::string& value) {
-  if (n.inputs[0] == value) return &n.inputs[1];
-  if (n.inputs[1] == value) return &n.inputs[0];
-  return nullptr;
-}
-
 // The chain's nodes from the Div at `div` (Div, Erf, Add, Mul, Mul), or an
 // empty vector when the pattern does not hold.
 std::vector<size_t> MatchChain(const Graph& g, const GraphIndex& idx, size_t div) {
   const Node& d = g.nodes[div];
-  if (!IsOp(d, "Div", 2) || !Near(ScalarValue(idx, d.inputs[1]), std::sqrt(2.0), 1e-3)) return {};
+  if (!IsDefaultOp(d, "Div", 2) || !Near(ScalarValue(idx, d.inputs[1]), std::sqrt(2.0), 1e-3)) return {};
   const std::string& x = d.inputs[0];
   const long erf = SoleConsumer(idx, d.outputs[0]);
-  if (erf < 0 || !IsOp(g.nodes[erf], "Erf", 1)) return {};
+  if (erf < 0 || !IsDefaultOp(g.nodes[erf], "Erf", 1)) return {};
   const long add = SoleConsumer(idx, g.nodes[erf].outputs[0]);
-  if (add < 0 || !IsOp(g.nodes[add], "Add", 2)) return {};
-  const std::string* one = Other(g.nodes[add], g.nodes[erf].outputs[0]);
+  if (add < 0 || !IsDefaultOp(g.nodes[add], "Add", 2)) return {};
+  const std::string* one = OtherOperand(g.nodes[add], g.nodes[erf].outputs[0]);
   if (!one || !Near(ScalarValue(idx, *one), 1.0, 1e-6)) return {};
   const long mul = SoleConsumer(idx, g.nodes[add].outputs[0]);
-  if (mul < 0 || !IsOp(g.nodes[mul], "Mul", 2)) return {};
-  const std::string* same_x = Other(g.nodes[mul], g.nodes[add].outputs[0]);
+  if (mul < 0 || !IsDefaultOp(g.nodes[mul], "Mul", 2)) return {};
+  const std::string* same_x = OtherOperand(g.nodes[mul], g.nodes[add].outputs[0]);
   if (!same_x || *same_x != x) return {};
   const long half = SoleConsumer(idx, g.nodes[mul].outputs[0]);
-  if (half < 0 || !IsOp(g.nodes[half], "Mul", 2)) return {};
-  const std::string* c = Other(g.nodes[half], g.nodes[mul].outputs[0]);
+  if (half < 0 || !IsDefaultOp(g.nodes[half], "Mul", 2)) return {};
+  const std::string* c = OtherOperand(g.nodes[half], g.nodes[mul].outputs[0]);
   if (!c || !Near(ScalarValue(idx, *c), 0.5, 1e-6)) return {};
   return {div, static_cast<size_t>(erf), static_cast<size_t>(add), static_cast<size_t>(mul),
           static_cast<size_t>(half)};

@@ -18,4 +18,21 @@ GraphIndex IndexGraph(const Graph& g) {
   return idx;
 }
 
+bool IsDefaultOp(const Node& n, const char* op, size_t inputs) {
+  return n.op_type == op && (n.domain.empty() || n.domain == "ai.onnx") && n.inputs.size() == inputs &&
+         n.outputs.size() == 1;
+}
+
+long SoleConsumer(const GraphIndex& idx, const std::string& value) {
+  if (idx.outputs.count(value)) return -1;
+  auto it = idx.consumers.find(value);
+  return it == idx.consumers.end() || it->second.size() != 1 ? -1 : static_cast<long>(it->second[0]);
+}
+
+const std::string* OtherOperand(const Node& n, const std::string& value) {
+  if (n.inputs[0] == value) return &n.inputs[1];
+  if (n.inputs[1] == value) return &n.inputs[0];
+  return nullptr;
+}
+
 }  // namespace vigil::ir

@@ -22,4 +22,13 @@ struct GraphIndex {
 // The index of `g` as it is now (pointers into `g`: rebuild after changing it).
 GraphIndex IndexGraph(const Graph& g);
 
+// Whether `n` is the default domain's `op` with `inputs` inputs and one output.
+bool IsDefaultOp(const Node& n, const char* op, size_t inputs);
+// The index of the only node reading `value` when `value` is not a graph
+// output, else -1.
+long SoleConsumer(const GraphIndex& idx, const std::string& value);
+// The operand of the binary node `n` other than `value` (which must be one
+// of its two inputs), or null.
+const std::string* OtherOperand(const Node& n, const std::string& value);
+
 }  // namespace vigil::ir

@@ -6,6 +6,7 @@
 
 #include "ir/fuse_attention.h"
 #include "ir/fuse_gelu.h"
+#include "ir/fuse_silu.h"
 #include "ir/fuse_matmul_bias.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain
 #include "ops/attributes.h"
@@ -81,6 +82,12 @@ Status InferGelu(InferenceContext& ctx) {
   return gelu->infer(ctx);
 }
 
+Status InferSilu(InferenceContext& ctx) {
+  const OpSchema* sigmoid = FindSchema("", "Sigmoid", 13);
+  if (!sigmoid) return InternalError("the Sigmoid schema is missing from the catalogue");
+  return sigmoid->infer(ctx);
+}
+
 // Attention's attributes: num_heads >= 1 and scale (both required), layout
 // "sbe" or "bse".
 Status CheckAttentionAttributes(InferenceContext& ctx, int64_t* heads) {
@@ -141,6 +148,7 @@ Status InferAttention(InferenceContext& ctx) {
 const OpSchema kFusedSchemas[] = {
     {ir::kVigilDomain, ir::kMatMulBiasOp, 1, kLatest, 3, 4, 1, 1, InferMatMulBias},
     {ir::kVigilDomain, ir::kGeluOp, 1, kLatest, 1, 1, 1, 1, InferGelu},
+    {ir::kVigilDomain, ir::kSiluOp, 1, kLatest, 1, 1, 1, 1, InferSilu},
     {ir::kVigilDomain, ir::kAttentionOp, 1, kLatest, 1, 2, 1, 1, InferAttention},
 };
 

@@ -16,6 +16,7 @@
 #include "ir/fuse_attention.h"
 #include "ir/expand_flex_attention.h"
 #include "ir/fuse_gelu.h"
+#include "ir/fuse_silu.h"
 #include "ir/fuse_matmul_bias.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain
 #include "ir/transpose_reshape.h"
@@ -338,6 +339,12 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
     VIGIL_ASSIGN_OR_RETURN(inferred, InferGraph(state->model, relaid_order, {}, folding));
     state->model = ApplyFolding(state->model, inferred);
     AlignInitializers(state->model.graph);
+  }
+  if (state->options.fuse_silu) {
+    // After the layout pass, which moves transposes through the pair; the
+    // Silu writes the Mul's output, whose inferred type stays valid.
+    VIGIL_ASSIGN_OR_RETURN(size_t silu, ir::FuseSilu(state->model));
+    static_cast<void>(silu);
   }
   // Transposes that meet across a Reshape (the NHWC layout pass's to_nchw
   // before a ViT's patch flattening) cancel or compose into one, on the

@@ -32,6 +32,9 @@ void GlobalAveragePoolNhwcFloat(int64_t batch, int64_t spatial, int64_t channels
 // reference Sigmoid computes it but with a vectorisable exp: within 4 units
 // in the last place of the reference (activation.cpp).
 void SigmoidFloat(const float* x, float* y, uint64_t n);
+// y = x * SigmoidFloat(x) over n float32 values (y may be x): the Sigmoid
+// and Mul pair it replaces (ai.vigil.Silu), bit for bit, in one pass.
+void SiluFloat(const float* x, float* y, uint64_t n);
 
 // y = tanh(x) over n float32 values (y may be x), vectorisable (fast/
 // activation.cpp); within a few units in the last place of std::tanh (the
