@@ -100,13 +100,7 @@ Result<size_t> FuseGelu(Model& model) {
     for (size_t k = 0; k + 1 < chain.size(); ++k) remove[chain[k]] = true;
     ++fused;
   }
-  if (fused == 0) return fused;
-  std::vector<Node> kept;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (!remove[i]) kept.push_back(std::move(g.nodes[i]));
-  }
-  g.nodes = std::move(kept);
-  if (model.OpsetVersion(kVigilDomain) < 0) model.opset_imports.push_back({kVigilDomain, kVigilOpsetVersion});
+  if (fused > 0) DropFusedNodes(model, remove);
   return fused;
 }
 

@@ -1,5 +1,7 @@
 #include "ir/graph_index.h"
 
+#include "ir/layout_nhwc.h"  // kVigilDomain, kVigilOpsetVersion
+
 namespace vigil::ir {
 
 GraphIndex IndexGraph(const Graph& g) {
@@ -33,6 +35,16 @@ const std::string* OtherOperand(const Node& n, const std::string& value) {
   if (n.inputs[0] == value) return &n.inputs[1];
   if (n.inputs[1] == value) return &n.inputs[0];
   return nullptr;
+}
+
+void DropFusedNodes(Model& model, const std::vector<bool>& remove) {
+  Graph& g = model.graph;
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (i >= remove.size() || !remove[i]) kept.push_back(std::move(g.nodes[i]));
+  }
+  g.nodes = std::move(kept);
+  if (model.OpsetVersion(kVigilDomain) < 0) model.opset_imports.push_back({kVigilDomain, kVigilOpsetVersion});
 }
 
 }  // namespace vigil::ir

@@ -30,5 +30,9 @@ long SoleConsumer(const GraphIndex& idx, const std::string& value);
 // The operand of the binary node `n` other than `value` (which must be one
 // of its two inputs), or null.
 const std::string* OtherOperand(const Node& n, const std::string& value);
+// The end of a fusion pass that wrote ai.vigil nodes: drops the nodes marked
+// in `remove` (one flag per node of the main graph, order kept) and adds
+// the opset import of "ai.vigil" when the model has none.
+void DropFusedNodes(Model& model, const std::vector<bool>& remove);
 
 }  // namespace vigil::ir

@@ -74,16 +74,8 @@ C StableSigmoid(C x) {
 }
 
 Status Sigmoid(KernelContext& ctx) {
-  const runtime::Tensor* x = ctx.input(0);
-  if (ctx.optimised() && x && x->dtype() == ir::DataType::kFloat32) {
-    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, x->dtype(), x->shape()));
-    const float* xs = x->data<float>();
-    float* ys = y->data<float>();
-    ParallelFor(static_cast<int64_t>(x->element_count()), kParallelGrain, [&](int64_t begin, int64_t end) {
-      fast::SigmoidFloat(xs + begin, ys + begin, static_cast<uint64_t>(end - begin));
-    });
-    return Status::Ok();
-  }
+  VIGIL_ASSIGN_OR_RETURN(bool done, MapFloat32Optimised(ctx, fast::SigmoidFloat));
+  if (done) return Status::Ok();
   return MapUnary<kFloatTypes>(ctx, [](auto v) { return StableSigmoid(v); });
 }
 
@@ -124,16 +116,9 @@ Status Swish(KernelContext& ctx) {
 // vectorised sigmoid and the product in one pass, fast::SiluFloat).
 Status Silu(KernelContext& ctx) {
   VIGIL_RETURN_IF_ERROR(RequireInputs(ctx, 1));
+  VIGIL_ASSIGN_OR_RETURN(bool done, MapFloat32Optimised(ctx, fast::SiluFloat));
+  if (done) return Status::Ok();
   const runtime::Tensor& x = *ctx.input(0);
-  if (ctx.optimised() && x.dtype() == ir::DataType::kFloat32) {
-    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, x.dtype(), x.shape()));
-    const float* xs = x.data<float>();
-    float* ys = y->data<float>();
-    ParallelFor(static_cast<int64_t>(x.element_count()), kParallelGrain, [&](int64_t begin, int64_t end) {
-      fast::SiluFloat(xs + begin, ys + begin, static_cast<uint64_t>(end - begin));
-    });
-    return Status::Ok();
-  }
   return DispatchFloat(ctx, 0, [&]<ir::DataType D>() -> Status {
     using C = ElementCodec<D>;
     VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, x.dtype(), x.shape()));

@@ -108,6 +108,22 @@ Status MapTyped(KernelContext& ctx, DataType out_dtype, const Op& op) {
   return Status::Ok();
 }
 
+// The optimised float32 path of a unary op: y = fast(x) over X, chunk by
+// chunk on the pool, where the node may take optimised paths and X is
+// float32. False, with nothing written, otherwise (the reference runs).
+template <typename Fast>
+Result<bool> MapFloat32Optimised(KernelContext& ctx, Fast fast) {
+  const runtime::Tensor* x = ctx.input(0);
+  if (!ctx.optimised() || !x || x->dtype() != ir::DataType::kFloat32) return false;
+  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, x->dtype(), x->shape()));
+  const float* xs = x->data<float>();
+  float* ys = y->data<float>();
+  ParallelFor(static_cast<int64_t>(x->element_count()), kParallelGrain, [&](int64_t begin, int64_t end) {
+    fast(xs + begin, ys + begin, static_cast<uint64_t>(end - begin));
+  });
+  return true;
+}
+
 // Maps `op` over input 0 into output 0 of the same shape; input 0's dtype
 // must be in kMask. The output has input 0's dtype, or bool for kBoolOut.
 // `op` is called with the element's compute type.

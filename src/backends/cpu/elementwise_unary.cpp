@@ -85,16 +85,8 @@ VIGIL_FLOAT_UNARY_(Atanh, std::atanh(x))
 // Erf (opset 13) also takes integer tensors: erf of an integer truncates to
 // 0 or +-1. float32 has an optimised version (fast::ErfFloat).
 Status Erf(KernelContext& ctx) {
-  const runtime::Tensor* x = ctx.input(0);
-  if (ctx.optimised() && x && x->dtype() == ir::DataType::kFloat32) {
-    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, x->dtype(), x->shape()));
-    const float* xs = x->data<float>();
-    float* ys = y->data<float>();
-    ParallelFor(static_cast<int64_t>(x->element_count()), kParallelGrain, [&](int64_t begin, int64_t end) {
-      fast::ErfFloat(xs + begin, ys + begin, static_cast<uint64_t>(end - begin));
-    });
-    return Status::Ok();
-  }
+  VIGIL_ASSIGN_OR_RETURN(bool done, MapFloat32Optimised(ctx, fast::ErfFloat));
+  if (done) return Status::Ok();
   return MapUnary<kNumericTypes>(ctx, [](auto x) {
     using T = decltype(x);
     if constexpr (kIsInt<T>) {
