@@ -340,11 +340,16 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
     state->model = ApplyFolding(state->model, inferred);
     AlignInitializers(state->model.graph);
   }
-  if (state->options.fuse_silu) {
-    // After the layout pass, which moves transposes through the pair; the
-    // Silu writes the Mul's output, whose inferred type stays valid.
+  if (state->options.fuse_activations) {
+    // After the layout pass, which moves transposes through the chains; the
+    // fused nodes write the outputs they replace, whose inferred types stay
+    // valid.
     VIGIL_ASSIGN_OR_RETURN(size_t silu, ir::FuseSilu(state->model));
-    static_cast<void>(silu);
+    size_t gelu = 0;
+    if (state->options.backends[0]->device() == Device::kHost) {
+      VIGIL_ASSIGN_OR_RETURN(gelu, ir::FuseGelu(state->model));
+    }
+    static_cast<void>(silu + gelu);
   }
   // Transposes that meet across a Reshape (the NHWC layout pass's to_nchw
   // before a ViT's patch flattening) cancel or compose into one, on the

@@ -43,10 +43,13 @@ struct SessionOptions {
   // to stop the NHWC layout pass. The result moves by float32 roundings of
   // the folded weights. The library sets it for CPU sessions.
   bool fold_batch_norm = false;
-  // Rewrite Sigmoid(x) -> Mul(x, .) pairs as one ai.vigil.Silu after the
-  // layout pass (ir/fuse_silu.h): one pass over the activation instead of
-  // three, the same values bit for bit. The library sets it for CPU sessions.
-  bool fuse_silu = false;
+  // Rewrite Sigmoid(x) -> Mul(x, .) pairs as one ai.vigil.Silu
+  // (ir/fuse_silu.h: one pass over the activation instead of three, the same
+  // values bit for bit) and erf-GELU chains as one ai.vigil.Gelu
+  // (ir/fuse_gelu.h: one pass instead of five; its own roundings), after the
+  // layout pass. Device sessions fuse GELU anyway. The library sets it for
+  // CPU sessions.
+  bool fuse_activations = false;
   // Record runs as device graphs (CUDA graphs) and replay them: per thread
   // and input shapes, the first Run runs normally, the second records the
   // whole run and replays it, later ones replay (one launch instead of one

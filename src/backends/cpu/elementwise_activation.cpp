@@ -185,6 +185,8 @@ Status Mish(KernelContext& ctx) {
 Status Gelu(KernelContext& ctx) {
   VIGIL_ASSIGN_OR_RETURN(std::string approximate, ops::StringAttr(ctx.node(), "approximate", "none"));
   if (approximate == "none") {
+    VIGIL_ASSIGN_OR_RETURN(bool done, MapFloat32Optimised(ctx, fast::GeluFloat));
+    if (done) return Status::Ok();
     return MapUnary<kFloatTypes>(ctx, [](auto x) {
       using C = decltype(x);
       return C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440)));

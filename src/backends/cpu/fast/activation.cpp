@@ -142,7 +142,10 @@ inline float Horner(const float (&c)[N], float t) {
 // range in float32 arithmetic: within 2 units in the last place of the
 // correctly rounded erf below 0.875 and 1 above. All three are computed and
 // one selected, so that the loop vectorises.
-VIGIL_WIDE_VECTORS void ErfFloat(const float* x, float* y, uint64_t n) {
+namespace {
+
+// erf(x) as ErfFloat computes it for each element.
+inline float ErfOne(float xv) {
   static constexpr float kSmall[] = {1.128379107e+00f, -3.761257529e-01f, 1.128273904e-01f,
                                      -2.680274472e-02f, 5.050332285e-03f, -6.304723793e-04f};
   static constexpr float kMid[] = {9.579405785e-01f,  1.428980231e-01f,  -2.054159045e-01f, 1.492248476e-01f,
@@ -153,17 +156,31 @@ VIGIL_WIDE_VECTORS void ErfFloat(const float* x, float* y, uint64_t n) {
                                    -1.430148986e-04f, -2.001455323e-05f, 2.517949906e-05f};
   const uint32_t kInf = Bits(std::numeric_limits<float>::infinity()), kMidFrom = Bits(0.875f),
                  kFarFrom = Bits(2.0f), kOneFrom = Bits(3.9375f), kOne = Bits(1.0f);
-  auto one = [x, y, kInf, kMidFrom, kFarFrom, kOneFrom, kOne](uint64_t i) {
-    const uint32_t ux = Bits(x[i]);
-    const uint32_t ua = ux & 0x7fffffffu;
-    const float a = FromBits(ua);
-    const float small = a * Horner(kSmall, a * a);
-    const float mid = Horner(kMid, a - 1.4375f);
-    const float far = Horner(kFar, a - 2.96875f);
-    uint32_t v = Select(Mask(ua >= kMidFrom), Bits(mid), Bits(small));
-    v = Select(Mask(ua >= kFarFrom), Bits(far), v);
-    v = Select(Mask(ua >= kOneFrom), kOne, v) | (ux & 0x80000000u);
-    y[i] = FromBits(Select(Mask(ua > kInf), ux, v));
+  const uint32_t ux = Bits(xv);
+  const uint32_t ua = ux & 0x7fffffffu;
+  const float a = FromBits(ua);
+  const float small = a * Horner(kSmall, a * a);
+  const float mid = Horner(kMid, a - 1.4375f);
+  const float far = Horner(kFar, a - 2.96875f);
+  uint32_t v = Select(Mask(ua >= kMidFrom), Bits(mid), Bits(small));
+  v = Select(Mask(ua >= kFarFrom), Bits(far), v);
+  v = Select(Mask(ua >= kOneFrom), kOne, v) | (ux & 0x80000000u);
+  return FromBits(Select(Mask(ua > kInf), ux, v));
+}
+
+}  // namespace
+
+VIGIL_WIDE_VECTORS void ErfFloat(const float* x, float* y, uint64_t n) {
+  auto one = [x, y](uint64_t i) { y[i] = ErfOne(x[i]); };
+  ForEachIndexBlocked(n, one);
+}
+
+// 0.5 x (1 + erf(x / sqrt(2))) in the reference Gelu's order of operations
+// (elementwise_activation.cpp), with ErfOne for the C library's erff.
+VIGIL_WIDE_VECTORS void GeluFloat(const float* x, float* y, uint64_t n) {
+  auto one = [x, y](uint64_t i) {
+    const float v = x[i];
+    y[i] = 0.5f * v * (1.0f + ErfOne(v * 0.70710678118654752440f));
   };
   ForEachIndexBlocked(n, one);
 }
