@@ -47,8 +47,8 @@ void TanhFloat(const float* x, float* y, uint64_t n);
 void ErfFloat(const float* x, float* y, uint64_t n);
 // y = 0.5 x (1 + erf(x / sqrt(2))) over n float32 values (GELU,
 // approximate "none"), as the reference computes it with ErfFloat's erf:
-// within 4 units in the last place of the reference, or 3e-7 |x| where
-// 1 + erf cancels (x below about -3).
+// within 4 units in the last place of the reference, or, for negative x,
+// where 1 + erf cancels and magnifies erf's error, within 3e-7 |x|.
 void GeluFloat(const float* x, float* y, uint64_t n);
 
 // One LSTM step's gates and states over `rows` rows, float32, with the
