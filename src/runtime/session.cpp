@@ -343,12 +343,10 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
   if (state->options.fuse_activations) {
     // After the layout pass, which moves transposes through the chains; the
     // fused nodes write the outputs they replace, whose inferred types stay
-    // valid.
+    // valid. (A device session has fused its GELU chains already: the second
+    // pass finds none.)
     VIGIL_ASSIGN_OR_RETURN(size_t silu, ir::FuseSilu(state->model));
-    size_t gelu = 0;
-    if (state->options.backends[0]->device() == Device::kHost) {
-      VIGIL_ASSIGN_OR_RETURN(gelu, ir::FuseGelu(state->model));
-    }
+    VIGIL_ASSIGN_OR_RETURN(size_t gelu, ir::FuseGelu(state->model));
     static_cast<void>(silu + gelu);
   }
   // Transposes that meet across a Reshape (the NHWC layout pass's to_nchw
