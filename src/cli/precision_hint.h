@@ -16,9 +16,14 @@
 
 namespace vigil::cli {
 
+// How many QDQ convolutions and matrix products run in int8, by a
+// session's NotesJson() ("int8_convolutions", "int8_matmuls"); 0 when
+// the notes are not JSON.
+size_t Int8NodeCount(const std::string& notes_json);
+
 // "" when the hint applies to `session` (created with `choice`): CUDA
-// backend, neither --tf32 nor --fp16, a float32 output, and a GPU of
-// compute capability 8.0 or later. Otherwise why not (for the JSON).
+// backend, neither --tf32 nor --fp16, a float32 output, no QDQ node run in
+// int8, and a GPU of compute capability 8.0 or later. Otherwise why not (for the JSON).
 // `gpu` gets "NVIDIA H200 (sm_90)" when known.
 std::string PrecisionHintSkipped(const BackendChoice& choice, const vigil::Session& session, std::string* gpu);
 

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine: assembles the onnxruntime-gpu wheel (bench/ort_peer.py's
-# peer), which travels in parts of at most 52 MB, one per call on a warm machine
-# (`split -b 40M -d onnxruntime_gpu-*.whl build-ort/ort.whl.part.`: with the working tree, a
-# call carries at most 64 MiB).
+# peer), which travels in parts, one per call on a warm machine (with the
+# working tree, a call carries at most 64 MiB). Either the wheel itself
+# (`split -b 40M -d onnxruntime_gpu-*.whl build-ort/ort.whl.part.`: seven parts) or,
+# smaller, its unpacked `onnxruntime/` and dist-info without libonnxruntime.so and
+# the TensorRT provider, which Python does not load (`tar cf - onnxruntime
+# onnxruntime_gpu-*.dist-info | xz -9e | split -b 45M -d -a 1 - ortp.`: 186 MiB,
+# five parts).
 #   tools/device/ort_wheel.sh add build-ort/ort.whl.part.00   # keeps the part in /tmp/ortp
-#   tools/device/ort_wheel.sh unpack                           # all parts there: unzips into /tmp/ortw
+#   tools/device/ort_wheel.sh unpack                           # all parts there: unpacks into /tmp/ortw
 # After `unpack`, PYTHONPATH=/tmp/ortw imports onnxruntime (CUDA 13 build; bench/ort_peer.py calls
 # onnxruntime.preload_dlls() for PyTorch's CUDA libraries).
 set -eu
@@ -15,7 +19,10 @@ case "${1:?add PART | unpack}" in
     ls -la /tmp/ortp
     ;;
   unpack)
-    if [ ! -d /tmp/ortw/onnxruntime ]; then
+    if [ ! -d /tmp/ortw/onnxruntime ] && ls /tmp/ortp/ortp.* >/dev/null 2>&1; then
+      rm -rf /tmp/ortw && mkdir -p /tmp/ortw
+      cat /tmp/ortp/ortp.* | xz -d | tar -x -C /tmp/ortw
+    elif [ ! -d /tmp/ortw/onnxruntime ]; then
       cat /tmp/ortp/ort.whl.part.* >/tmp/ort.whl
       rm -rf /tmp/ortw && mkdir -p /tmp/ortw
       python3 -c "import zipfile; zipfile.ZipFile('/tmp/ort.whl').extractall('/tmp/ortw')"
