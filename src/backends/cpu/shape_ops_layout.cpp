@@ -7,6 +7,7 @@
 
 #include <fmt/ranges.h>
 
+#include "backends/cpu/parallel.h"
 #include "backends/cpu/shape_ops_common.h"
 #include "ops/op_params.h"
 
@@ -175,14 +176,36 @@ Status Concat(KernelContext& ctx) {
     if (k < axis) outer *= out_shape[k];
     if (k > axis) inner *= out_shape[k];
   }
+  // The copies, cut into pieces of at most kPiece bytes, split across the
+  // pool's threads (parallel.h) when there are several pieces.
+  constexpr size_t kPiece = 4 * kParallelGrain;
+  struct Piece {
+    uint8_t* dst;
+    const uint8_t* src;
+    size_t bytes;
+  };
+  std::vector<Piece> pieces;
   auto* dst = static_cast<uint8_t*>(out->raw_data());
   for (int64_t o = 0; o < outer; ++o) {
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {
       const runtime::Tensor& t = *ctx.input(i);
-      size_t block = static_cast<size_t>(t.dim(axis) * inner) * eb;
-      if (block) std::memcpy(dst, static_cast<const uint8_t*>(t.raw_data()) + o * block, block);
+      const size_t block = static_cast<size_t>(t.dim(axis) * inner) * eb;
+      const auto* src = static_cast<const uint8_t*>(t.raw_data()) + o * block;
+      for (size_t at = 0; at < block; at += kPiece) pieces.push_back({dst + at, src + at, std::min(kPiece, block - at)});
       dst += block;
     }
+  }
+  auto copy = [&](int64_t first, int64_t last) {
+    for (int64_t k = first; k < last; ++k) {
+      const Piece& p = pieces[static_cast<size_t>(k)];
+      std::memcpy(p.dst, p.src, p.bytes);
+    }
+  };
+  const size_t total = static_cast<size_t>(dst - static_cast<uint8_t*>(out->raw_data()));
+  if (total < 2 * kPiece) {
+    copy(0, static_cast<int64_t>(pieces.size()));  // small (shape vectors): no team
+  } else {
+    ParallelFor(static_cast<int64_t>(pieces.size()), 1, copy);
   }
   return Status::Ok();
 }

@@ -16,6 +16,7 @@
 
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel_test_util.h"
+#include "ir/layout_nhwc.h"
 
 namespace vigil::cpu {
 namespace {
@@ -65,8 +66,9 @@ TEST(ParallelFor, ThreadLimitOneRunsOnTheCallingThread) {
   EXPECT_EQ(*seen.threads.begin(), std::this_thread::get_id());
 }
 
-// Add, Sigmoid and a large NHWC <-> NCHW Transpose split across threads
-// give what one thread gives, bit for bit.
+// Add, Sigmoid, a large NHWC <-> NCHW Transpose, a linear Resize, a
+// channels-last MaxPool and a Concat split across threads give what one
+// thread gives, bit for bit.
 TEST(ParallelFor, SplitKernelsMatchOneThread) {
   const std::vector<int64_t> shape{2, 64, 61, 67};
   const size_t n = 2 * 64 * 61 * 67;
@@ -77,22 +79,38 @@ TEST(ParallelFor, SplitKernelsMatchOneThread) {
   }
   runtime::Tensor ta = kt::MakeTensor(ir::DataType::kFloat32, shape, a);
   runtime::Tensor tb = kt::MakeTensor(ir::DataType::kFloat32, shape, b);
-  std::vector<std::pair<ir::Node, std::vector<const runtime::Tensor*>>> cases = {
-      {kt::MakeNode("Add", {"a", "b"}, {"y"}), {&ta, &tb}},
-      {kt::MakeNode("Sigmoid", {"a"}, {"y"}), {&ta}},
-      {kt::MakeNode("Transpose", {"a"}, {"y"}, {kt::IntsAttr("perm", {0, 2, 3, 1})}), {&ta}},
-      {kt::MakeNode("Transpose", {"a"}, {"y"}, {kt::IntsAttr("perm", {0, 3, 1, 2})}), {&ta}},
+  runtime::Tensor scales = kt::MakeTensor(ir::DataType::kFloat32, {4}, std::vector<float>{1, 1, 2, 2});
+  ir::Node resize = kt::MakeNode("Resize", {"a", "", "s"}, {"y"},
+                                 {kt::StringAttr("mode", "linear"),
+                                  kt::StringAttr("coordinate_transformation_mode", "half_pixel")});
+  // As NHWC [2, 64, 61, 67]: 2 x 2 windows, stride 2.
+  ir::Node pool = kt::MakeNode("MaxPoolNhwc", {"a"}, {"y"},
+                               {kt::IntsAttr("kernel_shape", {2, 2}), kt::IntsAttr("strides", {2, 2})});
+  pool.domain = ir::kVigilDomain;
+  struct Case {
+    ir::Node node;
+    int64_t opset;
+    std::vector<const runtime::Tensor*> inputs;
   };
-  for (const auto& [node, inputs] : cases) {
+  std::vector<Case> cases = {
+      {kt::MakeNode("Add", {"a", "b"}, {"y"}), 13, {&ta, &tb}},
+      {kt::MakeNode("Sigmoid", {"a"}, {"y"}), 13, {&ta}},
+      {kt::MakeNode("Transpose", {"a"}, {"y"}, {kt::IntsAttr("perm", {0, 2, 3, 1})}), 13, {&ta}},
+      {kt::MakeNode("Transpose", {"a"}, {"y"}, {kt::IntsAttr("perm", {0, 3, 1, 2})}), 13, {&ta}},
+      {resize, 13, {&ta, nullptr, &scales}},
+      {kt::MakeNode("Concat", {"a", "b"}, {"y"}, {kt::IntAttr("axis", 1)}), 13, {&ta, &tb}},
+      {pool, 1, {&ta}},
+  };
+  for (const auto& [node, opset, inputs] : cases) {
     SCOPED_TRACE(node.op_type);
     std::vector<runtime::Tensor> one, all;
     {
       ScopedGemmThreadLimit limit(1);
-      auto r = kt::RunKernel(node, 13, inputs);
+      auto r = kt::RunKernel(node, opset, inputs);
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       one = std::move(*r);
     }
-    auto r = kt::RunKernel(node, 13, inputs);
+    auto r = kt::RunKernel(node, opset, inputs);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     all = std::move(*r);
     ASSERT_EQ(one[0].byte_size(), all[0].byte_size());

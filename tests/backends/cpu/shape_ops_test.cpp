@@ -306,6 +306,32 @@ TEST(ConcatKernel, OddSizesAlongEachAxisMatchNaiveLoops) {
   ExpectFloatsEq(Values<float>(out[0]), want);
 }
 
+// Blocks of several hundred KiB (copied in pieces, on several threads where
+// the pool is loaded), of odd lengths, along the channel axis of NCHW.
+TEST(ConcatKernel, LargeBlocksMatchNaiveLoops) {
+  std::vector<std::vector<int64_t>> shapes{{2, 37, 61, 67}, {2, 3, 61, 67}, {2, 29, 61, 67}};
+  std::vector<runtime::Tensor> ins;
+  float start = 1;
+  for (auto& s : shapes) {
+    ins.push_back(F32(s, Iota(Count(s), start)));
+    start += 1e6f;
+  }
+  auto out = RunOk(MakeNode("Concat", {"a", "b", "c"}, {"y"}, {IntAttr("axis", 1)}), 13,
+                   {&ins[0], &ins[1], &ins[2]});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].shape(), (std::vector<int64_t>{2, 69, 61, 67}));
+  std::vector<float> want;
+  const int64_t plane = 61 * 67;
+  for (int64_t i = 0; i < 2; ++i) {
+    for (size_t t = 0; t < 3; ++t) {
+      auto v = Values<float>(ins[t]);
+      const int64_t block = shapes[t][1] * plane;
+      for (int64_t j = 0; j < block; ++j) want.push_back(v[static_cast<size_t>(i * block + j)]);
+    }
+  }
+  ExpectFloatsEq(Values<float>(out[0]), want);
+}
+
 TEST(ConcatKernel, EmptyInputsAndErrors) {
   auto a = F32({0, 2}, {});
   auto b = F32({3, 2}, Iota(6));

@@ -11,6 +11,7 @@
 
 #include "backends/cpu/elementwise_kernels.h"
 #include "backends/cpu/fast/fast_kernels.h"
+#include "backends/cpu/parallel.h"
 
 namespace vigil::cpu::fast {
 namespace {
@@ -116,9 +117,13 @@ bool MaxPool2dNhwcFloat(const SpatialGeometry& g, int64_t batch, int64_t channel
   const std::vector<TapRange> rows = Taps(oh, h, g.kernel[0], g.strides[0], g.dilations[0], g.pad_begin[0]);
   const std::vector<TapRange> cols = Taps(ow, w, g.kernel[1], g.strides[1], g.dilations[1], g.pad_begin[1]);
   const float lowest = -std::numeric_limits<float>::infinity();
-  for (int64_t n = 0; n < batch; ++n) {
-    const float* xn = x + n * h * w * channels;
-    for (int64_t i = 0; i < oh; ++i) {
+  // Output rows of every image split across the pool's threads
+  // (parallel.h); each output is computed on its own.
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, ow * channels));
+  ParallelFor(batch * oh, grain, [&](int64_t first, int64_t last) {
+    for (int64_t ni = first; ni < last; ++ni) {
+      const int64_t n = ni / oh, i = ni % oh;
+      const float* xn = x + n * h * w * channels;
       const TapRange& r = rows[static_cast<size_t>(i)];
       for (int64_t j = 0; j < ow; ++j) {
         const TapRange& c = cols[static_cast<size_t>(j)];
@@ -135,7 +140,7 @@ bool MaxPool2dNhwcFloat(const SpatialGeometry& g, int64_t batch, int64_t channel
         }
       }
     }
-  }
+  });
   return true;
 }
 

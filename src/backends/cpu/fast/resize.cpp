@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "backends/cpu/fast/fast_kernels.h"
+#include "backends/cpu/parallel.h"
 
 namespace vigil::cpu::fast {
 
@@ -52,11 +53,15 @@ void GatherResize(const uint8_t* x, const std::vector<int64_t>& in_shape, uint8_
 
 void SeparableResizeFloat(const float* x, int64_t planes, const SeparableTaps& rows, const SeparableTaps& cols,
                           float* out) {
-  std::vector<double> tmp(static_cast<size_t>(cols.in));
-  for (int64_t p = 0; p < planes; ++p) {
-    const float* plane = x + p * rows.in * cols.in;
-    float* dst = out + p * rows.out * cols.out;
-    for (int64_t y = 0; y < rows.out; ++y) {
+  // Output rows of all planes split across the pool's threads (parallel.h):
+  // each row is computed on its own, so the split never changes a value.
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, cols.out));
+  ParallelFor(planes * rows.out, grain, [&](int64_t first, int64_t last) {
+    std::vector<double> tmp(static_cast<size_t>(cols.in));
+    for (int64_t r = first; r < last; ++r) {
+      const int64_t p = r / rows.out, y = r % rows.out;
+      const float* plane = x + p * rows.in * cols.in;
+      float* dst = out + p * rows.out * cols.out;
       // The row pass: tmp = the taps' weighted sum of source rows, in tap
       // order from 0, as the reference sums each element.
       if (rows.width == 0) {
@@ -87,7 +92,7 @@ void SeparableResizeFloat(const float* x, int64_t planes, const SeparableTaps& r
         row[i] = static_cast<float>(sum);
       }
     }
-  }
+  });
 }
 
 }  // namespace vigil::cpu::fast
