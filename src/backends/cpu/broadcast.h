@@ -115,16 +115,24 @@ BroadcastWalk<N> PlanBroadcast(const std::vector<int64_t>& out_shape,
 // Calls run(out_offset, in_offsets, inner_strides, run_length) for each
 // innermost run of the output, in row-major order. inner_strides[k] is 0
 // (input k repeats one value along the run) or 1 (it is contiguous there).
+// ForEachBroadcastRunRange: runs [first, last) only (run r starts at output
+// element r * run_length), so that threads can take disjoint ranges.
 template <size_t N, typename RunFn>
-void ForEachBroadcastRun(const BroadcastWalk<N>& w, RunFn&& run) {
-  if (w.count == 0) return;
+void ForEachBroadcastRunRange(const BroadcastWalk<N>& w, int64_t first, int64_t last, RunFn&& run) {
+  if (w.count == 0 || first >= last) return;
   const size_t outer = w.dims.size() - 1;
   const int64_t inner = w.dims.back();
   const std::array<int64_t, N> inner_strides = w.strides.back();
+  // The odometer at run `first`: its outer index, digit by digit.
   std::vector<int64_t> counter(outer, 0);
   std::array<int64_t, N> offsets{};
-  for (int64_t out = 0; out < w.count; out += inner) {
-    run(out, offsets, inner_strides, inner);
+  for (size_t d = outer, rest = static_cast<size_t>(first); d-- > 0;) {
+    counter[d] = static_cast<int64_t>(rest % static_cast<size_t>(w.dims[d]));
+    rest /= static_cast<size_t>(w.dims[d]);
+    for (size_t k = 0; k < N; ++k) offsets[k] += counter[d] * w.strides[d][k];
+  }
+  for (int64_t r = first; r < last; ++r) {
+    run(r * inner, offsets, inner_strides, inner);
     // Odometer step over the outer dims: advance the innermost outer dim,
     // carrying into the next when it wraps.
     for (size_t d = outer; d-- > 0;) {
@@ -136,6 +144,12 @@ void ForEachBroadcastRun(const BroadcastWalk<N>& w, RunFn&& run) {
       for (size_t k = 0; k < N; ++k) offsets[k] -= w.strides[d][k] * (w.dims[d] - 1);
     }
   }
+}
+
+template <size_t N, typename RunFn>
+void ForEachBroadcastRun(const BroadcastWalk<N>& w, RunFn&& run) {
+  if (w.count == 0) return;
+  ForEachBroadcastRunRange(w, 0, w.count / w.dims.back(), run);
 }
 
 }  // namespace vigil::cpu

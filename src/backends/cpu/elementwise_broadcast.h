@@ -20,28 +20,42 @@ namespace vigil::cpu {
 template <typename EA, typename EB, typename EO, typename Op>
 void RunBinary(const BroadcastWalk<2>& w, const typename EA::Storage* a, const typename EB::Storage* b,
                typename EO::Storage* out, const Op& op) {
+  // Elements [begin, end) of the run at output offset o; blocked so that -O2
+  // vectorises it (ForEachIndexBlocked).
+  auto segment = [&](int64_t o, const std::array<int64_t, 2>& off, const std::array<int64_t, 2>& st, int64_t begin,
+                     int64_t end) {
+    const auto* pa = a + off[0] + (st[0] ? begin : 0);
+    const auto* pb = b + off[1] + (st[1] ? begin : 0);
+    auto* po = out + o + begin;
+    const int64_t len = end - begin;
+    if (st[0] && st[1]) {
+      ForEachIndexBlocked(len, [&](int64_t i) { po[i] = EO::Store(op(EA::Load(pa[i]), EB::Load(pb[i]))); });
+    } else if (st[0]) {
+      const auto vb = EB::Load(pb[0]);
+      ForEachIndexBlocked(len, [&](int64_t i) { po[i] = EO::Store(op(EA::Load(pa[i]), vb)); });
+    } else if (st[1]) {
+      const auto va = EA::Load(pa[0]);
+      ForEachIndexBlocked(len, [&](int64_t i) { po[i] = EO::Store(op(va, EB::Load(pb[i]))); });
+    } else {
+      std::fill(po, po + len, EO::Store(op(EA::Load(pa[0]), EB::Load(pb[0]))));
+    }
+  };
+  const int64_t inner = w.dims.back();
+  if (inner > 0 && inner < 2 * kParallelGrain && w.count >= 2 * kParallelGrain) {
+    // Many short runs (a bias added to each row): whole runs split across
+    // the pool's threads (parallel.h).
+    ParallelFor(w.count / inner, std::max<int64_t>(1, kParallelGrain / inner), [&](int64_t first, int64_t last) {
+      ForEachBroadcastRunRange(w, first, last,
+                               [&](int64_t o, const std::array<int64_t, 2>& off, const std::array<int64_t, 2>& st,
+                                   int64_t n) { segment(o, off, st, 0, n); });
+    });
+    return;
+  }
+  // Long runs (same shapes, or a scalar against a tensor): each splits
+  // across the threads.
   ForEachBroadcastRun(w, [&](int64_t o, const std::array<int64_t, 2>& off, const std::array<int64_t, 2>& st,
                              int64_t n) {
-    // A long run (same shapes, or a scalar against a tensor) splits across
-    // the pool's threads (parallel.h); blocked so that -O2 vectorises it
-    // (ForEachIndexBlocked).
-    ParallelFor(n, kParallelGrain, [&](int64_t begin, int64_t end) {
-      const auto* pa = a + off[0] + (st[0] ? begin : 0);
-      const auto* pb = b + off[1] + (st[1] ? begin : 0);
-      auto* po = out + o + begin;
-      const int64_t len = end - begin;
-      if (st[0] && st[1]) {
-        ForEachIndexBlocked(len, [&](int64_t i) { po[i] = EO::Store(op(EA::Load(pa[i]), EB::Load(pb[i]))); });
-      } else if (st[0]) {
-        const auto vb = EB::Load(pb[0]);
-        ForEachIndexBlocked(len, [&](int64_t i) { po[i] = EO::Store(op(EA::Load(pa[i]), vb)); });
-      } else if (st[1]) {
-        const auto va = EA::Load(pa[0]);
-        ForEachIndexBlocked(len, [&](int64_t i) { po[i] = EO::Store(op(va, EB::Load(pb[i]))); });
-      } else {
-        std::fill(po, po + len, EO::Store(op(EA::Load(pa[0]), EB::Load(pb[0]))));
-      }
-    });
+    ParallelFor(n, kParallelGrain, [&](int64_t begin, int64_t end) { segment(o, off, st, begin, end); });
   });
 }
 

@@ -125,19 +125,31 @@ void StridedCopyT(const std::vector<int64_t>& shape, const W* src, const std::ve
       if (strides[a] == 1 && shape[a] > 1) return TiledStridedCopyT(shape, src, strides, a, dst);
     }
   }
-  std::vector<int64_t> idx(rank - 1, 0);
-  int64_t offset = 0;
-  for (uint64_t row = 0, rows = *total / inner; row < rows; ++row) {
-    const W* s = src + offset;
-    for (int64_t i = 0; i < inner; ++i) dst[i] = s[i * inner_stride];
-    dst += inner;
-    for (size_t a = rank - 1; a-- > 0;) {  // advance the outer index like an odometer
-      offset += strides[a];
-      if (++idx[a] < shape[a]) break;
-      offset -= strides[a] * shape[a];
-      idx[a] = 0;
+  // Rows split across the pool's threads (parallel.h), each starting its
+  // odometer at its first row.
+  const int64_t rows = static_cast<int64_t>(*total) / inner;
+  ParallelFor(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, inner)), [&](int64_t first,
+                                                                                           int64_t last) {
+    std::vector<int64_t> idx(rank - 1, 0);
+    int64_t offset = 0;
+    for (size_t a = rank - 1, rest = static_cast<size_t>(first); a-- > 0;) {
+      idx[a] = static_cast<int64_t>(rest % static_cast<size_t>(shape[a]));
+      rest /= static_cast<size_t>(shape[a]);
+      offset += idx[a] * strides[a];
     }
-  }
+    W* d = dst + first * inner;
+    for (int64_t row = first; row < last; ++row) {
+      const W* s = src + offset;
+      for (int64_t i = 0; i < inner; ++i) d[i] = s[i * inner_stride];
+      d += inner;
+      for (size_t a = rank - 1; a-- > 0;) {  // advance the outer index like an odometer
+        offset += strides[a];
+        if (++idx[a] < shape[a]) break;
+        offset -= strides[a] * shape[a];
+        idx[a] = 0;
+      }
+    }
+  });
 }
 
 template <typename W>

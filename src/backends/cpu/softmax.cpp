@@ -3,12 +3,14 @@
 // flattened trailing dims; from opset 13 they work along the single dim
 // `axis` (default -1), as LpNormalization always does. Both are
 // "outer x n x inner" with a stride of `inner` between the n elements.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "backends/cpu/element_codec.h"
 #include "backends/cpu/fast/fast_kernels.h"
 #include "backends/cpu/normalization_kernels.h"
+#include "backends/cpu/parallel.h"
 #include "ops/attributes.h"
 
 namespace vigil::cpu {
@@ -117,14 +119,18 @@ Status SoftmaxKernel(KernelContext& ctx) {
       VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, x.dtype(), x.shape()));
       const float* xs = x.data<float>();
       float* ys = y->data<float>();
-      for (int64_t o = 0; o < s.outer; ++o) {
-        const float* xl = xs + o * s.n;
-        float* yl = ys + o * s.n;
-        if (fast::SoftmaxLineFloat(xl, yl, s.n)) continue;
-        SoftmaxLine(
-            s.n, [&](int64_t k) { return static_cast<double>(xl[k]); },
-            [&](int64_t k, double v) { yl[k] = static_cast<float>(v); });
-      }
+      // Lines split across the pool's threads (parallel.h), each on its own.
+      const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, s.n));
+      ParallelFor(s.outer, grain, [&](int64_t first, int64_t last) {
+        for (int64_t o = first; o < last; ++o) {
+          const float* xl = xs + o * s.n;
+          float* yl = ys + o * s.n;
+          if (fast::SoftmaxLineFloat(xl, yl, s.n)) continue;
+          SoftmaxLine(
+              s.n, [&](int64_t k) { return static_cast<double>(xl[k]); },
+              [&](int64_t k, double v) { yl[k] = static_cast<float>(v); });
+        }
+      });
       return Status::Ok();
     }
   }

@@ -66,9 +66,10 @@ TEST(ParallelFor, ThreadLimitOneRunsOnTheCallingThread) {
   EXPECT_EQ(*seen.threads.begin(), std::this_thread::get_id());
 }
 
-// Add, Sigmoid, a large NHWC <-> NCHW Transpose, a linear Resize, a
-// channels-last MaxPool and a Concat split across threads give what one
-// thread gives, bit for bit.
+// Add and Mul (same shapes and broadcast), Sigmoid, Softmax, large
+// Transposes (NHWC <-> NCHW, and one that keeps the last axis), a linear
+// Resize, channels-last MaxPool and GlobalAveragePool, and a Concat split
+// across threads give what one thread gives, bit for bit.
 TEST(ParallelFor, SplitKernelsMatchOneThread) {
   const std::vector<int64_t> shape{2, 64, 61, 67};
   const size_t n = 2 * 64 * 61 * 67;
@@ -79,6 +80,13 @@ TEST(ParallelFor, SplitKernelsMatchOneThread) {
   }
   runtime::Tensor ta = kt::MakeTensor(ir::DataType::kFloat32, shape, a);
   runtime::Tensor tb = kt::MakeTensor(ir::DataType::kFloat32, shape, b);
+  // A bias along the last axis (short runs: whole runs split) and a scale
+  // per (image, channel) as a squeeze-excitation block multiplies.
+  std::vector<float> bias(67), scale(2 * 64);
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<float>(i) * 0.37f - 11.0f;
+  for (size_t i = 0; i < scale.size(); ++i) scale[i] = static_cast<float>(i % 17) * 0.11f - 0.9f;
+  runtime::Tensor row_bias = kt::MakeTensor(ir::DataType::kFloat32, {67}, bias);
+  runtime::Tensor channel_scale = kt::MakeTensor(ir::DataType::kFloat32, {2, 64, 1, 1}, scale);
   runtime::Tensor scales = kt::MakeTensor(ir::DataType::kFloat32, {4}, std::vector<float>{1, 1, 2, 2});
   ir::Node resize = kt::MakeNode("Resize", {"a", "", "s"}, {"y"},
                                  {kt::StringAttr("mode", "linear"),
@@ -87,6 +95,8 @@ TEST(ParallelFor, SplitKernelsMatchOneThread) {
   ir::Node pool = kt::MakeNode("MaxPoolNhwc", {"a"}, {"y"},
                                {kt::IntsAttr("kernel_shape", {2, 2}), kt::IntsAttr("strides", {2, 2})});
   pool.domain = ir::kVigilDomain;
+  ir::Node gap = kt::MakeNode("GlobalAveragePoolNhwc", {"a"}, {"y"});  // 61 x 67 positions, 67 channels
+  gap.domain = ir::kVigilDomain;
   struct Case {
     ir::Node node;
     int64_t opset;
@@ -100,6 +110,11 @@ TEST(ParallelFor, SplitKernelsMatchOneThread) {
       {resize, 13, {&ta, nullptr, &scales}},
       {kt::MakeNode("Concat", {"a", "b"}, {"y"}, {kt::IntAttr("axis", 1)}), 13, {&ta, &tb}},
       {pool, 1, {&ta}},
+      {gap, 1, {&ta}},
+      {kt::MakeNode("Add", {"a", "c"}, {"y"}), 13, {&ta, &row_bias}},
+      {kt::MakeNode("Mul", {"a", "c"}, {"y"}), 13, {&ta, &channel_scale}},
+      {kt::MakeNode("Transpose", {"a"}, {"y"}, {kt::IntsAttr("perm", {0, 2, 1, 3})}), 13, {&ta}},
+      {kt::MakeNode("Softmax", {"a"}, {"y"}, {kt::IntAttr("axis", -1)}), 13, {&ta}},
   };
   for (const auto& [node, opset, inputs] : cases) {
     SCOPED_TRACE(node.op_type);

@@ -145,19 +145,27 @@ bool MaxPool2dNhwcFloat(const SpatialGeometry& g, int64_t batch, int64_t channel
 }
 
 void GlobalAveragePoolNhwcFloat(int64_t batch, int64_t spatial, int64_t channels, const float* x, float* y) {
-  std::vector<double> sum(static_cast<size_t>(channels));
-  double* s = sum.data();
-  for (int64_t n = 0; n < batch; ++n) {
-    std::fill(sum.begin(), sum.end(), 0.0);
-    const float* xn = x + n * spatial * channels;
-    for (int64_t p = 0; p < spatial; ++p) {
-      const float* e = xn + p * channels;
-      ForEachIndexBlocked(channels, [&](int64_t k) { s[k] += static_cast<double>(e[k]); });
+  // Blocks of channels of each image split across the pool's threads
+  // (parallel.h); each channel's sum runs over the positions in order, as
+  // on one thread.
+  constexpr int64_t kBlock = 64;
+  const int64_t blocks = (channels + kBlock - 1) / kBlock;
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, spatial * kBlock));
+  ParallelFor(batch * blocks, grain, [&](int64_t first, int64_t last) {
+    double s[kBlock];
+    for (int64_t t = first; t < last; ++t) {
+      const int64_t n = t / blocks, c0 = (t % blocks) * kBlock, width = std::min(kBlock, channels - c0);
+      std::fill(s, s + width, 0.0);
+      const float* xn = x + n * spatial * channels + c0;
+      for (int64_t p = 0; p < spatial; ++p) {
+        const float* e = xn + p * channels;
+        ForEachIndexBlocked(width, [&](int64_t k) { s[k] += static_cast<double>(e[k]); });
+      }
+      float* out = y + n * channels + c0;
+      const double count = static_cast<double>(spatial);  // 0: NaN, as the reference
+      for (int64_t k = 0; k < width; ++k) out[k] = static_cast<float>(s[k] / count);
     }
-    float* out = y + n * channels;
-    const double count = static_cast<double>(spatial);  // 0: NaN, as the reference
-    for (int64_t k = 0; k < channels; ++k) out[k] = static_cast<float>(s[k] / count);
-  }
+  });
 }
 
 }  // namespace vigil::cpu::fast
