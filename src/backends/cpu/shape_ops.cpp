@@ -140,7 +140,11 @@ void StridedCopyT(const std::vector<int64_t>& shape, const W* src, const std::ve
     W* d = dst + first * inner;
     for (int64_t row = first; row < last; ++row) {
       const W* s = src + offset;
-      for (int64_t i = 0; i < inner; ++i) d[i] = s[i * inner_stride];
+      if (inner_stride == 1) {
+        std::memcpy(d, s, static_cast<size_t>(inner) * sizeof(W));  // rows kept whole (a head split)
+      } else {
+        for (int64_t i = 0; i < inner; ++i) d[i] = s[i * inner_stride];
+      }
       d += inner;
       for (size_t a = rank - 1; a-- > 0;) {  // advance the outer index like an odometer
         offset += strides[a];
