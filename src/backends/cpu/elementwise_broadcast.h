@@ -44,7 +44,7 @@ void RunBinary(const BroadcastWalk<2>& w, const typename EA::Storage* a, const t
   if (inner > 0 && inner < 2 * kParallelGrain && w.count >= 2 * kParallelGrain) {
     // Many short runs (a bias added to each row): whole runs split across
     // the pool's threads (parallel.h).
-    ParallelFor(w.count / inner, std::max<int64_t>(1, kParallelGrain / inner), [&](int64_t first, int64_t last) {
+    ParallelFor(w.count / inner, ItemsPerGrain(inner), [&](int64_t first, int64_t last) {
       ForEachBroadcastRunRange(w, first, last,
                                [&](int64_t o, const std::array<int64_t, 2>& off, const std::array<int64_t, 2>& st,
                                    int64_t n) { segment(o, off, st, 0, n); });

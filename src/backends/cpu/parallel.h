@@ -9,6 +9,7 @@
 // would give alone, so the split never changes them.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace vigil::cpu {
@@ -16,6 +17,12 @@ namespace vigil::cpu {
 // Elements one thread should get at least: below this, starting the team
 // costs more than the thread saves.
 inline constexpr int64_t kParallelGrain = 32 * 1024;
+
+// ParallelFor's grain for items (rows, lines, runs) of `elements_per_item`
+// elements each: enough whole items for kParallelGrain elements, at least 1.
+inline int64_t ItemsPerGrain(int64_t elements_per_item) {
+  return std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, elements_per_item));
+}
 
 // Whether the OpenMP pool is loaded (ParallelFor may use several threads).
 bool ParallelPoolAvailable();

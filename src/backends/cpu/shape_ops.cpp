@@ -74,8 +74,7 @@ void TiledStridedCopyT(const std::vector<int64_t>& shape, const W* src, const st
   const int64_t na = shape[a], nl = shape[last], sl = strides[last], da = dst_strides[a];
   // Outer positions split across the pool's threads (parallel.h), each
   // starting its odometer at its first position.
-  const int64_t rows_per_grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, na * nl));
-  ParallelFor(static_cast<int64_t>(outer_count), rows_per_grain, [&](int64_t first, int64_t last_row) {
+  ParallelFor(static_cast<int64_t>(outer_count), ItemsPerGrain(na * nl), [&](int64_t first, int64_t last_row) {
     std::vector<int64_t> idx(outer.size(), 0);
     int64_t soff = 0, doff = 0;
     for (size_t k = outer.size(), rest = static_cast<size_t>(first); k-- > 0;) {
@@ -128,7 +127,7 @@ void StridedCopyT(const std::vector<int64_t>& shape, const W* src, const std::ve
   // Rows split across the pool's threads (parallel.h), each starting its
   // odometer at its first row.
   const int64_t rows = static_cast<int64_t>(*total) / inner;
-  ParallelFor(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, inner)), [&](int64_t first,
+  ParallelFor(rows, ItemsPerGrain(inner), [&](int64_t first,
                                                                                            int64_t last) {
     std::vector<int64_t> idx(rank - 1, 0);
     int64_t offset = 0;

@@ -176,37 +176,40 @@ Status Concat(KernelContext& ctx) {
     if (k < axis) outer *= out_shape[k];
     if (k > axis) inner *= out_shape[k];
   }
-  // The copies, cut into pieces of at most kPiece bytes, split across the
-  // pool's threads (parallel.h) when there are several pieces.
+  // Each input's block per outer position, in output order.
+  auto for_each_block = [&](auto&& fn) {
+    auto* dst = static_cast<uint8_t*>(out->raw_data());
+    for (int64_t o = 0; o < outer; ++o) {
+      for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+        const runtime::Tensor& t = *ctx.input(i);
+        const size_t block = static_cast<size_t>(t.dim(axis) * inner) * eb;
+        fn(dst, static_cast<const uint8_t*>(t.raw_data()) + o * block, block);
+        dst += block;
+      }
+    }
+  };
+  // Small (shape vectors): copied here. Large: cut into pieces of at most
+  // kPiece bytes, split across the pool's threads (parallel.h).
   constexpr size_t kPiece = 4 * kParallelGrain;
+  if (out->byte_size() < 2 * kPiece) {
+    for_each_block([](uint8_t* d, const uint8_t* s, size_t n) { if (n) std::memcpy(d, s, n); });
+    return Status::Ok();
+  }
   struct Piece {
     uint8_t* dst;
     const uint8_t* src;
     size_t bytes;
   };
   std::vector<Piece> pieces;
-  auto* dst = static_cast<uint8_t*>(out->raw_data());
-  for (int64_t o = 0; o < outer; ++o) {
-    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-      const runtime::Tensor& t = *ctx.input(i);
-      const size_t block = static_cast<size_t>(t.dim(axis) * inner) * eb;
-      const auto* src = static_cast<const uint8_t*>(t.raw_data()) + o * block;
-      for (size_t at = 0; at < block; at += kPiece) pieces.push_back({dst + at, src + at, std::min(kPiece, block - at)});
-      dst += block;
-    }
-  }
-  auto copy = [&](int64_t first, int64_t last) {
+  for_each_block([&](uint8_t* d, const uint8_t* s, size_t n) {
+    for (size_t at = 0; at < n; at += kPiece) pieces.push_back({d + at, s + at, std::min(kPiece, n - at)});
+  });
+  ParallelFor(static_cast<int64_t>(pieces.size()), 1, [&](int64_t first, int64_t last) {
     for (int64_t k = first; k < last; ++k) {
       const Piece& p = pieces[static_cast<size_t>(k)];
       std::memcpy(p.dst, p.src, p.bytes);
     }
-  };
-  const size_t total = static_cast<size_t>(dst - static_cast<uint8_t*>(out->raw_data()));
-  if (total < 2 * kPiece) {
-    copy(0, static_cast<int64_t>(pieces.size()));  // small (shape vectors): no team
-  } else {
-    ParallelFor(static_cast<int64_t>(pieces.size()), 1, copy);
-  }
+  });
   return Status::Ok();
 }
 

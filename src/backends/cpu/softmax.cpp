@@ -120,8 +120,7 @@ Status SoftmaxKernel(KernelContext& ctx) {
       const float* xs = x.data<float>();
       float* ys = y->data<float>();
       // Lines split across the pool's threads (parallel.h), each on its own.
-      const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, s.n));
-      ParallelFor(s.outer, grain, [&](int64_t first, int64_t last) {
+      ParallelFor(s.outer, ItemsPerGrain(s.n), [&](int64_t first, int64_t last) {
         for (int64_t o = first; o < last; ++o) {
           const float* xl = xs + o * s.n;
           float* yl = ys + o * s.n;

@@ -119,8 +119,7 @@ bool MaxPool2dNhwcFloat(const SpatialGeometry& g, int64_t batch, int64_t channel
   const float lowest = -std::numeric_limits<float>::infinity();
   // Output rows of every image split across the pool's threads
   // (parallel.h); each output is computed on its own.
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, ow * channels));
-  ParallelFor(batch * oh, grain, [&](int64_t first, int64_t last) {
+  ParallelFor(batch * oh, ItemsPerGrain(ow * channels), [&](int64_t first, int64_t last) {
     for (int64_t ni = first; ni < last; ++ni) {
       const int64_t n = ni / oh, i = ni % oh;
       const float* xn = x + n * h * w * channels;
@@ -150,8 +149,7 @@ void GlobalAveragePoolNhwcFloat(int64_t batch, int64_t spatial, int64_t channels
   // on one thread.
   constexpr int64_t kBlock = 64;
   const int64_t blocks = (channels + kBlock - 1) / kBlock;
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, spatial * kBlock));
-  ParallelFor(batch * blocks, grain, [&](int64_t first, int64_t last) {
+  ParallelFor(batch * blocks, ItemsPerGrain(spatial * kBlock), [&](int64_t first, int64_t last) {
     double s[kBlock];
     for (int64_t t = first; t < last; ++t) {
       const int64_t n = t / blocks, c0 = (t % blocks) * kBlock, width = std::min(kBlock, channels - c0);

@@ -55,8 +55,7 @@ void SeparableResizeFloat(const float* x, int64_t planes, const SeparableTaps& r
                           float* out) {
   // Output rows of all planes split across the pool's threads (parallel.h):
   // each row is computed on its own, so the split never changes a value.
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, cols.out));
-  ParallelFor(planes * rows.out, grain, [&](int64_t first, int64_t last) {
+  ParallelFor(planes * rows.out, ItemsPerGrain(cols.out), [&](int64_t first, int64_t last) {
     std::vector<double> tmp(static_cast<size_t>(cols.in));
     for (int64_t r = first; r < last; ++r) {
       const int64_t p = r / rows.out, y = r % rows.out;
