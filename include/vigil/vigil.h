@@ -233,6 +233,13 @@ typedef struct vigil_session_options {
    * tensor cores, less exact: compare the outputs (vigil bench measures
    * both on the model). Default 0. */
   int run_as_float16;
+  /* Without allow_tf32, large float32 matrix products (MatMul, Gemm) run as
+   * three TF32 tensor-core products of split operands ("3xTF32"): about
+   * 1.6x faster on transformers at batch 64, with an error near float32's
+   * (about 2e-5 relative on ViT-B/16 and BERT-base, against 1e-6 on CUDA
+   * cores and 1e-3 with TF32; docs/cuda.md, "Numerics"). 0: every float32
+   * product on CUDA cores. Default 1. */
+  int allow_tf32x3;
 } vigil_session_options;
 
 VIGIL_EXPORT void vigil_session_options_init(vigil_session_options* options);

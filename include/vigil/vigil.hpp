@@ -258,6 +258,7 @@ struct SessionOptions {
   int intra_op_num_threads = 0;
   bool enable_profiling = false;
   bool run_as_float16 = false;  // float32 model computed in float16 (vigil.h)
+  bool allow_tf32x3 = true;     // large float32 products as 3xTF32 without TF32 (vigil.h)
 };
 
 // A model input or output as the model declares it.
@@ -295,6 +296,7 @@ class CSessionOptions {
     c_.intra_op_num_threads = o.intra_op_num_threads;
     c_.enable_profiling = o.enable_profiling;
     c_.run_as_float16 = o.run_as_float16;
+    c_.allow_tf32x3 = o.allow_tf32x3;
   }
   CSessionOptions(const CSessionOptions&) = delete;
   CSessionOptions& operator=(const CSessionOptions&) = delete;

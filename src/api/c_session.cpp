@@ -51,6 +51,7 @@ Result<SessionConfig> ConfigFromOptions(const vigil_session_options* o) {
   c.intra_op_num_threads = o->intra_op_num_threads;
   c.enable_profiling = o->enable_profiling != 0;
   c.run_as_float16 = o->run_as_float16 != 0;
+  c.allow_tf32x3 = o->allow_tf32x3 != 0;
   return c;
 }
 
@@ -224,6 +225,7 @@ void vigil_session_options_init(vigil_session_options* o) {
   o->struct_size = sizeof(*o);
   o->layout = VIGIL_LAYOUT_AUTO;
   o->constant_folding = 1;
+  o->allow_tf32x3 = 1;
 }
 
 vigil_status* vigil_session_create(const char* model_path, const vigil_session_options* options,

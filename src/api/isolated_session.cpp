@@ -145,7 +145,8 @@ std::string EncodeConfig(const SessionConfig& c) {
                       {"cuda_module_path", c.cuda_module_path},
                       {"enable_profiling", c.enable_profiling},
                       {"intra_op_num_threads", c.intra_op_num_threads},
-                      {"run_as_float16", c.run_as_float16}};
+                      {"run_as_float16", c.run_as_float16},
+                      {"allow_tf32x3", c.allow_tf32x3}};
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -174,6 +175,7 @@ Result<SessionConfig> DecodeConfig(std::string_view text) {
     c.enable_profiling = j.at("enable_profiling").get<bool>();
     c.intra_op_num_threads = j.at("intra_op_num_threads").get<int>();
     c.run_as_float16 = j.at("run_as_float16").get<bool>();
+    c.allow_tf32x3 = j.at("allow_tf32x3").get<bool>();
   } catch (const nlohmann::json::exception& e) {
     return InvalidInputError("the isolated worker's --config is incomplete: {}", e.what());
   }

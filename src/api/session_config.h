@@ -37,6 +37,8 @@ struct SessionConfig {
   int intra_op_num_threads = 0;
   // A float32 model computed in float16 (runtime/float16_compute.h).
   bool run_as_float16 = false;
+  // Large float32 products as 3xTF32 where TF32 is off (vigil.h).
+  bool allow_tf32x3 = true;
 
   bool wants_cuda() const;
   bool cpu_fallback() const;

@@ -103,6 +103,7 @@ Result<backends::LoadedBackend> LoadCuda(const SessionConfig& config) {
   backends::CudaBackendOptions cuda;
   cuda.device = config.device_id;
   cuda.allow_tf32 = config.allow_tf32;
+  cuda.allow_tf32x3 = config.allow_tf32x3;
   cuda.deterministic = config.deterministic;
   cuda.tune = config.tune;
   cuda.tuning_cache = config.tuning_cache_file;

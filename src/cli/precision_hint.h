@@ -28,7 +28,7 @@ size_t Int8NodeCount(const std::string& notes_json);
 std::string PrecisionHintSkipped(const BackendChoice& choice, const vigil::Session& session, std::string* gpu);
 
 struct PrecisionOption {
-  std::string flag;        // "--tf32", "--fp16"
+  std::string flag;        // "--tf32", "--fp16", "--no-tf32x3"
   double p50_ms = 0;       // measured like the baseline
   double speedup = 0;      // baseline p50 / this p50
   double rel_l2 = 0;       // the largest over the float outputs, against the baseline's outputs

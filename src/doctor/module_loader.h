@@ -31,6 +31,7 @@ struct VigilBackendOptions {
   // refuses to create it when the two sides use different copies of the C++
   // runtime (a caller linked with -static-libstdc++).
   const void* cxx_runtime_marker;
+  int allow_tf32x3;                  // 0/1: large float32 products as 3xTF32 without TF32 (ABI 5)
 };
 
 // What a backend module's entry function returns. Plain C so that modules
@@ -61,7 +62,7 @@ namespace vigil::doctor {
 
 // 3: VigilBackendOptions gained tune and tuning_cache.
 // 4: sync_each_node and cxx_runtime_marker.
-inline constexpr int kBackendAbiVersion = 4;
+inline constexpr int kBackendAbiVersion = 5;
 
 // The address of the C++ runtime's operator new as this binary sees it: the
 // same in two binaries only when they share one copy of libstdc++.

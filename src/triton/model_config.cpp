@@ -101,6 +101,8 @@ const std::vector<ParameterSpec>& ParameterSpecs() {
        [](const std::string& v, const std::string&, SessionSettings* s) { return ParseBool(v, &s->allow_tf32); }},
       {"run_as_float16", "true or false",
        [](const std::string& v, const std::string&, SessionSettings* s) { return ParseBool(v, &s->run_as_float16); }},
+      {"allow_tf32x3", "true or false",
+       [](const std::string& v, const std::string&, SessionSettings* s) { return ParseBool(v, &s->allow_tf32x3); }},
       {"deterministic", "true or false",
        [](const std::string& v, const std::string&, SessionSettings* s) { return ParseBool(v, &s->deterministic); }},
       {"cuda_graphs", "true or false",
@@ -539,6 +541,7 @@ void MakeSessionOptions(const SessionSettings& s, bool gpu, int device_id, Sessi
   o.device_id = gpu ? device_id : 0;
   o.allow_tf32 = s.allow_tf32;
   o.run_as_float16 = s.run_as_float16;
+  o.allow_tf32x3 = s.allow_tf32x3;
   o.deterministic = s.deterministic;
   o.gpu_mem_limit = s.gpu_mem_limit;
   o.layout = s.layout;

@@ -188,6 +188,26 @@ TEST(CApi, OptionsAreCheckedBeforeAnythingLoads) {
   EXPECT_EQ(session, nullptr);
 }
 
+// 3xTF32 float32 products are on unless turned off, in C and in C++.
+TEST(CApi, Tf32x3IsOnByDefaultInBothInterfaces) {
+  vigil_session_options o;
+  std::memset(&o, 0, sizeof o);
+  vigil_session_options_init(&o);
+  EXPECT_EQ(o.allow_tf32x3, 1);
+  vigil::SessionOptions cpp;
+  EXPECT_TRUE(cpp.allow_tf32x3);
+  EXPECT_EQ(vigil::CSessionOptions(cpp).get()->allow_tf32x3, 1);
+  cpp.allow_tf32x3 = false;
+  EXPECT_EQ(vigil::CSessionOptions(cpp).get()->allow_tf32x3, 0);
+  // Off, a CPU session runs as before (the option is the CUDA backend's).
+  vigil_session* session = nullptr;
+  o.allow_tf32x3 = 0;
+  vigil_status* s = vigil_session_create(kMobileNet.c_str(), &o, &session);
+  EXPECT_EQ(s, nullptr) << vigil_status_text(s);
+  vigil_status_release(s);
+  vigil_session_release(session);
+}
+
 TEST(CApi, ThreadCountsGiveTheSameOutputs) {
   Loaded d = MobileNetData();
   for (int threads : {1, 3}) {

@@ -129,6 +129,13 @@ def test_thread_count_is_passed_and_runs():
     assert relative_l2(a, b) < 1e-5
 
 
+def test_allow_tf32x3_is_on_unless_turned_off():
+    assert vigil.SessionOptions().to_vigil()["allow_tf32x3"] is True
+    assert vigil.SessionOptions(allow_tf32x3=False).to_vigil()["allow_tf32x3"] is False
+    with pytest.raises(TypeError):
+        vigil.SessionOptions(allow_tf32x3="yes please")
+
+
 def test_run_as_float16_computes_a_float32_model_in_float16():
     # The tiny UNet (random weights) keeps its activations within float16's
     # range; its outputs stay float32, near the exact run's but not equal.

@@ -37,7 +37,9 @@ from onnx import numpy_helper
 F16, F64 = onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE
 
 
-def widen(src, dst):
+def widen(src, dst, narrow=None):
+    """src with every `narrow` (default float16) tensor, type and Cast widened to float64."""
+    narrow = F16 if narrow is None else narrow
     m = onnx.load(src)
     g = m.graph
 
@@ -45,16 +47,16 @@ def widen(src, dst):
         t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float64), t.name))
 
     for t in g.initializer:
-        if t.data_type == F16:
+        if t.data_type == narrow:
             wide(t)
     for v in list(g.input) + list(g.output) + list(g.value_info):
-        if v.type.tensor_type.elem_type == F16:
+        if v.type.tensor_type.elem_type == narrow:
             v.type.tensor_type.elem_type = F64
     for n in g.node:
         for a in n.attribute:
-            if a.name == "to" and a.i == F16:
+            if a.name == "to" and a.i == narrow:
                 a.i = F64
-            if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == F16:
+            if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == narrow:
                 wide(a.t)
     onnx.save(m, dst)
 

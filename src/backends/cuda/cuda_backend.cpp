@@ -30,6 +30,7 @@ struct CaptureMemory {
   int device = 0;
   std::vector<void*> blocks;
   std::shared_ptr<void> workspace;  // the workspace the recording used
+  std::shared_ptr<void> operands;   // and its operand scratch (StreamContext)
   ~CaptureMemory() {
     cudaSetDevice(device);
     for (void* p : blocks) cudaFree(p);
@@ -63,6 +64,7 @@ class CudaBackend final : public runtime::Backend {
     for (auto& [id, c] : contexts_) {
       cudaStreamSynchronize(c->stream);
       c->workspace_owner.reset();
+      c->operands_owner.reset();
       if (c->lt) cublasLtDestroy(c->lt);
       if (c->cudnn) cudnnDestroy(c->cudnn);
       cudaStreamSynchronize(c->stream);
@@ -185,6 +187,7 @@ class CudaBackend final : public runtime::Backend {
     auto memory = std::make_shared<CaptureMemory>();
     memory->device = options_.device;
     memory->workspace = c->workspace_owner;
+    memory->operands = c->operands_owner;
     VIGIL_CUDA_CALL(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeRelaxed));
     c->capture = std::move(memory);
     return Status::Ok();

@@ -17,25 +17,38 @@
 
 namespace vigil::cuda {
 
-Result<void*> StreamContext::Workspace(size_t bytes) {
-  if (bytes <= workspace_bytes) return workspace;
-  if (capture) {
-    return UnsupportedError("the workspace would grow from {} to {} bytes while recording a CUDA graph",
-                            workspace_bytes, bytes)
+namespace {
+
+// A device block of at least `bytes` on `stream` (grows; never shrinks).
+Result<void*> GrowBlock(void*& block, size_t& block_bytes, std::shared_ptr<void>& owner, size_t bytes,
+                        bool capturing, cudaStream_t stream, const char* what) {
+  if (bytes <= block_bytes) return block;
+  if (capturing) {
+    return UnsupportedError("the {} would grow from {} to {} bytes while recording a CUDA graph", what, block_bytes,
+                            bytes)
         .WithCause("no normal run at these shapes preceded the recording");
   }
   // The old block goes when its last recorded graph does.
-  workspace_owner.reset();
-  workspace = nullptr;
-  workspace_bytes = 0;
+  owner.reset();
+  block = nullptr;
+  block_bytes = 0;
   size_t rounded = (bytes + (1 << 20) - 1) / (1 << 20) * (1 << 20);
   void* p = nullptr;
   VIGIL_CUDA_CALL(cudaMallocAsync(&p, rounded, stream));
-  cudaStream_t s = stream;
-  workspace_owner = std::shared_ptr<void>(p, [s](void* q) { cudaFreeAsync(q, s); });
-  workspace = p;
-  workspace_bytes = rounded;
-  return workspace;
+  owner = std::shared_ptr<void>(p, [stream](void* q) { cudaFreeAsync(q, stream); });
+  block = p;
+  block_bytes = rounded;
+  return block;
+}
+
+}  // namespace
+
+Result<void*> StreamContext::Workspace(size_t bytes) {
+  return GrowBlock(workspace, workspace_bytes, workspace_owner, bytes, capture != nullptr, stream, "workspace");
+}
+
+Result<void*> StreamContext::OperandScratch(size_t bytes) {
+  return GrowBlock(operands, operands_bytes, operands_owner, bytes, capture != nullptr, stream, "operand scratch");
 }
 
 Status StreamContext::RefuseWhileRecording(const ir::Node& node, const char* what) const {

@@ -35,6 +35,9 @@ namespace vigil::cuda {
 struct CudaOptions {
   int device = 0;
   bool allow_tf32 = false;     // fp32 convolutions and products may use TF32 tensor cores
+  // Without TF32, large fp32 products run as three TF32 products of split
+  // operands (split_tf32.h), near float32's accuracy; false: FFMA only.
+  bool allow_tf32x3 = true;
   bool deterministic = false;  // exclude non-deterministic algorithms
   uint64_t memory_limit = 0;   // bytes a run may use on the device (0: what is free)
   bool tune = false;           // measure candidate algorithms of problems not in the tuning cache
@@ -55,6 +58,12 @@ struct StreamContext {
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   std::shared_ptr<void> workspace_owner;  // recorded graphs share it, so a grown workspace outlives them
+  // A second such block, for operands a product prepares itself (the split
+  // operands of split_tf32.h), apart from the workspace that callers of a
+  // product also use (conv_patch_gemm.cpp).
+  void* operands = nullptr;
+  size_t operands_bytes = 0;
+  std::shared_ptr<void> operands_owner;
   // Set between BeginCapture and EndCapture: work on `stream` is recorded.
   std::shared_ptr<CaptureMemory> capture;
   // Per-thread caches of built library plans (cuDNN execution plans are tied
@@ -66,6 +75,8 @@ struct StreamContext {
   // While recording it cannot grow (Unsupported): a first normal run at the
   // same shapes has grown it already.
   Result<void*> Workspace(size_t bytes);
+  // The operand block, of at least `bytes`, on the same terms.
+  Result<void*> OperandScratch(size_t bytes);
   // Unsupported while recording, naming `what` needs the host during the run.
   Status RefuseWhileRecording(const ir::Node& node, const char* what) const;
 };

@@ -22,6 +22,7 @@
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/epilogue.h"
 #include "backends/cuda/matmul_cublaslt.h"
+#include "backends/cuda/split_tf32.h"
 #include "backends/cuda/tuning_cache.h"
 #include "ir/fuse_matmul_bias.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain
@@ -60,6 +61,7 @@ struct ProductShape {
   bool bias_epilogue;
   bool blend_c;  // beta * C, with C broadcast into D beforehand
   bool residual_c;  // + C, a separate matrix of D's layout (MatMulBias' R)
+  bool tf32x3 = false;  // x and y are split operands (split_tf32.h): TF32 compute
 };
 
 // A cuBLASLt plan for one product shape, cached per thread.
@@ -106,9 +108,10 @@ uint32_t AlignmentOf(const void* p) {
 
 std::string Key(const ProductShape& s, ir::DataType t, const CudaOptions& o, const Alignments& al) {
   auto op = [](const Operand& x) { return fmt::format("{}x{}l{}s{}", x.rows, x.cols, x.ld, x.batch_stride); };
-  return fmt::format("lt|{}|{}{}|{}|{}|{}|b{}|{}{}{}|{}{}|a{},{},{},{}", static_cast<int>(t),
+  return fmt::format("lt|{}|{}{}|{}|{}|{}|b{}|{}{}{}|{}{}|a{},{},{},{}{}", static_cast<int>(t),
                      static_cast<int>(s.op_x), static_cast<int>(s.op_y), op(s.x), op(s.y), op(s.d), s.batch,
-                     s.bias_epilogue, s.blend_c, s.residual_c, o.allow_tf32, o.deterministic, al.x, al.y, al.d, al.c);
+                     s.bias_epilogue, s.blend_c, s.residual_c, o.allow_tf32, o.deterministic, al.x, al.y, al.d, al.c,
+                     s.tf32x3 ? "|tf32x3" : "");
 }
 
 // --- autotuning (plan_tuning.h) ----------------------------------------------
@@ -225,7 +228,7 @@ Result<const LtPlan*> GetPlan(CudaKernelContext& ctx, const ProductShape& s, ir:
   VIGIL_ASSIGN_OR_RETURN(cudaDataType_t type, LtType(dtype));
   const bool int8 = dtype == ir::DataType::kInt8;
   cublasComputeType_t compute = int8 ? CUBLAS_COMPUTE_32I
-                                : dtype == ir::DataType::kFloat32 && ctx.options().allow_tf32
+                                : dtype == ir::DataType::kFloat32 && (ctx.options().allow_tf32 || s.tf32x3)
                                     ? CUBLAS_COMPUTE_32F_FAST_TF32
                                     : CUBLAS_COMPUTE_32F;
   VIGIL_CUBLAS_CALL(cublasLtMatmulDescCreate(&plan->op.h, compute, int8 ? CUDA_R_32I : CUDA_R_32F));
@@ -303,8 +306,8 @@ Result<const LtPlan*> GetPlan(CudaKernelContext& ctx, const ProductShape& s, ir:
 
 // D = alpha * A·B (+ bias) + beta * C, where C is `c` when given (in D's
 // layout), else D itself (blend_c: C already broadcast into D).
-Status Product(CudaKernelContext& ctx, const ProductShape& s, ir::DataType dtype, const void* a, const void* b,
-               void* d, const void* bias, float alpha, float beta, const void* c = nullptr) {
+Status DirectProduct(CudaKernelContext& ctx, const ProductShape& s, ir::DataType dtype, const void* a, const void* b,
+                     void* d, const void* bias, float alpha, float beta, const void* c) {
   if (!c) c = d;
   Alignments al{AlignmentOf(b), AlignmentOf(a), AlignmentOf(d), AlignmentOf(c)};
   // D's extent in bytes: the last batch's matrix ends `ld * cols` past its start.
@@ -323,6 +326,127 @@ Status Product(CudaKernelContext& ctx, const ProductShape& s, ir::DataType dtype
                                    plan->y.h, operands.Beta(int8), c, plan->d.h, d, plan->d.h, &plan->algo, workspace,
                                    plan->workspace, ctx.stream()));
   return Status::Ok();
+}
+
+// --- float32 products as 3xTF32 (split_tf32.h) -------------------------------
+
+// The scratch a split product may use; a larger one is computed in slices
+// of D's columns (A's rows), or not split.
+constexpr size_t kMaxSplitScratch = size_t{256} << 20;
+
+// A split pays where the product is large and compute-bound: its inner work
+// per element moved (m·n·k over the operands' and result's elements) must
+// exceed what the split's own passes over A and B cost. Transformer
+// products at batch 1 (M = 128 to 197 rows, intensity 96 to 149) stay
+// below it; at batch 64 they are far above it. On an H200, a threshold of
+// 96 split them at batch 1 too and made BERT-base 1.28x and ViT-B/16 1.03x
+// slower there (bench/results/tf32x3_h200.md).
+constexpr double kMinSplitIntensity = 160;
+constexpr double kMinSplitMacs = double(1 << 26);
+
+// Elements of one operand as the split sees it: `count` matrices of
+// `outer` contiguous vectors of `inner` (its ld must be its row count).
+struct SplitOperand {
+  int64_t count, outer, inner;
+  bool k_inner;  // the product's inner dimension runs along the vectors
+};
+
+SplitOperand SplitView(const Operand& o, bool k_on_rows, int32_t batch) {
+  return {o.batch_stride == 0 ? 1 : batch, static_cast<int64_t>(o.cols), static_cast<int64_t>(o.rows), k_on_rows};
+}
+
+// The tripled operand's cuBLASLt view: the inner dimension 3x.
+Operand Tripled(const Operand& o, bool k_on_rows) {
+  Operand t = o;
+  if (k_on_rows) {
+    t.rows *= 3;
+    t.ld *= 3;
+  } else {
+    t.cols *= 3;
+  }
+  if (t.batch_stride != 0) t.batch_stride *= 3;
+  return t;
+}
+
+// Whether this product runs split: float32 without TF32, the option on, a
+// plain layout (ld = rows) and enough work.
+bool WantsSplit(const CudaKernelContext& ctx, const ProductShape& s, ir::DataType dtype) {
+  if (dtype != ir::DataType::kFloat32 || ctx.options().allow_tf32 || !ctx.options().allow_tf32x3) return false;
+  for (const Operand* o : {&s.x, &s.y}) {
+    const auto rows = static_cast<int64_t>(o->rows), cols = static_cast<int64_t>(o->cols);
+    if (o->ld != rows || (o->batch_stride != 0 && o->batch_stride != rows * cols)) return false;
+  }
+  const double n = double(s.d.rows), m = double(s.d.cols);
+  const double k = double(s.op_x == CUBLAS_OP_N ? s.x.cols : s.x.rows);
+  const double macs = m * n * k;
+  return macs * s.batch >= kMinSplitMacs && macs / (m * k + k * n + m * n) >= kMinSplitIntensity;
+}
+
+// D = alpha * A·B (+ bias) + beta * C as one TF32 product of the tripled
+// operands, in slices of D's columns when the tripled A would not fit the
+// scratch. Returns false in *done (nothing queued) where it cannot split.
+Status SplitProduct(CudaKernelContext& ctx, const ProductShape& s, const void* a, const void* b, void* d,
+                    const void* bias, float alpha, float beta, const void* c, bool* done) {
+  *done = false;
+  // x (ONNX B): the inner dimension is x's rows when transposed. y (ONNX A):
+  // it is y's rows when not.
+  const bool x_k_rows = s.op_x == CUBLAS_OP_T, y_k_rows = s.op_y == CUBLAS_OP_N;
+  const SplitOperand xs = SplitView(s.x, x_k_rows, s.batch);
+  SplitOperand ys = SplitView(s.y, y_k_rows, s.batch);
+  const size_t x_bytes = size_t(3 * 4) * size_t(xs.count * xs.outer * xs.inner);
+  const size_t y_bytes = size_t(3 * 4) * size_t(ys.count * ys.outer * ys.inner);
+  // Slices of D's columns (y's columns when y's inner dimension is along its
+  // rows): only for one matrix; a batch must fit whole.
+  int64_t slice = static_cast<int64_t>(s.d.cols);
+  if (x_bytes + y_bytes > kMaxSplitScratch) {
+    if (s.batch != 1 || !y_k_rows || x_bytes >= kMaxSplitScratch) return Status::Ok();
+    const size_t per_column = size_t(3 * 4) * size_t(ys.inner);
+    slice = static_cast<int64_t>((kMaxSplitScratch - x_bytes) / per_column) / 64 * 64;
+    if (slice < 256) return Status::Ok();
+  }
+  const int64_t x_elems = xs.count * xs.outer * xs.inner;
+  if (x_elems >= (int64_t{1} << 30) || int64_t(ys.inner) * slice * ys.count >= (int64_t{1} << 30)) return Status::Ok();
+  const size_t y_slice_bytes = size_t(3 * 4) * size_t(ys.count * ys.inner * std::min<int64_t>(slice, ys.outer));
+  VIGIL_ASSIGN_OR_RETURN(void* scratch, ctx.stream_context().OperandScratch(x_bytes + y_slice_bytes));
+  auto* x3 = static_cast<float*>(scratch);
+  float* y3 = x3 + x_bytes / 4;
+  // B3 = [b_hi; b_hi; b_lo], A3 = [a_hi | a_lo | a_hi]: segment 2 of x and
+  // segment 1 of y hold lo parts.
+  VIGIL_RETURN_IF_ERROR(LaunchSplitTf32(static_cast<const float*>(b), x3, xs.count, xs.outer, xs.inner, xs.k_inner,
+                                        2, ctx.stream()));
+  ProductShape t = s;
+  t.tf32x3 = true;
+  t.x = Tripled(s.x, x_k_rows);
+  const int64_t columns = static_cast<int64_t>(s.d.cols);
+  for (int64_t c0 = 0; c0 < columns; c0 += slice) {
+    const int64_t cols = std::min(slice, columns - c0);
+    // y's column c0 starts c0 * ld in; so do D's and C's.
+    const float* yp = static_cast<const float*>(a) + (slice == columns ? 0 : c0 * s.y.ld);
+    VIGIL_RETURN_IF_ERROR(LaunchSplitTf32(yp, y3, ys.count, slice == columns ? ys.outer : cols, ys.inner, ys.k_inner,
+                                          1, ctx.stream()));
+    t.y = Tripled(s.y, y_k_rows);
+    t.d = s.d;
+    if (slice != columns) {
+      t.y.cols = static_cast<uint64_t>(cols);
+      t.d.cols = static_cast<uint64_t>(cols);
+    }
+    float* dp = static_cast<float*>(d) + c0 * s.d.ld;
+    const float* cp = c ? static_cast<const float*>(c) + c0 * s.d.ld : nullptr;
+    VIGIL_RETURN_IF_ERROR(DirectProduct(ctx, t, ir::DataType::kFloat32, y3, x3, dp, bias, alpha, beta,
+                                        cp ? static_cast<const void*>(cp) : dp));
+  }
+  *done = true;
+  return Status::Ok();
+}
+
+Status Product(CudaKernelContext& ctx, const ProductShape& s, ir::DataType dtype, const void* a, const void* b,
+               void* d, const void* bias, float alpha, float beta, const void* c = nullptr) {
+  if (WantsSplit(ctx, s, dtype)) {
+    bool done = false;
+    VIGIL_RETURN_IF_ERROR(SplitProduct(ctx, s, a, b, d, bias, alpha, beta, c, &done));
+    if (done) return Status::Ok();
+  }
+  return DirectProduct(ctx, s, dtype, a, b, d, bias, alpha, beta, c ? c : d);
 }
 
 // ONNX A [M,K] (or [K,M] with trans_a) and B [K,N] (or [N,K]) as cuBLASLt

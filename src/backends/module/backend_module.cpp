@@ -126,7 +126,8 @@ Result<LoadedBackend> LoadCudaBackend(const CudaBackendOptions& options) {
                         options.tune ? 1 : 0,
                         options.tuning_cache.empty() ? nullptr : options.tuning_cache.c_str(),
                         options.sync_each_node ? 1 : 0,
-                        doctor::CxxRuntimeMarker()};
+                        doctor::CxxRuntimeMarker(),
+                        options.allow_tf32x3 ? 1 : 0};
   void* backend = nullptr;
   void* status = nullptr;
   if (entry->create(&c, &backend, &status) != 0 || !backend) {

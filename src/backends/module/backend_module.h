@@ -18,6 +18,7 @@ namespace vigil::backends {
 struct CudaBackendOptions {
   int device = 0;
   bool allow_tf32 = false;
+  bool allow_tf32x3 = true;  // large float32 products as 3xTF32 without TF32 (split_tf32.h)
   bool deterministic = false;
   uint64_t memory_limit = 0;  // bytes (0: free device memory)
   bool tune = false;          // autotuning: measure candidate algorithms (docs/tuning.md)
