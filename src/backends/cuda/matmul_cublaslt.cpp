@@ -393,7 +393,9 @@ Status SplitProduct(CudaKernelContext& ctx, const ProductShape& s, const void* a
   const bool x_k_rows = s.op_x == CUBLAS_OP_T, y_k_rows = s.op_y == CUBLAS_OP_N;
   const SplitOperand xs = SplitView(s.x, x_k_rows, s.batch);
   SplitOperand ys = SplitView(s.y, y_k_rows, s.batch);
-  const size_t x_bytes = size_t(3 * 4) * size_t(xs.count * xs.outer * xs.inner);
+  // The tripled B first, then the tripled A from a 256-byte boundary (the
+  // alignment cuBLASLt's fastest kernels assume).
+  const size_t x_bytes = (size_t(3 * 4) * size_t(xs.count * xs.outer * xs.inner) + 255) / 256 * 256;
   const size_t y_bytes = size_t(3 * 4) * size_t(ys.count * ys.outer * ys.inner);
   // Slices of D's columns (y's columns when y's inner dimension is along its
   // rows): only for one matrix; a batch must fit whole.
@@ -409,7 +411,7 @@ Status SplitProduct(CudaKernelContext& ctx, const ProductShape& s, const void* a
   const size_t y_slice_bytes = size_t(3 * 4) * size_t(ys.count * ys.inner * std::min<int64_t>(slice, ys.outer));
   VIGIL_ASSIGN_OR_RETURN(void* scratch, ctx.stream_context().OperandScratch(x_bytes + y_slice_bytes));
   auto* x3 = static_cast<float*>(scratch);
-  float* y3 = x3 + x_bytes / 4;
+  float* y3 = x3 + x_bytes / sizeof(float);
   // B3 = [b_hi; b_hi; b_lo], A3 = [a_hi | a_lo | a_hi]: segment 2 of x and
   // segment 1 of y hold lo parts.
   VIGIL_RETURN_IF_ERROR(LaunchSplitTf32(static_cast<const float*>(b), x3, xs.count, xs.outer, xs.inner, xs.k_inner,

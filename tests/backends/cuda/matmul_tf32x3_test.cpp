@@ -8,6 +8,7 @@
 // scratch, computed in slices of A's rows. Outputs are poisoned with NaN
 // first. The split of single values is checked bit by bit on the host.
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -233,6 +234,7 @@ void ExpectFloat32Grade(const Product& p) {
       << "the split and CUDA-core products gave the same bits: the split did not run";
   std::printf("[ %s ] rel L2 to float64: 3xTF32 %.3g, CUDA cores %.3g, TF32 %.3g\n", p.label.c_str(), e_split, e_ffma,
               e_tf32);
+  std::fflush(stdout);  // before a later test forks a child that would print the buffer again
 }
 
 TEST(CudaMatMulTf32x3, MatMulLayoutsAreOfFloat32Grade) {
