@@ -31,6 +31,7 @@ struct CompareOptions {
   bool json = false;
   // Passed to whichever side runs on cuda.
   bool tf32 = false;
+  bool no_tf32x3 = false;
   bool deterministic = false;
   std::string layout = "auto";
   bool no_fallback = false;
@@ -66,6 +67,7 @@ BackendChoice ChoiceFor(const std::string& backend, const CompareOptions& opt) {
   c.backend = backend;
   if (backend == "cuda") {
     c.tf32 = opt.tf32;
+    c.no_tf32x3 = opt.no_tf32x3;
     c.deterministic = opt.deterministic;
     c.no_fallback = opt.no_fallback;
     c.gpu_mem_limit = opt.gpu_mem_limit;
@@ -295,6 +297,8 @@ Command AddCompareCommand(CLI::App& parent) {
   sub->add_option("--rtol", opt->rtol, "relative tolerance (default 1e-3)");
   sub->add_option("--atol", opt->atol, "absolute tolerance (default 1e-5)");
   sub->add_flag("--tf32", opt->tf32, "for the cuda side: let float32 convolutions and products use TF32");
+  sub->add_flag("--no-tf32x3", opt->no_tf32x3,
+                "for the cuda side: every float32 matrix product on CUDA cores (none as 3xTF32; docs/cuda.md)");
   sub->add_flag("--deterministic", opt->deterministic, "for the cuda side: only deterministic algorithms");
   sub->add_option("--layout", opt->layout,
                   "for the cuda side: auto (2D convolutions run channels-last) or nchw (as the model says)")
