@@ -392,7 +392,7 @@ Status SplitProduct(CudaKernelContext& ctx, const ProductShape& s, const void* a
   // it is y's rows when not.
   const bool x_k_rows = s.op_x == CUBLAS_OP_T, y_k_rows = s.op_y == CUBLAS_OP_N;
   const SplitOperand xs = SplitView(s.x, x_k_rows, s.batch);
-  SplitOperand ys = SplitView(s.y, y_k_rows, s.batch);
+  const SplitOperand ys = SplitView(s.y, y_k_rows, s.batch);
   // The tripled B first, then the tripled A from a 256-byte boundary (the
   // alignment cuBLASLt's fastest kernels assume).
   const size_t x_bytes = (size_t(3 * 4) * size_t(xs.count * xs.outer * xs.inner) + 255) / 256 * 256;
@@ -419,23 +419,18 @@ Status SplitProduct(CudaKernelContext& ctx, const ProductShape& s, const void* a
   ProductShape t = s;
   t.tf32x3 = true;
   t.x = Tripled(s.x, x_k_rows);
+  t.y = Tripled(s.y, y_k_rows);
   const int64_t columns = static_cast<int64_t>(s.d.cols);
+  const bool sliced = slice < columns;  // then y's columns are D's (y_k_rows)
   for (int64_t c0 = 0; c0 < columns; c0 += slice) {
     const int64_t cols = std::min(slice, columns - c0);
     // y's column c0 starts c0 * ld in; so do D's and C's.
-    const float* yp = static_cast<const float*>(a) + (slice == columns ? 0 : c0 * s.y.ld);
-    VIGIL_RETURN_IF_ERROR(LaunchSplitTf32(yp, y3, ys.count, slice == columns ? ys.outer : cols, ys.inner, ys.k_inner,
-                                          1, ctx.stream()));
-    t.y = Tripled(s.y, y_k_rows);
-    t.d = s.d;
-    if (slice != columns) {
-      t.y.cols = static_cast<uint64_t>(cols);
-      t.d.cols = static_cast<uint64_t>(cols);
-    }
-    float* dp = static_cast<float*>(d) + c0 * s.d.ld;
-    const float* cp = c ? static_cast<const float*>(c) + c0 * s.d.ld : nullptr;
-    VIGIL_RETURN_IF_ERROR(DirectProduct(ctx, t, ir::DataType::kFloat32, y3, x3, dp, bias, alpha, beta,
-                                        cp ? static_cast<const void*>(cp) : dp));
+    VIGIL_RETURN_IF_ERROR(LaunchSplitTf32(static_cast<const float*>(a) + c0 * s.y.ld, y3, ys.count,
+                                          sliced ? cols : ys.outer, ys.inner, ys.k_inner, 1, ctx.stream()));
+    if (sliced) t.y.cols = t.d.cols = static_cast<uint64_t>(cols);
+    const float* cp = c ? static_cast<const float*>(c) + c0 * s.d.ld : nullptr;  // null: D itself
+    VIGIL_RETURN_IF_ERROR(DirectProduct(ctx, t, ir::DataType::kFloat32, y3, x3, static_cast<float*>(d) + c0 * s.d.ld,
+                                        bias, alpha, beta, cp));
   }
   *done = true;
   return Status::Ok();
@@ -448,7 +443,7 @@ Status Product(CudaKernelContext& ctx, const ProductShape& s, ir::DataType dtype
     VIGIL_RETURN_IF_ERROR(SplitProduct(ctx, s, a, b, d, bias, alpha, beta, c, &done));
     if (done) return Status::Ok();
   }
-  return DirectProduct(ctx, s, dtype, a, b, d, bias, alpha, beta, c ? c : d);
+  return DirectProduct(ctx, s, dtype, a, b, d, bias, alpha, beta, c);
 }
 
 // ONNX A [M,K] (or [K,M] with trans_a) and B [K,N] (or [N,K]) as cuBLASLt
