@@ -22,8 +22,10 @@
 // first. Y = O / l at the end, rounded once. K and V tiles arrive by
 // asynchronous copies (sm_80+), each overlapping half of a step's math.
 //
-// float32: a simple CUDA-core kernel, one warp per query row (speed is not
-// a goal there).
+// float32: attention_tf32.cu's kernel on TF32 tensor cores where the
+// options allow TF32 or 3xTF32; else a simple CUDA-core kernel, one warp
+// per query row (speed is not a goal there: the session keeps such float32
+// chains unfused, AttentionWorthIt).
 #include "backends/cuda/attention.h"
 
 #include <mma.h>
@@ -506,14 +508,25 @@ Status AttentionKernel(CudaKernelContext& ctx) {
     return ctx.Unsupported("batch {} x heads {} x sequence {} exceeds the kernel's grid", a.batch, a.heads, a.seq);
   }
   const void* mask = ctx.input(1) ? ctx.input(1)->raw_data() : nullptr;
-  if (x->dtype() != ir::DataType::kFloat32) {
-    const char* env = std::getenv("VIGIL_ATTENTION_KERNEL");
-    const std::string_view choice = env ? env : "";
-    if (choice != "wmma") {
-      const std::string why = AttentionMmaWhyNot(a, x->dtype(), x->raw_data(), mask, y->raw_data());
-      if (why.empty()) return LaunchAttentionMma(a, x->dtype(), x->raw_data(), mask, y->raw_data(), ctx.stream());
-      if (choice == "mma") return ctx.Unsupported("VIGIL_ATTENTION_KERNEL=mma, but the mma kernel cannot run: {}", why);
+  const char* env = std::getenv("VIGIL_ATTENTION_KERNEL");
+  const std::string_view choice = env ? env : "";
+  if (x->dtype() == ir::DataType::kFloat32) {
+    // TF32 tensor cores where the options allow them (attention_tf32.cu),
+    // else, or with VIGIL_ATTENTION_KERNEL=rows, the CUDA-core kernel below;
+    // =tf32 makes a case the tf32 kernel cannot take an Unsupported error.
+    const CudaOptions& o = ctx.options();
+    std::string why = !o.allow_tf32 && !o.allow_tf32x3 ? "allow_tf32 and allow_tf32x3 are both off" : "";
+    if (choice != "rows") {
+      if (why.empty()) why = AttentionTf32WhyNot(a, x->raw_data(), mask, y->raw_data());
+      if (why.empty()) {
+        return LaunchAttentionTf32(a, /*split=*/!o.allow_tf32, x->raw_data(), mask, y->raw_data(), ctx.stream());
+      }
+      if (choice == "tf32") return ctx.Unsupported("VIGIL_ATTENTION_KERNEL=tf32, but the tf32 kernel cannot run: {}", why);
     }
+  } else if (choice != "wmma") {
+    const std::string why = AttentionMmaWhyNot(a, x->dtype(), x->raw_data(), mask, y->raw_data());
+    if (why.empty()) return LaunchAttentionMma(a, x->dtype(), x->raw_data(), mask, y->raw_data(), ctx.stream());
+    if (choice == "mma") return ctx.Unsupported("VIGIL_ATTENTION_KERNEL=mma, but the mma kernel cannot run: {}", why);
   }
   switch (x->dtype()) {
     case ir::DataType::kFloat32: return LaunchFor<float>(a, x->raw_data(), mask, y->raw_data(), ctx.stream());
@@ -526,12 +539,6 @@ Status AttentionKernel(CudaKernelContext& ctx) {
 
 bool SupportsAttention(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
   const ir::DataType t = InputDtype(types, 0);
-  if (t == ir::DataType::kFloat32) {
-    // Our float32 kernel is plain arithmetic without tensor cores; the unfused
-    // chain (cuBLASLt products) is faster, so the session does not fuse.
-    if (why_not) *why_not = "float32 attention runs unfused (cuBLASLt products are faster than our float32 kernel)";
-    return false;
-  }
   if (!IsCudaFloat(t)) {
     if (why_not) {
       *why_not = t == ir::DataType::kUndefined ? std::string("the dtype of input 0 is not known at load time")
@@ -561,8 +568,19 @@ bool SupportsAttention(const ir::Node& node, const runtime::NodeTypes& types, st
   return true;
 }
 
+// float32 attention is fused only onto TF32 tensor cores: without them the
+// unfused chain's cuBLASLt products beat a fused CUDA-core kernel (five
+// versions of one were measured; bench/results/tf32x3_h200.md).
+bool AttentionWorthIt(const CudaOptions& options, const runtime::NodeTypes& types, std::string* why_not) {
+  if (InputDtype(types, 0) != ir::DataType::kFloat32 || options.allow_tf32 || options.allow_tf32x3) return true;
+  if (why_not) {
+    *why_not = "float32 attention runs unfused without TF32 tensor cores (allow_tf32 and allow_tf32x3 are off)";
+  }
+  return false;
+}
+
 const CudaKernelDef kAttentionKernels[] = {
-    {ir::kVigilDomain, ir::kAttentionOp, 1, kLatest, AttentionKernel, SupportsAttention},
+    {ir::kVigilDomain, ir::kAttentionOp, 1, kLatest, AttentionKernel, SupportsAttention, 0, AttentionWorthIt},
 };
 
 }  // namespace

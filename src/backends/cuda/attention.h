@@ -6,8 +6,11 @@
 //
 // float16 / bfloat16 run a flash-attention-style kernel on tensor cores
 // (scores and softmax in float, P rounded to the input dtype for P.V, float
-// accumulation); float32 runs a simple CUDA-core kernel. Head sizes
-// D = E / num_heads of 16, 32, 64 and 128 are supported.
+// accumulation). float32 runs the same scheme on TF32 tensor cores, as one
+// TF32 product (allow_tf32) or three of split operands (allow_tf32x3), and
+// a simple CUDA-core kernel when neither is allowed (the session then keeps
+// float32 attention unfused). Head sizes D = E / num_heads of 16, 32, 64 and
+// 128 are supported.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +54,18 @@ std::string AttentionMmaWhyNot(const AttentionShape& a, ir::DataType dtype, cons
 // ChooseShape); with a mask always so.
 Status LaunchAttentionMma(const AttentionShape& a, ir::DataType dtype, const void* qkv, const void* mask, void* y,
                           cudaStream_t stream);
+
+// The float32 kernel on TF32 tensor cores (attention_tf32.cu): empty when it
+// can take `a` with these device pointers (`mask` null without a mask);
+// otherwise why not (head size, rows not 16-byte aligned, too many blocks,
+// or scale <= 0 without a mask).
+std::string AttentionTf32WhyNot(const AttentionShape& a, const void* qkv, const void* mask, const void* y);
+
+// Launches it on `stream` (AttentionTf32WhyNot must be empty): `split`
+// computes each product as three TF32 products of split operands (TF32 off,
+// allow_tf32x3), else as one (allow_tf32).
+Status LaunchAttentionTf32(const AttentionShape& a, bool split, const void* qkv, const void* mask, void* y,
+                           cudaStream_t stream);
 
 // Part of FindCudaKernel's family list (cuda_kernel.cpp). Declared here, as
 // FusedCudaKernels and SoftmaxCudaKernels are in their own headers, so that

@@ -35,6 +35,7 @@
 #include <string_view>
 
 #include "backends/cuda/attention.h"
+#include "backends/cuda/attention_tiles.cuh"
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/device_common.cuh"
 #include "backends/cuda/shared_memory_optin.h"
@@ -42,25 +43,7 @@
 namespace vigil::cuda {
 namespace {
 
-constexpr int kKeys = 64;  // keys per step (one shared K or V tile)
-
-// --- PTX wrappers (sm_80+; the module is built for 80, 86 and 90) -------------
-
-__device__ __forceinline__ unsigned SharedAddress(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared, asynchronously; `bytes` = 0 writes zeros and
-// reads nothing (rows past S).
-__device__ __forceinline__ void CopyAsync16(void* dst, const void* src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(SharedAddress(dst)), "l"(src), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void CommitCopies() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void WaitCopies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
+using namespace attention_tiles;  // NOLINT: the shared tiles, softmax and launch shapes
 
 __device__ __forceinline__ void LoadMatrix4(uint32_t (&r)[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -119,25 +102,6 @@ struct MmaLayout {
   static_assert(D % 16 == 0 && D <= 128, "head size must be a multiple of 16, at most 128");
 };
 
-// Rows [row0, row0 + count) of an [S, D] matrix (rows `stride` apart) into
-// shared memory, 16-byte chunks spread over the block's `threads` threads;
-// rows at or past `rows` become zeros. Part of the caller's current copy
-// group. Every thread of the block calls it, with the same arguments.
-template <typename T, int D>
-__device__ __forceinline__ void IssueRows(T* dst, const T* __restrict__ src, int64_t stride, int row0, int count,
-                                          int rows, int threads) {
-  constexpr int kChunks = D / 8;  // divides 32, so every block size
-  const int step = threads / kChunks;  // rows apart of a thread's chunks
-  const int c = (static_cast<int>(threadIdx.x) % kChunks) * 8;
-  // Not unrolled: unrolled, ptxas keeps every iteration's row offset in
-  // registers across the key loop.
-#pragma unroll 1
-  for (int r = static_cast<int>(threadIdx.x) / kChunks; r < count; r += step) {
-    const bool in = row0 + r < rows;
-    CopyAsync16(dst + r * (D + 8) + c, in ? src + int64_t{row0 + r} * stride + c : src, in ? 16 : 0);
-  }
-}
-
 // S = Q K^T for the warp's 16 rows and the tile's first `valid` keys (16-key
 // pairs of n8 tiles wholly past `valid` are skipped; their scores are
 // masked by the caller).
@@ -160,84 +124,6 @@ __device__ __forceinline__ void Scores(float (&s)[kKeys / 8][4], const uint32_t 
       Mma<T>(s[2 * np], qf[k], b[0], b[1]);
       Mma<T>(s[2 * np + 1], qf[k], b[2], b[3]);
     }
-  }
-}
-
-// With a mask: the scores into the log2 domain with the mask added,
-// s = scale * log2(e) * s + log2(e) * M[row, col0 + col], for the thread's
-// accumulator elements (rows row0 + lane/4 and + 8, columns as Softmax
-// says); M is not read for rows at or past S nor columns at or past `valid`
-// (Softmax masks those). `mask` points at this (batch, head)'s M.
-template <typename T>
-__device__ __forceinline__ void AddMask(float (&s)[kKeys / 8][4], const T* __restrict__ mask, const AttentionShape& a,
-                                        int row0, int col0, int valid, int seq, int lane) {
-  constexpr float kLog2e = 1.4426950408889634f;
-#pragma unroll
-  for (int j = 0; j < kKeys / 8; ++j) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int r = row0 + lane / 4 + (e / 2) * 8, c = j * 8 + 2 * (lane % 4) + e % 2;
-      const float mv = r < seq && c < valid ? ToFloat(mask[r * a.mask_i + int64_t{col0 + c} * a.mask_j]) : 0.0f;
-      s[j][e] = fmaf(s[j][e], a.scale_log2, kLog2e * mv);
-    }
-  }
-}
-
-// The online-softmax step: masks the scores (keys >= `valid` to -inf),
-// updates the running max m (log2 domain, scale included) and this thread's
-// partial sums l of its two rows, rescales O, and leaves P = exp2(scale *
-// log2(e) * score - m) in s.
-template <int D>
-__device__ __forceinline__ void Softmax(float (&s)[kKeys / 8][4], float (&o)[D / 8][4], float (&m)[2], float (&l)[2],
-                                        int valid, float scale_log2, int lane) {
-  // The scale is positive (AttentionMmaWhyNot), so the max of the scaled
-  // scores is the scaled max and the scale goes into the exponent's FFMA
-  // instead of a multiply per score.
-  const float sc = scale_log2;
-  if (valid < kKeys) {  // the last tile only
-#pragma unroll
-    for (int j = 0; j < kKeys / 8; ++j) {
-      const int col = j * 8 + 2 * (lane % 4);
-      if (col >= valid) s[j][0] = s[j][2] = -INFINITY;
-      if (col + 1 >= valid) s[j][1] = s[j][3] = -INFINITY;
-    }
-  }
-  float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-  for (int j = 0; j < kKeys / 8; ++j) {
-    mx[0] = fmaxf(mx[0], fmaxf(s[j][0], s[j][1]));
-    mx[1] = fmaxf(mx[1], fmaxf(s[j][2], s[j][3]));
-  }
-  float alpha[2], sum[2] = {0.0f, 0.0f};
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-    const float m_new = fmaxf(m[r], mx[r] * sc);
-    // Every tile holds a real key, so m_new is finite for finite inputs; the
-    // guard keeps an all -inf row from producing inf - inf = NaN. The first
-    // tile's factor is exp2(-inf) = 0.
-    const float ref = m_new == -INFINITY ? 0.0f : m_new;
-    alpha[r] = exp2f(m[r] - ref);
-    m[r] = m_new;
-    mx[r] = ref;
-  }
-#pragma unroll
-  for (int j = 0; j < kKeys / 8; ++j) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      s[j][e] = exp2f(fmaf(s[j][e], sc, -mx[e / 2]));
-      sum[e / 2] += s[j][e];
-    }
-  }
-#pragma unroll
-  for (int r = 0; r < 2; ++r) l[r] = l[r] * alpha[r] + sum[r];
-#pragma unroll
-  for (int n = 0; n < D / 8; ++n) {
-    o[n][0] *= alpha[0];
-    o[n][1] *= alpha[0];
-    o[n][2] *= alpha[1];
-    o[n][3] *= alpha[1];
   }
 }
 
@@ -336,9 +222,9 @@ __global__ void __launch_bounds__(32 * kMaxWarps) AttentionMmaKernel(const T* __
   T* qs = smem + L::kQ + warp * 16 * L::kLd;  // the warp's Q rows
 
   // Copy group 0: Q and the first K and V tiles.
-  IssueRows<T, D>(smem + L::kQ, base, a.in_row, q0, block_rows, seq, threads);
-  IssueRows<T, D>(smem + L::kK, kbase, a.in_row, 0, kKeys, seq, threads);
-  IssueRows<T, D>(smem + L::kV, vbase, a.in_row, 0, kKeys, seq, threads);
+  IssueRows<T, D, D + 8>(smem + L::kQ, base, a.in_row, q0, block_rows, seq, threads);
+  IssueRows<T, D, D + 8>(smem + L::kK, kbase, a.in_row, 0, kKeys, seq, threads);
+  IssueRows<T, D, D + 8>(smem + L::kV, vbase, a.in_row, 0, kKeys, seq, threads);
   CommitCopies();
 
   uint32_t qf[D / 16][4];
@@ -353,8 +239,8 @@ __global__ void __launch_bounds__(32 * kMaxWarps) AttentionMmaKernel(const T* __
     // The other buffers were last read in step t - 1, which ended with a
     // barrier: load tile t + 1 into them while tile t is multiplied.
     if (t + 1 < tiles) {
-      IssueRows<T, D>(smem + L::kK + (buf ^ 1) * L::kTile, kbase, a.in_row, (t + 1) * kKeys, kKeys, seq, threads);
-      IssueRows<T, D>(smem + L::kV + (buf ^ 1) * L::kTile, vbase, a.in_row, (t + 1) * kKeys, kKeys, seq, threads);
+      IssueRows<T, D, D + 8>(smem + L::kK + (buf ^ 1) * L::kTile, kbase, a.in_row, (t + 1) * kKeys, kKeys, seq, threads);
+      IssueRows<T, D, D + 8>(smem + L::kV + (buf ^ 1) * L::kTile, vbase, a.in_row, (t + 1) * kKeys, kKeys, seq, threads);
       CommitCopies();
       WaitCopies<1>();
     } else {
@@ -393,90 +279,6 @@ __global__ void __launch_bounds__(32 * kMaxWarps) AttentionMmaKernel(const T* __
 // 64K registers (and __launch_bounds__(512) would cap them at 128).
 template <int D>
 constexpr int kWholeWarps = D == 128 ? 8 : 16;
-
-// How a launch covers the query rows: blocks of `warps` warps (16 rows
-// each), `query_blocks` of them per (batch, head); `whole` picks the
-// whole-sequence kernel instance, else the one of exactly `warps` warps.
-struct MmaShape {
-  int warps = 4;
-  int64_t query_blocks = 1;
-  bool whole = false;
-};
-
-// One block per (batch, head) holding all ceil(S / 16) row tiles when they
-// fit in `max_warps` warps, so K and V are read once per (batch, head) and
-// at most 15 padding rows are computed (S = 197: 13 warps, 208 rows; the
-// 4-warp tiles compute 256). Longer S: the fewest query blocks that fit, the
-// tiles spread evenly over them (S = 300, 19 tiles: 2 x 10 warps, not
-// 16 + 3).
-MmaShape WholeShape(const AttentionShape& a, int max_warps) {
-  const int64_t tiles = (a.seq + 15) / 16;
-  const int64_t query_blocks = (tiles + max_warps - 1) / max_warps;
-  return {static_cast<int>((tiles + query_blocks - 1) / query_blocks), query_blocks, true};
-}
-
-// The current device's SM count, asked once per device.
-Result<int> SmCount() {
-  static std::atomic<int> cached[64] = {};
-  int device = 0;
-  VIGIL_CUDA_CALL(cudaGetDevice(&device));
-  if (device >= 0 && device < 64) {
-    if (const int n = cached[device].load(std::memory_order_relaxed); n > 0) return n;
-  }
-  int n = 0;
-  VIGIL_CUDA_CALL(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
-  if (device >= 0 && device < 64) cached[device].store(n, std::memory_order_relaxed);
-  return n < 1 ? 1 : n;
-}
-
-// Tiles of 4 warps (64 query rows) when that grid has at least two blocks
-// per SM, else fewer rows per block so that more SMs get work (small batch).
-MmaShape TileShape(const AttentionShape& a, int sms) {
-  const auto query_blocks = [&](int warps) { return (a.seq + 16 * warps - 1) / (16 * warps); };
-  const auto blocks = [&](int warps) { return a.batch * a.heads * query_blocks(warps); };
-  const auto fits = [&](int warps) { return blocks(warps) <= INT32_MAX; };  // a 1-D grid (Launch)
-  int warps = 1;
-  if (blocks(4) >= 2 * int64_t{sms} || !fits(2)) {
-    warps = 4;
-  } else if (blocks(2) >= 2 * int64_t{sms} || !fits(1)) {
-    warps = 2;
-  }
-  return {warps, query_blocks(warps), false};
-}
-
-// Whole-sequence blocks hold at most this many warps by default: ptxas gives
-// D = 64 ~128 registers a thread, so a 13-warp block (S = 197) fills an
-// SM's 64K registers alone, while 8 leave room for two blocks.
-constexpr int kDefaultWholeCap = 8;
-
-// The rule: the whole-sequence shape with blocks of at most 8 warps (S = 197:
-// two query blocks of 7 warps per (batch, head)). Measured on an H100 with
-// ViT-B/16 float16 (`vigil bench` p50, the whole model; 2026-11-22), against
-// uncapped whole blocks (13 warps) and the 1/2/4-warp tiles:
-//   batch  1: 0.570 ms (tiles 0.614, 13 warps 0.620)
-//   batch  2: 0.583 ms (tiles 0.635)
-//   batch  8: 0.950 ms (tiles 0.938-0.953: within the noise)
-//   batch 64: 5.721 ms (13 warps 5.818-5.831, tiles 5.777)
-// so one shape for every grid. The tiles stay for the environment switch
-// and for grids of over 2^31 - 1 whole blocks.
-// The environment variable VIGIL_ATTENTION_SHAPE=whole or =tiles forces
-// one (=whole: blocks up to the instance's 16 warps, 8 for D = 128); =whole:N
-// caps the whole-sequence blocks at N warps instead of 8 (measurements).
-MmaShape ChooseShape(const AttentionShape& a, int max_warps, int sms) {
-  const char* env = std::getenv("VIGIL_ATTENTION_SHAPE");
-  const std::string_view forced = env ? env : "";
-  int cap = forced == "whole" ? max_warps : std::min(kDefaultWholeCap, max_warps);
-  if (forced.starts_with("whole:")) {
-    const char* end = forced.data() + forced.size();
-    int n = 0;
-    const auto [stop, error] = std::from_chars(forced.data() + 6, end, n);
-    if (error == std::errc() && stop == end && n >= 1) cap = std::min(n, max_warps);
-  }
-  const MmaShape whole = WholeShape(a, cap);
-  // Over 2^31 - 1 blocks (whole:1 with a huge S) does not launch.
-  if (forced == "tiles" || a.batch * a.heads * whole.query_blocks > INT32_MAX) return TileShape(a, sms);
-  return whole;
-}
 
 template <typename T, int D, int kMaxWarps, bool kMasked = false>
 Status Launch(const AttentionShape& a, const MmaShape& shape, const void* qkv, const void* mask, void* y,
@@ -529,8 +331,6 @@ Status LaunchForType(const AttentionShape& a, const void* qkv, const void* mask,
     default: return InternalError("attention mma kernel: head size {}", a.head_size);
   }
 }
-
-bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 }  // namespace
 

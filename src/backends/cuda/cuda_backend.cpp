@@ -109,7 +109,8 @@ class CudaBackend final : public runtime::Backend {
       if (why_not) *why_not = fmt::format("the CUDA backend has no kernel for {} at opset {}", node.op_type, opset);
       return false;
     }
-    return !def->supports || def->supports(node, types, why_not);
+    if (def->supports && !def->supports(node, types, why_not)) return false;
+    return !def->worth_it || def->worth_it(options_, types, why_not);
   }
 
   bool InputOnHost(const ir::Node& node, int64_t opset, size_t i) const override {

@@ -136,6 +136,9 @@ class CudaKernelContext {
 using CudaKernelFn = Status (*)(CudaKernelContext& ctx);
 // Whether the kernel takes this node with these types; on false says why.
 using CudaSupportFn = bool (*)(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not);
+// Whether the session's options make the kernel the better choice (the
+// session asks before fusing a chain into the node); on false says why.
+using CudaOptionsFn = bool (*)(const CudaOptions& options, const runtime::NodeTypes& types, std::string* why_not);
 
 struct CudaKernelDef {
   const char* domain;  // "" for the default domain
@@ -145,6 +148,7 @@ struct CudaKernelDef {
   CudaKernelFn fn;
   CudaSupportFn supports;   // null: any types
   uint32_t host_inputs = 0;  // bit i set: input i is read on the host
+  CudaOptionsFn worth_it = nullptr;  // null: whatever the options
 };
 
 inline constexpr int kLatest = INT_MAX;

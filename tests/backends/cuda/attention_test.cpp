@@ -36,6 +36,8 @@ using ir::DataType;
 using testing::CudaBackendForTests;
 using testing::RandomTensor;
 using testing::PoisonedDeviceOutputs;
+using testing::Backend;
+using testing::Way;
 
 constexpr DataType kF32 = DataType::kFloat32;
 constexpr DataType kF16 = DataType::kFloat16;
@@ -43,11 +45,17 @@ constexpr DataType kBF16 = DataType::kBfloat16;
 
 // Relative L2 error allowed against the float64 reference. fp16/bf16: P is
 // rounded to the input dtype for P.V (as flash attention does) and Y once.
+// float32: 1e-5 on CUDA cores and as 3xTF32 (the default); with TF32
+// allowed, every operand has TF32's 10-bit mantissa, as fp16's P has 10.
 constexpr double kTolF16 = 5e-3;
 constexpr double kTolBF16 = 2e-2;
 constexpr double kTolF32 = 1e-5;
+constexpr double kTolTf32 = 5e-3;
 
-double Tolerance(DataType t) { return t == kF16 ? kTolF16 : t == kBF16 ? kTolBF16 : kTolF32; }
+double Tolerance(DataType t, Way way = Way::kTf32x3) {
+  if (t == kF32) return way == Way::kTf32 ? kTolTf32 : kTolF32;
+  return t == kF16 ? kTolF16 : kTolBF16;
+}
 
 struct AttentionCase {
   int64_t seq, batch, heads, head_size;
@@ -125,9 +133,11 @@ std::vector<double> Reference(const runtime::Tensor& qkv, const AttentionCase& c
   return ReferenceWithMask(qkv, c, nullptr, {}, false);
 }
 
-// Runs the node on the CUDA backend with `qkv` (device) as input; Y on the host.
-Result<runtime::Tensor> RunOnDevice(const ir::Node& node, const runtime::Tensor& qkv) {
-  auto backend = CudaBackendForTests();
+// Runs the node on the CUDA backend of `way` with `qkv` (device) as input; Y
+// on the host.
+Result<runtime::Tensor> RunOnDevice(const ir::Node& node, const runtime::Tensor& qkv, Way way = Way::kTf32x3) {
+  auto backend = Backend(way);
+  if (!backend) return InternalError("no CUDA backend for this way");
   const runtime::Tensor* inputs[] = {&qkv};
   std::vector<runtime::Tensor> outputs;
   PoisonedDeviceOutputs allocator(*backend);
@@ -173,53 +183,65 @@ class ScopedEnv {
   const char* name_;
 };
 
-// The kernel choices a case runs through: float32 has one kernel.
-std::vector<std::string> KernelsFor(DataType dtype) {
-  if (dtype == kF32) return {""};
+// The kernel choices a case runs through: for float32, the default, the
+// TF32 tensor-core kernel ("tf32": an Unsupported error where it cannot
+// run, so a pass shows that it ran; not without TF32 or 3xTF32) and the
+// CUDA-core kernel ("rows").
+std::vector<std::string> KernelsFor(DataType dtype, Way way = Way::kTf32x3) {
+  if (dtype == kF32 && way == Way::kFfma) return {"", "rows"};
+  if (dtype == kF32) return {"", "tf32", "rows"};
   return {"", "mma", "wmma"};
 }
 
-// Y against the reference: relative L2 error, and elements not finite.
-void ExpectClose(const runtime::Tensor& y, const std::vector<double>& want, DataType dtype) {
-  ASSERT_EQ(y.element_count(), want.size());
+// Y's relative L2 error against the reference, over its finite elements;
+// the others are counted in `not_finite`.
+double RelativeError(const runtime::Tensor& y, const std::vector<double>& want, uint64_t* not_finite) {
   double err = 0, norm = 0;
-  uint64_t not_finite = 0;
-  for (uint64_t i = 0; i < want.size(); ++i) {
+  *not_finite = 0;
+  for (uint64_t i = 0; i < want.size() && i < y.element_count(); ++i) {
     const double got = runtime::ElementAsDouble(y, i);
     if (!std::isfinite(got)) {
-      ++not_finite;
+      ++*not_finite;
       continue;
     }
     err += (got - want[i]) * (got - want[i]);
     norm += want[i] * want[i];
   }
+  return norm > 0 ? std::sqrt(err / norm) : std::sqrt(err);
+}
+
+// Y against the reference: relative L2 error, and elements not finite.
+void ExpectClose(const runtime::Tensor& y, const std::vector<double>& want, DataType dtype, Way way = Way::kTf32x3) {
+  ASSERT_EQ(y.element_count(), want.size());
+  uint64_t not_finite = 0;
+  const double rel = RelativeError(y, want, &not_finite);
   EXPECT_EQ(not_finite, 0u) << "elements not written, or NaN/inf";
-  const double rel = norm > 0 ? std::sqrt(err / norm) : std::sqrt(err);
-  EXPECT_LE(rel, Tolerance(dtype)) << "relative L2 error";
+  EXPECT_LE(rel, Tolerance(dtype, way)) << "relative L2 error";
 }
 
 // Runs the case once per kernel choice in `kernels` (KernelsFor(dtype) when
 // empty) and mma launch shape in `shapes` ("" = the default choice) against
 // one reference.
 void ExpectMatchesReference(DataType dtype, const AttentionCase& c, int64_t misalign = 0,
-                            std::vector<std::string> kernels = {}, const std::vector<std::string>& shapes = {""}) {
+                            std::vector<std::string> kernels = {}, const std::vector<std::string>& shapes = {""},
+                            Way way = Way::kTf32x3) {
   SCOPED_TRACE(std::string(ir::DataTypeName(dtype)) + " " + c.Name() + (misalign ? " misaligned" : ""));
   // [-2, 2]: scores of a few units, so the softmax is far from uniform.
   runtime::Tensor qkv = RandomTensor(dtype, c.InputShape(), static_cast<uint32_t>(c.seq * 131 + c.head_size), -2, 2);
   auto device_qkv = OnDevice(qkv, misalign);
   ASSERT_TRUE(device_qkv.ok()) << device_qkv.status().ToString();
   const std::vector<double> want = Reference(qkv, c);
-  if (kernels.empty()) kernels = KernelsFor(dtype);
+  if (kernels.empty()) kernels = KernelsFor(dtype, way);
   for (const std::string& kernel : kernels) {
     for (const std::string& shape : shapes) {
       SCOPED_TRACE("VIGIL_ATTENTION_KERNEL=" + kernel + " VIGIL_ATTENTION_SHAPE=" + shape);
       ScopedEnv kernel_choice("VIGIL_ATTENTION_KERNEL", kernel);
       ScopedEnv shape_choice("VIGIL_ATTENTION_SHAPE", shape);
-      auto y = RunOnDevice(AttentionNode(c), *device_qkv);
+      auto y = RunOnDevice(AttentionNode(c), *device_qkv, way);
       ASSERT_TRUE(y.ok()) << y.status().ToString();
       ASSERT_EQ(y->dtype(), dtype);
       ASSERT_EQ(y->shape(), c.OutputShape());
-      ExpectClose(*y, want, dtype);
+      ExpectClose(*y, want, dtype, way);
     }
   }
 }
@@ -258,9 +280,62 @@ TEST(CudaAttention, Bfloat16MatchesReference) {
   ExpectAllCasesMatch(kBF16);
 }
 
+// float32 as 3xTF32 (the default), as TF32 (allow_tf32) and on CUDA cores
+// (both off: the "rows" kernel, the tf32 kernel refused).
 TEST(CudaAttention, Float32MatchesReference) {
   VIGIL_SKIP_WITHOUT_CUDA();
   ExpectAllCasesMatch(kF32);
+}
+
+TEST(CudaAttention, Float32OnTf32MatchesReference) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  ASSERT_TRUE(Backend(Way::kTf32));
+  for (const AttentionCase& c : Cases()) ExpectMatchesReference(kF32, c, 0, {"", "tf32"}, {""}, Way::kTf32);
+}
+
+TEST(CudaAttention, Float32OnCudaCoresMatchesReference) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  ASSERT_TRUE(Backend(Way::kFfma));
+  for (const AttentionCase& c : Cases()) ExpectMatchesReference(kF32, c, 0, {""}, {""}, Way::kFfma);
+  const AttentionCase c{65, 2, 2, 64, true};
+  runtime::Tensor qkv = RandomTensor(kF32, c.InputShape(), 17);
+  auto device_qkv = OnDevice(qkv, 0);
+  ASSERT_TRUE(device_qkv.ok()) << device_qkv.status().ToString();
+  ScopedEnv choice("VIGIL_ATTENTION_KERNEL", "tf32");
+  auto y = RunOnDevice(AttentionNode(c), *device_qkv, Way::kFfma);
+  ASSERT_FALSE(y.ok());
+  EXPECT_EQ(y.status().code(), ErrorCode::kUnsupported) << y.status().ToString();
+  EXPECT_NE(y.status().ToString().find("allow_tf32 and allow_tf32x3 are both off"), std::string::npos)
+      << y.status().ToString();
+}
+
+// The three ways differ as they should on ViT-B/16's attention (batch 2):
+// TF32 an order of magnitude or more further from exact than 3xTF32, and
+// 3xTF32 and the CUDA cores within float32's tolerance. A kernel that
+// ignored the options, or dropped the small parts, would fail one of these.
+TEST(CudaAttention, Float32PrecisionFollowsTheOptions) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  ASSERT_TRUE(Backend(Way::kTf32) && Backend(Way::kFfma));
+  const AttentionCase c{197, 2, 12, 64, false};
+  runtime::Tensor qkv = RandomTensor(kF32, c.InputShape(), 29, -2, 2);
+  auto device_qkv = OnDevice(qkv, 0);
+  ASSERT_TRUE(device_qkv.ok()) << device_qkv.status().ToString();
+  const std::vector<double> want = Reference(qkv, c);
+  double err[3] = {};
+  const Way ways[3] = {Way::kTf32x3, Way::kTf32, Way::kFfma};
+  for (int i = 0; i < 3; ++i) {
+    auto y = RunOnDevice(AttentionNode(c), *device_qkv, ways[i]);
+    ASSERT_TRUE(y.ok()) << y.status().ToString();
+    uint64_t not_finite = 0;
+    err[i] = RelativeError(*y, want, &not_finite);
+    EXPECT_EQ(not_finite, 0u);
+  }
+  std::printf("[ info ] attention float32 rel L2 vs float64: 3xTF32 %.3g, TF32 %.3g, CUDA cores %.3g\n", err[0],
+              err[1], err[2]);
+  std::fflush(stdout);
+  EXPECT_LE(err[0], kTolF32);
+  EXPECT_GE(err[1], 10 * err[0]) << "TF32 is no less exact than 3xTF32: did the split run?";
+  EXPECT_LE(err[2], kTolF32);
 }
 
 // The mma kernel's launch shapes (attention_mma.cu): the whole-sequence
@@ -299,6 +374,13 @@ TEST(CudaAttention, MmaLaunchShapesMatchReference) {
       // whole:3 caps the blocks at 3 warps: more query blocks, the last one
       // mostly past S (S = 197: 5 x 3 warps for 13 row tiles).
       ExpectMatchesReference(dtype, c, 0, {"mma"}, {"", "whole", "tiles", "whole:3"});
+    }
+  }
+  // float32's tensor-core kernel has whole-sequence blocks only ("tiles"
+  // gives the default), capped lower with whole:N.
+  for (Way way : {Way::kTf32x3, Way::kTf32}) {
+    for (const AttentionCase& c : ShapeCases()) {
+      ExpectMatchesReference(kF32, c, 0, {"tf32"}, {"", "whole", "tiles", "whole:3", "whole:1"}, way);
     }
   }
 }
@@ -369,9 +451,10 @@ TEST(CudaAttention, RefusesUnsupportedHeadSize) {
   EXPECT_NE(y.status().ToString().find("head size D=48"), std::string::npos) << y.status().ToString();
 }
 
-// float16 / bfloat16 only: float32 stays unfused on CUDA (its kernel still
-// runs when asked, as Float32MatchesReference does).
-TEST(CudaAttention, SupportsTheHalfDtypesOnly) {
+// float16 / bfloat16, and float32 where TF32 or 3xTF32 is allowed: without
+// tensor cores float32 stays unfused (its CUDA-core kernel still runs when
+// asked, as Float32OnCudaCoresMatchesReference does).
+TEST(CudaAttention, SupportsFloat32OnTensorCoresOnly) {
   VIGIL_SKIP_WITHOUT_CUDA();
   const AttentionCase c{5, 1, 2, 64, true};
   ir::Node node = AttentionNode(c);
@@ -383,12 +466,15 @@ TEST(CudaAttention, SupportsTheHalfDtypesOnly) {
     EXPECT_TRUE(CudaBackendForTests()->SupportsTyped(node, 1, types, &why)) << why;
   }
   {
+    ASSERT_TRUE(Backend(Way::kTf32) && Backend(Way::kFfma));
     ir::TypeInfo in = ops::TensorType(kF32, c.InputShape());
     runtime::NodeTypes types;
     types.inputs = {&in};
     std::string why;
-    EXPECT_FALSE(CudaBackendForTests()->SupportsTyped(node, 1, types, &why));
-    EXPECT_NE(why.find("float32 attention runs unfused"), std::string::npos) << why;
+    EXPECT_TRUE(Backend(Way::kTf32x3)->SupportsTyped(node, 1, types, &why)) << why;
+    EXPECT_TRUE(Backend(Way::kTf32)->SupportsTyped(node, 1, types, &why)) << why;
+    EXPECT_FALSE(Backend(Way::kFfma)->SupportsTyped(node, 1, types, &why));
+    EXPECT_NE(why.find("float32 attention runs unfused without TF32 tensor cores"), std::string::npos) << why;
   }
   ir::TypeInfo in = ops::TensorType(DataType::kFloat64, c.InputShape());
   runtime::NodeTypes types;
@@ -478,7 +564,7 @@ std::vector<double> MaskedReference(const runtime::Tensor& qkv, const runtime::T
 }
 
 // As ExpectClose, but where the reference is NaN Y must be NaN too.
-void ExpectCloseWithNaN(const runtime::Tensor& y, const std::vector<double>& want, DataType dtype) {
+void ExpectCloseWithNaN(const runtime::Tensor& y, const std::vector<double>& want, DataType dtype, Way way) {
   ASSERT_EQ(y.element_count(), want.size());
   double err = 0, norm = 0;
   uint64_t wrong_nan = 0, not_finite = 0, nan_rows = 0;
@@ -499,10 +585,10 @@ void ExpectCloseWithNaN(const runtime::Tensor& y, const std::vector<double>& wan
   EXPECT_EQ(wrong_nan, 0u) << "elements of undefined rows that are not NaN (of " << nan_rows << ")";
   EXPECT_EQ(not_finite, 0u) << "elements not written, or NaN/inf";
   const double rel = norm > 0 ? std::sqrt(err / norm) : std::sqrt(err);
-  EXPECT_LE(rel, Tolerance(dtype)) << "relative L2 error";
+  EXPECT_LE(rel, Tolerance(dtype, way)) << "relative L2 error";
 }
 
-void ExpectMaskedMatchesReference(DataType dtype, const MaskCase& m) {
+void ExpectMaskedMatchesReference(DataType dtype, const MaskCase& m, Way way = Way::kTf32x3) {
   SCOPED_TRACE(std::string(ir::DataTypeName(dtype)) + " " + m.Name());
   const AttentionCase& c = m.c;
   runtime::Tensor qkv = RandomTensor(dtype, c.InputShape(), static_cast<uint32_t>(c.seq * 131 + c.head_size), -2, 2);
@@ -514,10 +600,11 @@ void ExpectMaskedMatchesReference(DataType dtype, const MaskCase& m) {
   ir::Node node = AttentionNode(c);
   node.inputs.push_back("mask");
   node.attributes.push_back(cpu::testing::StringAttr(ir::kAttentionUndefinedRows, m.zero_rows ? "zero" : "nan"));
-  for (const std::string& kernel : KernelsFor(dtype)) {
+  for (const std::string& kernel : KernelsFor(dtype, way)) {
     SCOPED_TRACE("VIGIL_ATTENTION_KERNEL=" + kernel);
     ScopedEnv kernel_choice("VIGIL_ATTENTION_KERNEL", kernel);
-    auto backend = CudaBackendForTests();
+    auto backend = Backend(way);
+    ASSERT_TRUE(backend);
     const runtime::Tensor* inputs[] = {&*device_qkv, &*device_mask};
     std::vector<runtime::Tensor> outputs;
     PoisonedDeviceOutputs allocator(*backend);
@@ -526,7 +613,7 @@ void ExpectMaskedMatchesReference(DataType dtype, const MaskCase& m) {
     ASSERT_TRUE(backend->Synchronize().ok());
     auto y = backend->ToHost(outputs[0]);
     ASSERT_TRUE(y.ok()) << y.status().ToString();
-    ExpectCloseWithNaN(*y, want, dtype);
+    ExpectCloseWithNaN(*y, want, dtype, way);
   }
 }
 
@@ -554,7 +641,11 @@ TEST(CudaAttention, MaskedBfloat16MatchesReference) {
 
 TEST(CudaAttention, MaskedFloat32MatchesReference) {
   VIGIL_SKIP_WITHOUT_CUDA();
-  for (const MaskCase& m : MaskCases()) ExpectMaskedMatchesReference(kF32, m);
+  for (const MaskCase& m : MaskCases()) {
+    ExpectMaskedMatchesReference(kF32, m);
+    ExpectMaskedMatchesReference(kF32, m, Way::kTf32);
+    ExpectMaskedMatchesReference(kF32, m, Way::kFfma);
+  }
 }
 
 // A mask that does not broadcast to [B, H, S, S], or of another dtype, is

@@ -34,6 +34,8 @@ using ir::DataType;
 using testing::CudaBackendForTests;
 using testing::PoisonedDeviceOutputs;
 using testing::RandomTensor;
+using testing::Backend;
+using testing::Way;
 
 constexpr DataType kF32 = DataType::kFloat32;
 
@@ -79,22 +81,6 @@ TEST(SplitTf32, HiAndLoHoldTf32BitsAndSumToTheValue) {
   EXPECT_EQ(lo, 0.0f);
 }
 #endif
-
-// The CUDA backend as the tests' default (allow_tf32x3 on), with
-// allow_tf32x3 off (CUDA cores only), or with TF32 allowed (one TF32 product).
-enum class Way { kTf32x3, kFfma, kTf32 };
-
-std::shared_ptr<const runtime::Backend> Backend(Way way) {
-  auto load = [](bool tf32x3, bool tf32) -> std::shared_ptr<const runtime::Backend> {
-    backends::CudaBackendOptions o;
-    o.allow_tf32x3 = tf32x3;
-    o.allow_tf32 = tf32;
-    auto loaded = backends::LoadCudaBackend(o);
-    return loaded.ok() ? loaded->backend : nullptr;
-  };
-  static std::shared_ptr<const runtime::Backend> ffma = load(false, false), tf32 = load(true, true);
-  return way == Way::kTf32x3 ? CudaBackendForTests() : way == Way::kFfma ? ffma : tf32;
-}
 
 // Runs `node` on `backend` with the host tensors as device inputs; the
 // output on the host (poisoned with NaN before the run).
