@@ -6,11 +6,13 @@
 // Precision follows the session's float32 options (cuda_kernel.h):
 //  - allow_tf32: every operand (Q, K, P, V) rounded to TF32 once, one mma
 //    per product, as cuBLASLt's TF32 products do;
-//  - allow_tf32x3 (TF32 off): each operand x split into big = x rounded to
-//    TF32 and small = x - big (exact in float32; the mma reads its top
-//    19 bits), and each product computed as small.big + big.small +
-//    big.big: three mmas, near float32's accuracy (split_tf32.h does the
-//    same for the large matrix products).
+//  - allow_tf32x3 (TF32 off): each operand x split into big = x with its
+//    low 13 bits cleared (TF32, one instruction) and small = x - big (exact
+//    in float32, below 2^-10 |x|; the mma reads its top 19 bits, so x is
+//    kept to about 2^-20 of itself), and each product computed as
+//    small.big + big.small + big.big: three mmas, near float32's accuracy
+//    (split_tf32.h does the same for the large matrix products, rounding
+//    big: there the split runs once per operand, here once per warp).
 // Scores, softmax, the running max and sum, and the output accumulate in
 // float32 either way.
 //
@@ -63,14 +65,14 @@ __device__ __forceinline__ void MmaTf32(float (&d)[4], const uint32_t (&a)[4], u
 }
 
 // An operand as the mmas take it: `big` alone (kSplit false: x as it is,
-// already rounded to TF32 by RoundRows or the caller), or big = x rounded
-// to TF32 and small = x - big (kSplit true).
+// already rounded to TF32 by RoundRows or the caller), or big = x truncated
+// to TF32 and small = x - big (kSplit true; NaN stays NaN in both).
 template <bool kSplit>
 struct Operand {
   uint32_t big, small;
   __device__ __forceinline__ explicit Operand(float x) : big(Bits(x)), small(0) {
     if constexpr (kSplit) {
-      big = RoundTf32(x);
+      big &= 0xffffe000u;
       small = Bits(x - FromBits(big));
     }
   }
@@ -269,16 +271,26 @@ __global__ void __launch_bounds__(32 * kDefaultWholeCap, D == 128 ? 1 : 2)
     }
     __syncthreads();
     if (active) {
+      // One step over tile t's first `valid` keys; inlined twice, so that
+      // every tile but a partial last one runs without the per-n8-tile
+      // checks (`valid` a constant there).
+      const auto step = [&](int valid) {
+        float s[kKeys / 8][4];
+        Scores<D, kSplit>(s, qs, smem + L::kK + buf * L::kTile, valid, lane);
+        if constexpr (kMasked) {
+          AddMask<float>(s, mask + b * a.mask_b + h * a.mask_h, a, row0, t * kKeys, valid, seq, lane);
+          Softmax<D>(s, o, m, l, valid, 1.0f, lane);
+        } else {
+          Softmax<D>(s, o, m, l, valid, a.scale_log2, lane);
+        }
+        AccumulatePV<D, kSplit>(o, s, smem + L::kV + buf * L::kTile, valid, lane);
+      };
       const int valid = min(seq - t * kKeys, kKeys);
-      float s[kKeys / 8][4];
-      Scores<D, kSplit>(s, qs, smem + L::kK + buf * L::kTile, valid, lane);
-      if constexpr (kMasked) {
-        AddMask<float>(s, mask + b * a.mask_b + h * a.mask_h, a, row0, t * kKeys, valid, seq, lane);
-        Softmax<D>(s, o, m, l, valid, 1.0f, lane);
+      if (valid == kKeys) {
+        step(kKeys);
       } else {
-        Softmax<D>(s, o, m, l, valid, a.scale_log2, lane);
+        step(valid);
       }
-      AccumulatePV<D, kSplit>(o, s, smem + L::kV + buf * L::kTile, valid, lane);
     }
     __syncthreads();
   }

@@ -43,6 +43,15 @@ __device__ __forceinline__ void WaitCopies() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
+// 2^x by the SFU alone (ex2.approx.ftz: relative error about 2^-22, results
+// below 2^-126 flushed to 0, exp2(-inf) = 0). exp2f adds four instructions
+// around it to keep subnormal results, which a softmax weight never needs.
+__device__ __forceinline__ float Exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // Rows [row0, row0 + count) of an [S, D] matrix (rows `stride` apart) into
 // shared memory rows kLd elements apart, 16-byte chunks spread over the
 // block's `threads` threads; rows at or past `rows` become zeros. Part of the caller's current copy
@@ -118,7 +127,7 @@ __device__ __forceinline__ void Softmax(float (&s)[kKeys / 8][4], float (&o)[D /
     // guard keeps an all -inf row from producing inf - inf = NaN. The first
     // tile's factor is exp2(-inf) = 0.
     const float ref = m_new == -INFINITY ? 0.0f : m_new;
-    alpha[r] = exp2f(m[r] - ref);
+    alpha[r] = Exp2(m[r] - ref);
     m[r] = m_new;
     mx[r] = ref;
   }
@@ -126,7 +135,7 @@ __device__ __forceinline__ void Softmax(float (&s)[kKeys / 8][4], float (&o)[D /
   for (int j = 0; j < kKeys / 8; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      s[j][e] = exp2f(fmaf(s[j][e], sc, -mx[e / 2]));
+      s[j][e] = Exp2(fmaf(s[j][e], sc, -mx[e / 2]));
       sum[e / 2] += s[j][e];
     }
   }
