@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "ir/fuse_matmul_bias.h"  // kMatMulBiasOp
+#include "ir/layout_nhwc.h"       // kVigilDomain
 #include "vigil/float16.h"
 
 namespace vigil::ir {
@@ -221,6 +223,17 @@ std::optional<std::vector<int64_t>> SymbolicShapes::Axes(const Node& n) {
 }
 
 std::optional<SymShape> SymbolicShapes::ComputeShape(const Node& n) {
+  if (n.domain == kVigilDomain && n.op_type == kMatMulBiasOp && n.inputs.size() >= 2 && n.outputs.size() == 1) {
+    // ai.vigil.MatMulBias (ir/fuse_matmul_bias.h): MatMul(A, W) with W
+    // [K, N]; the bias and the residual leave the shape as it is. A BERT
+    // out-projection reads a Reshape to a run-time target, so its output
+    // has no inferred shape, and its residual Add needs this one.
+    std::optional<SymShape> a = ShapeOf(n.inputs[0]), w = ShapeOf(n.inputs[1]);
+    if (!a || !w || a->size() < 2 || w->size() != 2 || !(a->back() == (*w)[0])) return std::nullopt;
+    SymShape out(a->begin(), a->end() - 1);
+    out.push_back((*w)[1]);
+    return out;
+  }
   if (!IsDefault(n) || n.inputs.empty() || n.outputs.size() != 1) return std::nullopt;
   const std::string& op = n.op_type;
   if (op == "Reshape" && n.inputs.size() == 2) {

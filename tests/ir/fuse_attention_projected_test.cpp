@@ -81,6 +81,12 @@ TEST(FuseProjectedAttention, BertSessionFusesEveryLayerWithTheSameOutput) {
   // Per layer: q, k, v, attention-out, FFN in and out projections, with q,
   // k and v packed into one.
   EXPECT_EQ(Count(m, ir::kMatMulBiasOp), 2u * 4u);
+  // Both residual Adds of each layer fold into their products: the FFN's,
+  // and the out-projection's, whose input is a Reshape to a run-time target
+  // (its shape proven by symbolic evaluation through the MatMulBias).
+  size_t with_residual = 0;
+  for (const ir::Node& n : m.graph.nodes) with_residual += n.op_type == ir::kMatMulBiasOp && n.inputs.size() == 4;
+  EXPECT_EQ(with_residual, 2u * 2u);
   for (const ir::Node& n : m.graph.nodes) {
     if (n.op_type != ir::kAttentionOp) continue;
     EXPECT_EQ(n.inputs.size(), 2u) << "the mask";

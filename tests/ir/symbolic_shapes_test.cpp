@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "graph_builder.h"
+#include "ir/fuse_matmul_bias.h"  // kMatMulBiasOp
+#include "ir/layout_nhwc.h"       // kVigilDomain
 
 namespace vigil::ir {
 namespace {
@@ -60,6 +62,29 @@ TEST(SymbolicShapes, ProvesAReshapeTargetComputedFromABatchDim) {
   EXPECT_NEAR(*s, std::sqrt(6.0), 1e-6);
   EXPECT_FALSE(sym.ScalarOf("x").has_value());  // not a constant
   EXPECT_EQ(sym.ShapeOf("x"), (SymShape{n, SymDim::Known(8), SymDim::Known(6)}));
+}
+
+// ai.vigil.MatMulBias of y = Reshape(x, ...) [2N, 4, 6] with W [6, 5]:
+// [2N, 4, 5], with or without the bias and residual inputs; a W whose rows
+// are not A's last dim, or that is not 2-D, proves nothing.
+TEST(SymbolicShapes, ThroughAMatMulBias) {
+  Graph g = ShapeChain();
+  g.initializers.push_back(Initializer("w", DataType::kFloat32, {6, 5}));
+  g.initializers.push_back(Initializer("b", DataType::kFloat32, {5}));
+  g.initializers.push_back(Initializer("w_bad", DataType::kFloat32, {4, 5}));
+  g.initializers.push_back(Initializer("w_3d", DataType::kFloat32, {1, 6, 5}));
+  for (const auto& [w, out] : std::vector<std::pair<std::string, std::string>>{
+           {"w", "p"}, {"w_bad", "p_bad"}, {"w_3d", "p_3d"}}) {
+    Node mmb = MakeNode(kMatMulBiasOp, {"y", w, "b"}, {out});
+    mmb.domain = kVigilDomain;
+    g.nodes.push_back(mmb);
+  }
+  const GraphIndex idx = IndexGraph(g);
+  std::unordered_map<std::string, TypeInfo> types = {{"x", g.inputs[0].type}};
+  SymbolicShapes sym(g, idx, types, 17);
+  EXPECT_EQ(sym.ShapeOf("p"), (SymShape{SymDim{2, {"N"}}, SymDim::Known(4), SymDim::Known(5)}));
+  EXPECT_FALSE(sym.ShapeOf("p_bad").has_value());
+  EXPECT_FALSE(sym.ShapeOf("p_3d").has_value());
 }
 
 TEST(SymbolicShapes, DividesOnlyExactly) {
