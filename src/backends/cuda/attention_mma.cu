@@ -38,7 +38,6 @@
 #include "backends/cuda/attention_tiles.cuh"
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/device_common.cuh"
-#include "backends/cuda/shared_memory_optin.h"
 
 namespace vigil::cuda {
 namespace {
@@ -160,13 +159,7 @@ __device__ __forceinline__ void StoreRows(const float (&o)[D / 8][4], float (&l)
                                           int64_t out_row, int row0, int rows, bool zero_undefined, int lane) {
   float inv[2];
   bool zero[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-    inv[r] = 1.0f / l[r];
-    zero[r] = zero_undefined && !(l[r] > 0.0f);
-  }
+  FinishRows(l, zero_undefined, inv, zero);
   const int r0 = lane / 4, c0 = 2 * (lane % 4);
 #pragma unroll
   for (int n = 0; n < D / 8; ++n) {
@@ -175,16 +168,7 @@ __device__ __forceinline__ void StoreRows(const float (&o)[D / 8][4], float (&l)
     *reinterpret_cast<uint32_t*>(qs + (r0 + 8) * (D + 8) + n * 8 + c0) =
         zero[1] ? 0u : Pack<T>(o[n][2] * inv[1], o[n][3] * inv[1]);
   }
-  __syncwarp();
-  constexpr int kChunks = D / 8;
-#pragma unroll
-  for (int i = lane; i < 16 * kChunks; i += 32) {
-    const int r = i / kChunks, c = (i % kChunks) * 8;
-    if (row0 + r < rows) {
-      *reinterpret_cast<int4*>(out + int64_t{row0 + r} * out_row + c) =
-          *reinterpret_cast<const int4*>(qs + r * (D + 8) + c);
-    }
-  }
+  CopyRowsOut<T, D, D + 8>(qs, out, out_row, row0, rows, lane);
 }
 
 // Block x takes query block x % query_blocks (16 rows per warp) of the
@@ -285,21 +269,9 @@ Status Launch(const AttentionShape& a, const MmaShape& shape, const void* qkv, c
               cudaStream_t stream) {
   using L = MmaLayout<D>;
   static std::atomic<uint64_t> smem_allowed{0};
-  auto kernel = AttentionMmaKernel<T, D, kMaxWarps, kMasked>;
-  // Allowed once per device, for the instance's largest block.
-  VIGIL_RETURN_IF_ERROR(AllowSharedMemory(kernel, L::Bytes(kMaxWarps), smem_allowed));
-  // A 1-D grid: pairs x query blocks < 2^31 holds wherever QKV fits in
-  // memory (at D = 16, 2^31 blocks of 16 rows would be 3 TB of QKV).
-  const int64_t blocks = a.batch * a.heads * shape.query_blocks;
-  if (shape.warps < 1 || shape.warps > kMaxWarps || shape.query_blocks < 1 || blocks > INT32_MAX) {
-    return InternalError("attention mma kernel: {} warps x {} query blocks x {} (batch, head) pairs", shape.warps,
-                         shape.query_blocks, a.batch * a.heads);
-  }
-  kernel<<<static_cast<unsigned>(blocks), 32 * shape.warps, L::Bytes(shape.warps), stream>>>(
-      static_cast<const T*>(qkv), static_cast<const T*>(mask), static_cast<T*>(y), a,
-      static_cast<unsigned>(shape.query_blocks));
-  VIGIL_CHECK_LAUNCH("AttentionMmaKernel");
-  return Status::Ok();
+  return LaunchAttentionBlocks<T>(AttentionMmaKernel<T, D, kMaxWarps, kMasked>, "AttentionMmaKernel", kMaxWarps,
+                                  L::Bytes(kMaxWarps), L::Bytes(shape.warps), smem_allowed, a, shape, qkv, mask, y,
+                                  stream);
 }
 
 // A masked call always runs whole-sequence blocks (the tiles have no masked

@@ -38,7 +38,6 @@
 #include "backends/cuda/attention.h"
 #include "backends/cuda/attention_tiles.cuh"
 #include "backends/cuda/cuda_kernel.h"
-#include "backends/cuda/shared_memory_optin.h"
 
 namespace vigil::cuda {
 namespace {
@@ -190,13 +189,7 @@ __device__ __forceinline__ void StoreRows(const float (&o)[D / 8][4], float (&l)
   constexpr int kLd = Tf32Layout<D>::kLd;
   float inv[2];
   bool zero[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-    inv[r] = 1.0f / l[r];
-    zero[r] = zero_undefined && !(l[r] > 0.0f);
-  }
+  FinishRows(l, zero_undefined, inv, zero);
   const int r0 = lane / 4, c0 = 2 * (lane % 4);
 #pragma unroll
   for (int n = 0; n < D / 8; ++n) {
@@ -205,16 +198,7 @@ __device__ __forceinline__ void StoreRows(const float (&o)[D / 8][4], float (&l)
     *reinterpret_cast<float2*>(qs + (r0 + 8) * kLd + n * 8 + c0) =
         zero[1] ? make_float2(0.0f, 0.0f) : make_float2(o[n][2] * inv[1], o[n][3] * inv[1]);
   }
-  __syncwarp();
-  constexpr int kChunks = D / 4;
-#pragma unroll
-  for (int i = lane; i < 16 * kChunks; i += 32) {
-    const int r = i / kChunks, c = (i % kChunks) * 4;
-    if (row0 + r < rows) {
-      *reinterpret_cast<float4*>(out + int64_t{row0 + r} * out_row + c) =
-          *reinterpret_cast<const float4*>(qs + r * kLd + c);
-    }
-  }
+  CopyRowsOut<float, D, kLd>(qs, out, out_row, row0, rows, lane);
 }
 
 // Blocks, copies and barriers as AttentionMmaKernel's (attention_mma.cu):
@@ -314,18 +298,9 @@ Status Launch(const AttentionShape& a, const MmaShape& shape, const void* qkv, c
               cudaStream_t stream) {
   using L = Tf32Layout<D>;
   static std::atomic<uint64_t> smem_allowed{0};
-  auto kernel = AttentionTf32Kernel<D, kSplit, kMasked>;
-  VIGIL_RETURN_IF_ERROR(AllowSharedMemory(kernel, L::Bytes(kDefaultWholeCap), smem_allowed));
-  const int64_t blocks = a.batch * a.heads * shape.query_blocks;
-  if (shape.warps < 1 || shape.warps > kDefaultWholeCap || shape.query_blocks < 1 || blocks > INT32_MAX) {
-    return InternalError("attention tf32 kernel: {} warps x {} query blocks x {} (batch, head) pairs", shape.warps,
-                         shape.query_blocks, a.batch * a.heads);
-  }
-  kernel<<<static_cast<unsigned>(blocks), 32 * shape.warps, L::Bytes(shape.warps), stream>>>(
-      static_cast<const float*>(qkv), static_cast<const float*>(mask), static_cast<float*>(y), a,
-      static_cast<unsigned>(shape.query_blocks));
-  VIGIL_CHECK_LAUNCH("AttentionTf32Kernel");
-  return Status::Ok();
+  return LaunchAttentionBlocks<float>(AttentionTf32Kernel<D, kSplit, kMasked>, "AttentionTf32Kernel", kDefaultWholeCap,
+                                      L::Bytes(kDefaultWholeCap), L::Bytes(shape.warps), smem_allowed, a, shape, qkv,
+                                      mask, y, stream);
 }
 
 template <int D, bool kSplit>

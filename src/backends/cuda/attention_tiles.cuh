@@ -20,6 +20,7 @@
 #include "backends/cuda/attention.h"
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/device_common.cuh"
+#include "backends/cuda/shared_memory_optin.h"
 
 namespace vigil::cuda::attention_tiles {
 
@@ -150,6 +151,37 @@ __device__ __forceinline__ void Softmax(float (&s)[kKeys / 8][4], float (&o)[D /
   }
 }
 
+// The end of a warp's rows: this thread's two row sums l completed over its
+// quad, and per row 1 / l and whether the row is written as 0 (with
+// `zero_undefined`: l not positive, every score -inf, or NaN).
+__device__ __forceinline__ void FinishRows(float (&l)[2], bool zero_undefined, float (&inv)[2], bool (&zero)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    inv[r] = 1.0f / l[r];
+    zero[r] = zero_undefined && !(l[r] > 0.0f);
+  }
+}
+
+// The warp's 16 staged rows (`qs`, kLd elements apart) to Y in whole
+// 16-byte chunks; rows at or past `rows` are not written.
+template <typename T, int D, int kLd>
+__device__ __forceinline__ void CopyRowsOut(const T* qs, T* __restrict__ out, int64_t out_row, int row0, int rows,
+                                            int lane) {
+  __syncwarp();
+  constexpr int kPer = 16 / static_cast<int>(sizeof(T));
+  constexpr int kChunks = D / kPer;
+#pragma unroll
+  for (int i = lane; i < 16 * kChunks; i += 32) {
+    const int r = i / kChunks, c = (i % kChunks) * kPer;
+    if (row0 + r < rows) {
+      *reinterpret_cast<int4*>(out + int64_t{row0 + r} * out_row + c) =
+          *reinterpret_cast<const int4*>(qs + r * kLd + c);
+    }
+  }
+}
+
 // --- launch shapes ------------------------------------------------------------------
 
 // How a launch covers the query rows: blocks of `warps` warps (16 rows
@@ -234,6 +266,30 @@ inline MmaShape ChooseShape(const AttentionShape& a, int max_warps, int sms) {
   // Over 2^31 - 1 blocks (whole:1 with a huge S) does not launch.
   if (forced == "tiles" || a.batch * a.heads * whole.query_blocks > INT32_MAX) return TileShape(a, sms);
   return whole;
+}
+
+// Launches `kernel`, one of the two attention kernels, over a 1-D grid of
+// batch x heads x shape.query_blocks blocks of shape.warps warps (the query
+// blocks of one (batch, head) neighbours in launch order), with `bytes` of
+// dynamic shared memory. Its largest block (`max_warps`) needs `max_bytes`,
+// allowed once per device (`allowed`). A 1-D grid: pairs x query blocks
+// < 2^31 holds wherever QKV fits in memory (at D = 16, 2^31 blocks of 16
+// rows would be 3 TB of QKV).
+template <typename T, typename Kernel>
+Status LaunchAttentionBlocks(Kernel kernel, const char* name, int max_warps, size_t max_bytes, size_t bytes,
+                             std::atomic<uint64_t>& allowed, const AttentionShape& a, const MmaShape& shape,
+                             const void* qkv, const void* mask, void* y, cudaStream_t stream) {
+  VIGIL_RETURN_IF_ERROR(AllowSharedMemory(kernel, max_bytes, allowed));
+  const int64_t blocks = a.batch * a.heads * shape.query_blocks;
+  if (shape.warps < 1 || shape.warps > max_warps || shape.query_blocks < 1 || blocks > INT32_MAX) {
+    return InternalError("{}: {} warps x {} query blocks x {} (batch, head) pairs", name, shape.warps,
+                         shape.query_blocks, a.batch * a.heads);
+  }
+  kernel<<<static_cast<unsigned>(blocks), 32 * shape.warps, bytes, stream>>>(
+      static_cast<const T*>(qkv), static_cast<const T*>(mask), static_cast<T*>(y), a,
+      static_cast<unsigned>(shape.query_blocks));
+  VIGIL_CHECK_LAUNCH(name);
+  return Status::Ok();
 }
 
 inline bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
