@@ -17,6 +17,7 @@
 
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel.h"
+#include "backends/cpu/parallel.h"
 #include "backends/cpu/fast/dnnl_library.h"
 #include "backends/cpu/fast/fast_kernels.h"
 #include "backends/cpu/lstm_products.h"
@@ -548,7 +549,20 @@ Status RunRecurrent(KernelContext& ctx, const Config& cfg, std::vector<int64_t> 
   out.y.assign(state * static_cast<size_t>(cfg.seq), C(0));
   out.yh.assign(state, C(0));
   out.yc.assign(state, C(0));
-  for (int64_t d = 0; d < cfg.num_dir; ++d) RunDirection(cfg, in, d, out, products);
+  // The two directions of a bidirectional op are independent (each writes
+  // its own part of the outputs): one each on the OpenMP pool's threads
+  // where the node may use two. Each direction's products then run on its
+  // thread alone, with the node's product settings (set per thread: the
+  // backend sets them on the calling thread from the same `optimised`).
+  if (cfg.num_dir == 2 && ParallelPoolAvailable() && PoolThreadsFor(2, 1) > 1) {
+    ParallelFor(cfg.num_dir, 1, [&](int64_t begin, int64_t end) {
+      ScopedOptimisedProducts same(cfg.optimised);
+      ScopedGemmThreadLimit alone(1);
+      for (int64_t d = begin; d < end; ++d) RunDirection(cfg, in, d, out, products);
+    });
+  } else {
+    for (int64_t d = 0; d < cfg.num_dir; ++d) RunDirection(cfg, in, d, out, products);
+  }
   return WriteOutputs(ctx, cfg, ctx.input(0)->dtype(), out);
 }
 

@@ -4,6 +4,7 @@
 // linear_before_reset and dtypes; shape inference; error cases.
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <random>
 #include <string>
@@ -11,7 +12,9 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/cpu/gemm.h"
 #include "backends/cpu/kernel_test_util.h"
+#include "backends/cpu/parallel.h"
 #include "vigil/float16.h"
 
 namespace vigil::cpu::testing {
@@ -469,6 +472,65 @@ TEST(Recurrent, LstmInputForgetAndPeepholes) {
   s.direction = "bidirectional";
   s.lens = {2, 3};
   Check(s);
+}
+
+// A bidirectional op's two directions run at once on the OpenMP pool where
+// the node may use two threads (recurrent.cpp); with one thread they run in
+// turn. The outputs must not differ by a bit, odd sizes, every op, both
+// layouts, ragged sequence lengths.
+TEST(Recurrent, BidirectionalDirectionsTogetherGiveTheSameBits) {
+  if (!ParallelPoolAvailable() || PoolThreadsFor(2, 1) < 2) {
+    GTEST_SKIP() << "no OpenMP pool of two threads here: the directions run in turn";
+  }
+  for (const std::string op : {"RNN", "GRU", "LSTM"}) {
+    for (int64_t layout : {0, 1}) {
+      SCOPED_TRACE(op + " layout " + std::to_string(layout));
+      Spec s;
+      s.op = op;
+      s.direction = "bidirectional";
+      s.seq = 13, s.batch = 3, s.input = 13, s.hidden = 127, s.layout = layout;
+      s.bias = s.h0 = s.c0 = true;
+      s.lens = {13, 7, 1};
+      std::mt19937 rng(5);
+      std::uniform_real_distribution<double> dist(-1.0, 1.0);
+      auto gen = [&](int64_t n) {
+        std::vector<double> v(static_cast<size_t>(n));
+        for (double& e : v) e = dist(rng);
+        return v;
+      };
+      const int64_t G = s.gates(), H = s.hidden, B = s.batch;
+      const std::vector<int64_t> x_shape = layout ? std::vector<int64_t>{B, s.seq, s.input}
+                                                  : std::vector<int64_t>{s.seq, B, s.input};
+      const std::vector<int64_t> state = layout ? std::vector<int64_t>{B, 2, H} : std::vector<int64_t>{2, B, H};
+      runtime::Tensor x = ToTensor(s.dtype, x_shape, gen(s.seq * B * s.input));
+      runtime::Tensor w = ToTensor(s.dtype, {2, G * H, s.input}, gen(2 * G * H * s.input));
+      runtime::Tensor r = ToTensor(s.dtype, {2, G * H, H}, gen(2 * G * H * H));
+      runtime::Tensor b = ToTensor(s.dtype, {2, 2 * G * H}, gen(2 * 2 * G * H));
+      runtime::Tensor h0 = ToTensor(s.dtype, state, gen(2 * B * H));
+      runtime::Tensor c0 = ToTensor(s.dtype, state, gen(2 * B * H));
+      runtime::Tensor lens = MakeTensor(DataType::kInt32, {B}, s.lens);
+      std::vector<const runtime::Tensor*> in = {&x, &w, &r, &b, &lens, &h0};
+      if (op == "LSTM") in.insert(in.end(), {&c0, nullptr});
+      const ir::Node node = BuildNode(s);
+      for (bool optimised : {false, true}) {
+        SCOPED_TRACE(optimised ? "optimised" : "reference");
+        auto together = RunKernel(node, s.opset, in, optimised);
+        Result<std::vector<runtime::Tensor>> in_turn = InternalError("not run");
+        {
+          ScopedGemmThreadLimit one(1);
+          in_turn = RunKernel(node, s.opset, in, optimised);
+        }
+        ASSERT_TRUE(together.ok() && in_turn.ok());
+        ASSERT_EQ(together->size(), in_turn->size());
+        for (size_t o = 0; o < together->size(); ++o) {
+          const runtime::Tensor& t = (*together)[o];
+          const runtime::Tensor& u = (*in_turn)[o];
+          ASSERT_EQ(t.shape(), u.shape());
+          EXPECT_EQ(std::memcmp(t.raw_data(), u.raw_data(), t.byte_size()), 0) << "output " << o;
+        }
+      }
+    }
+  }
 }
 
 TEST(Recurrent, GruLinearBeforeReset) {
