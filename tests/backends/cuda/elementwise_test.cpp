@@ -3,7 +3,10 @@
 // comparisons and logic, variadic ops, Where, PRelu and Cast, on odd sizes
 // (13, 127 channels, sizes that are not multiples of the block size), in
 // float32 and float16 (bfloat16 and integers where the op takes them).
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <vector>
@@ -12,6 +15,7 @@
 
 #include "backends/cpu/kernel_test_util.h"
 #include "backends/cuda/cuda_test_util.h"
+#include "vigil/float16.h"
 
 namespace vigil::cuda {
 namespace {
@@ -146,6 +150,56 @@ TEST(CudaElementwise, ActivationsWithAttributes) {
       SCOPED_TRACE(std::string(a.op) + " " + std::string(ir::DataTypeName(t)));
       ExpectCudaMatchesCpu(Case(a.op, {RandomTensor(t, {3, 127, 7}, 11, -4, 4)}, a.attrs, a.opset), Tol(t));
     }
+  }
+}
+
+// Gelu in float16 and bfloat16 (elementwise_activation.cu's GeluHalfOp) over
+// every input bit pattern, against GELU computed in double and rounded once
+// to the dtype: float16 within 1 unit in the last place everywhere,
+// bfloat16 too for x >= -6; below, where GELU is under 1e-8, within 10% of
+// the exact value while that is a normal number, and under 2^-125 in
+// magnitude after. NaN gives NaN, +inf gives +inf, -inf NaN (as the CPU).
+TEST(CudaElementwise, GeluHalfOverEveryInput) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  auto cuda = testing::CudaBackendForTests();
+  for (DataType t : {DataType::kFloat16, DataType::kBfloat16}) {
+    SCOPED_TRACE(std::string(ir::DataTypeName(t)));
+    const bool half = t == DataType::kFloat16;
+    auto x = Tensor::Allocate(t, {65536});
+    ASSERT_TRUE(x.ok());
+    for (uint32_t i = 0; i < 65536; ++i) x->data<uint16_t>()[i] = static_cast<uint16_t>(i);
+    auto out = testing::RunOn(Case("Gelu", {*x}, {}, 20), {cuda}, /*no_fallback=*/true);
+    ASSERT_EQ(out.size(), 1u);
+    const Tensor& y = out[0].tensor;
+    ASSERT_EQ(y.element_count(), 65536u);
+    auto to_float = [&](uint16_t b) { return half ? Float16ToFloat(b) : Bfloat16ToFloat(b); };
+    // Position on one line of all values (negative ones mirrored), so that
+    // neighbouring representable values differ by 1.
+    auto ordered = [](uint16_t b) { return b & 0x8000 ? -static_cast<int32_t>(b & 0x7fff) : static_cast<int32_t>(b); };
+    int64_t off_by_one = 0, worst = 0;
+    for (uint32_t i = 0; i < 65536; ++i) {
+      const uint16_t xb = static_cast<uint16_t>(i), yb = y.data<uint16_t>()[i];
+      const double xv = to_float(xb), got = to_float(yb);
+      if (std::isnan(xv) || xv == -std::numeric_limits<double>::infinity()) {
+        EXPECT_TRUE(std::isnan(got)) << "x " << xv;
+        continue;
+      }
+      const double exact = 0.5 * xv * std::erfc(-xv / std::sqrt(2.0));
+      const uint16_t wb = half ? FloatToFloat16(static_cast<float>(exact)) : FloatToBfloat16(static_cast<float>(exact));
+      const int64_t ulps = std::abs(int64_t{ordered(yb)} - ordered(wb));
+      off_by_one += ulps == 1;
+      if (half || xv >= -6.0) {
+        EXPECT_LE(ulps, 1) << "x " << xv << ": got " << got << ", exact " << exact;
+        worst = std::max(worst, ulps);
+      } else if (std::abs(exact) >= std::numeric_limits<float>::min()) {
+        EXPECT_LE(std::abs(got - exact), 0.1 * std::abs(exact)) << "x " << xv << ": got " << got;
+      } else {
+        EXPECT_LE(std::abs(got), std::ldexp(1.0, -125)) << "x " << xv << ": got " << got;
+      }
+    }
+    std::printf("[ info ] Gelu %s over every input: %lld off by one unit in the last place, worst %lld\n",
+                std::string(ir::DataTypeName(t)).c_str(), static_cast<long long>(off_by_one),
+                static_cast<long long>(worst));
   }
 }
 
