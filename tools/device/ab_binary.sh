@@ -23,13 +23,7 @@ for md in "${!want[@]}"; do
   [ -f "/tmp/peer/${m}_$d.onnx" ] || python3 bench/export_models.py /tmp/peer --models "$m" --dtype "$d" >/dev/null 2>&1 ||
     echo "export of $m $d failed"
 done
-python3 - <<'PY'
-import numpy as np
-for n in (1, 64):
-    rng = np.random.default_rng(0)
-    np.save(f"/tmp/peer/bert_ids_{n}.npy", rng.integers(0, 30522, (n, 128), dtype=np.int64))
-    np.save(f"/tmp/peer/bert_mask_{n}.npy", np.ones((n, 128), dtype=np.int64))
-PY
+python3 "$(dirname "$0")/bert_inputs.py" /tmp/peer
 p50() { python3 -c "import json,sys; print(f\"{json.load(sys.stdin)['p50_ms']:.3f}\")" 2>/dev/null || echo error; }
 {
 echo "| case | before | after | before | after | before/after |"

@@ -29,13 +29,7 @@ for md in "${!want[@]}"; do
   IFS=: read -r m d <<<"$md"
   python3 bench/export_models.py /tmp/peer --models "$m" --dtype "$d" >/dev/null || echo "export of $m $d failed"
 done
-python3 - <<'EOF'
-import numpy as np
-for n in (1, 64):
-    rng = np.random.default_rng(0)
-    np.save(f"/tmp/peer/bert_ids_{n}.npy", rng.integers(0, 30522, (n, 128), dtype=np.int64))
-    np.save(f"/tmp/peer/bert_mask_{n}.npy", np.ones((n, 128), dtype=np.int64))
-EOF
+python3 "$(dirname "$0")/bert_inputs.py" /tmp/peer
 args_of() {  # MODEL DTYPE BATCH TF32
   local a=(/tmp/peer/${1}_$2.onnx --backend cuda --no-fallback --dim N=$3 --inputs-on-device ${AB_EXTRA:-})
   [ "$1" = bert_base ] && a+=(-i input_ids=/tmp/peer/bert_ids_$3.npy -i attention_mask=/tmp/peer/bert_mask_$3.npy)

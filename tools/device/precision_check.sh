@@ -30,13 +30,7 @@ for m in "${!want[@]}"; do
     python3 bench/export_models.py /tmp/peer --models "$m" --dtype "$d" >/dev/null || echo "export of $m $d failed"
   done
 done
-python3 - <<'EOF'
-import numpy as np
-for n in (1, 8, 64):
-    rng = np.random.default_rng(0)
-    np.save(f"/tmp/peer/bert_ids_{n}.npy", rng.integers(0, 30522, (n, 128), dtype=np.int64))
-    np.save(f"/tmp/peer/bert_mask_{n}.npy", np.ones((n, 128), dtype=np.int64))
-EOF
+python3 "$(dirname "$0")/bert_inputs.py" /tmp/peer --batches 1,8,64
 for c in $cases; do
   IFS=: read -r m n <<<"$c"
   extra=()

@@ -30,13 +30,7 @@ for c in $cases; do want["${c%%:*}"]=1; done
 for m in "${!want[@]}"; do
   python3 bench/export_models.py /tmp/peer --models "$m" --dtype fp32 >/dev/null || echo "export of $m failed"
 done
-python3 - <<'PY'
-import numpy as np
-for n in (1, 64):
-    rng = np.random.default_rng(0)
-    np.save(f"/tmp/peer/bert_ids_{n}.npy", rng.integers(0, 30522, (n, 128), dtype=np.int64))
-    np.save(f"/tmp/peer/bert_mask_{n}.npy", np.ones((n, 128), dtype=np.int64))
-PY
+python3 "$(dirname "$0")/bert_inputs.py" /tmp/peer
 args_of() {  # MODEL BATCH
   local a=(/tmp/peer/${1}_fp32.onnx --backend cuda --no-fallback --dim N=$2 --inputs-on-device --outputs-on-device
            --no-precision-hint)

@@ -19,12 +19,7 @@ grep -E "rel L2 to float64|FAILED|PASSED" "$out/cuda_tests.log" | head -20
 tools/device/ort_wheel.sh unpack 2>&1 | tail -1
 PYTHONPATH=/tmp/ortw python3 bench/peer_bench.py "$b/vigil" /tmp/peer --models "$models" --dtypes fp32 --ort \
   --markdown "$out/peers.md" --json "$out/peers.json" 2>&1 | grep -v Warning | tee "$out/peers.log" | tail -12
-python3 - <<'PY'
-import numpy as np
-rng = np.random.default_rng(0)
-np.save("/tmp/peer/bert_ids_64.npy", rng.integers(0, 30522, (64, 128), dtype=np.int64))
-np.save("/tmp/peer/bert_mask_64.npy", np.ones((64, 128), dtype=np.int64))
-PY
+python3 "$(dirname "$0")/bert_inputs.py" /tmp/peer --batches 64
 "$b/vigil" bench /tmp/peer/bert_base_fp32.onnx --backend cuda --no-fallback --dim N=64 --inputs-on-device \
   --outputs-on-device -i input_ids=/tmp/peer/bert_ids_64.npy -i attention_mask=/tmp/peer/bert_mask_64.npy \
   --warmup 10 --iters 50 2>&1 | tee "$out/bench_bert64.txt" | grep -E "latency|precision"

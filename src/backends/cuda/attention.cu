@@ -493,6 +493,10 @@ Status LaunchFor(const AttentionShape& a, const void* qkv_bytes, const void* mas
   }
 }
 
+// Whether the options let float32 attention use TF32 tensor cores (one
+// product, or three of split operands); the fusion is worth it only then.
+bool Float32OnTensorCores(const CudaOptions& o) { return o.allow_tf32 || o.allow_tf32x3; }
+
 Status AttentionKernel(CudaKernelContext& ctx) {
   const runtime::Tensor* x = ctx.input(0);
   if (!x) return ctx.Fail("input 0 (QKV) is missing");
@@ -515,7 +519,7 @@ Status AttentionKernel(CudaKernelContext& ctx) {
     // else, or with VIGIL_ATTENTION_KERNEL=rows, the CUDA-core kernel below;
     // =tf32 makes a case the tf32 kernel cannot take an Unsupported error.
     const CudaOptions& o = ctx.options();
-    std::string why = !o.allow_tf32 && !o.allow_tf32x3 ? "allow_tf32 and allow_tf32x3 are both off" : "";
+    std::string why = Float32OnTensorCores(o) ? "" : "allow_tf32 and allow_tf32x3 are both off";
     if (choice != "rows") {
       if (why.empty()) why = AttentionTf32WhyNot(a, x->raw_data(), mask, y->raw_data());
       if (why.empty()) {
@@ -572,7 +576,7 @@ bool SupportsAttention(const ir::Node& node, const runtime::NodeTypes& types, st
 // unfused chain's cuBLASLt products beat a fused CUDA-core kernel (five
 // versions of one were measured; bench/results/tf32x3_h200.md).
 bool AttentionWorthIt(const CudaOptions& options, const runtime::NodeTypes& types, std::string* why_not) {
-  if (InputDtype(types, 0) != ir::DataType::kFloat32 || options.allow_tf32 || options.allow_tf32x3) return true;
+  if (InputDtype(types, 0) != ir::DataType::kFloat32 || Float32OnTensorCores(options)) return true;
   if (why_not) {
     *why_not = "float32 attention runs unfused without TF32 tensor cores (allow_tf32 and allow_tf32x3 are off)";
   }

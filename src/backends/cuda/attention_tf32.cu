@@ -31,6 +31,7 @@
 // 32 different banks.
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -51,9 +52,6 @@ __device__ __forceinline__ uint32_t RoundTf32(float x) {
   return r;
 }
 
-__device__ __forceinline__ uint32_t Bits(float x) { return __float_as_uint(x); }
-__device__ __forceinline__ float FromBits(uint32_t x) { return __uint_as_float(x); }
-
 // d += a (16x8, row) * b (8x8, col): TF32 operands, float accumulators.
 __device__ __forceinline__ void MmaTf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile(
@@ -69,10 +67,10 @@ __device__ __forceinline__ void MmaTf32(float (&d)[4], const uint32_t (&a)[4], u
 template <bool kSplit>
 struct Operand {
   uint32_t big, small;
-  __device__ __forceinline__ explicit Operand(float x) : big(Bits(x)), small(0) {
+  __device__ __forceinline__ explicit Operand(float x) : big(std::bit_cast<uint32_t>(x)), small(0) {
     if constexpr (kSplit) {
       big &= 0xffffe000u;
-      small = Bits(x - FromBits(big));
+      small = std::bit_cast<uint32_t>(x - std::bit_cast<float>(big));
     }
   }
 };
@@ -82,7 +80,7 @@ struct Operand {
 template <bool kSplit>
 __device__ __forceinline__ float Rounded(float x) {
   if constexpr (kSplit) return x;
-  return FromBits(RoundTf32(x));
+  return std::bit_cast<float>(RoundTf32(x));
 }
 
 // Rounds the chunks this thread copied with IssueRows<float, D, kLd>(dst,
@@ -97,10 +95,10 @@ __device__ __forceinline__ void RoundRows(float* dst, int count, int threads) {
   for (int r = static_cast<int>(threadIdx.x) / kChunks; r < count; r += step) {
     float4* p = reinterpret_cast<float4*>(dst + r * kLd + c);
     float4 v = *p;
-    v.x = FromBits(RoundTf32(v.x));
-    v.y = FromBits(RoundTf32(v.y));
-    v.z = FromBits(RoundTf32(v.z));
-    v.w = FromBits(RoundTf32(v.w));
+    v.x = std::bit_cast<float>(RoundTf32(v.x));
+    v.y = std::bit_cast<float>(RoundTf32(v.y));
+    v.z = std::bit_cast<float>(RoundTf32(v.z));
+    v.w = std::bit_cast<float>(RoundTf32(v.w));
     *p = v;
   }
 }

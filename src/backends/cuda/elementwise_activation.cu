@@ -263,8 +263,9 @@ Status Gelu(CudaKernelContext& ctx) {
   const std::string& approximate = *attr;
   if (approximate == "none") {
     const ir::DataType t = ctx.input(0) ? ctx.input(0)->dtype() : ir::DataType::kUndefined;
+    constexpr TypeMask kHalfTypes = Bit(ir::DataType::kFloat16) | Bit(ir::DataType::kBfloat16);
     if (t == ir::DataType::kFloat16 || t == ir::DataType::kBfloat16) {
-      return MapUnary<kFloatTypes>(ctx, GeluHalfOp{}, "Gelu");
+      return MapUnary<kHalfTypes>(ctx, GeluHalfOp{}, "Gelu");  // instantiated for the half types only
     }
     return MapUnary<kFloatTypes>(ctx, GeluOp{}, "Gelu");
   }

@@ -1,7 +1,7 @@
 // The operand split of split_tf32.h: one thread per source element (four
 // along a vector when its length allows), each written to its three
 // segments.
-#include <cstring>
+#include <bit>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_common.cuh"
@@ -13,37 +13,17 @@ namespace {
 constexpr uint32_t kExponent = 0x7f800000u;
 constexpr uint32_t kTf32Bits = 0xffffe000u;  // sign, exponent and TF32's 10 mantissa bits
 
-__host__ __device__ inline uint32_t Bits(float x) {
-#ifdef __CUDA_ARCH__
-  return __float_as_uint(x);
-#else
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  return u;
-#endif
-}
-
-__host__ __device__ inline float FromBits(uint32_t u) {
-#ifdef __CUDA_ARCH__
-  return __uint_as_float(u);
-#else
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-#endif
-}
-
 // x rounded to TF32 (to nearest, ties away from zero); where that would
 // overflow, truncated instead, so a finite value stays finite.
 __host__ __device__ inline float RoundToTf32(float x) {
-  const uint32_t u = Bits(x);
+  const uint32_t u = std::bit_cast<uint32_t>(x);
   uint32_t r = (u + 0x1000u) & kTf32Bits;
   if ((r & kExponent) == kExponent) r = u & kTf32Bits;
-  return FromBits(r);
+  return std::bit_cast<float>(r);
 }
 
 __host__ __device__ inline void Split(float x, float& hi, float& lo) {
-  if ((Bits(x) & kExponent) == kExponent) {  // inf, NaN: carried by hi alone
+  if ((std::bit_cast<uint32_t>(x) & kExponent) == kExponent) {  // inf, NaN: carried by hi alone
     hi = x;
     lo = 0.0f;
     return;
