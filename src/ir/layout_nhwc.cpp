@@ -11,6 +11,7 @@
 #include "ir/extract_subgraph.h"
 #include "ir/fuse_qdq.h"
 #include "ir/layout_nhwc_pool.h"
+#include "ir/use_index.h"
 #include "ir/validate.h"
 
 namespace vigil::ir {
@@ -98,13 +99,6 @@ std::optional<double> ScalarOf(const Tensor& t) {
   }
 }
 
-// Who produces and who reads each value among the live nodes.
-struct UseIndex {
-  std::unordered_map<std::string, size_t> producer;
-  std::unordered_map<std::string, std::vector<size_t>> consumers;  // one entry per reading input slot
-  std::unordered_set<std::string> opaque;  // read implicitly inside a subgraph: cannot be renamed
-};
-
 // How one operand of a positionwise op reads once the op runs in NHWC.
 struct NhwcOperand {
   enum Kind { kAbsent, kTransposed, kLayoutFree, kConstant, kTwin, kNone } kind = kNone;
@@ -133,6 +127,10 @@ class NhwcRewriter {
       initializer_index_[g_.initializers[i].name] = i;
     }
     dead_.assign(g_.nodes.size(), false);
+    idx_ = UseIndex::Build(g_, dead_);
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (g_.nodes[i].op_type == "Transpose") transposes_.push_back(i);
+    }
   }
 
   void ConvertConv(size_t index);
@@ -154,30 +152,35 @@ class NhwcRewriter {
                       const std::string& node_name);
   // The NHWC copy of `name`, one Transpose per value however many convs read it.
   std::string NhwcCopy(const std::string& name, const std::string& for_node);
-  UseIndex BuildIndex() const;
-  bool TryCancel(const UseIndex& idx);
-  bool TrySink(const UseIndex& idx);
-  bool SinkPast(size_t e, const UseIndex& idx);
-  bool PairedReader(size_t e, const std::unordered_set<size_t>& transposes, const UseIndex& idx) const;
-  bool TryConvertPool(const UseIndex& idx);
-  bool ConvertPool(size_t p, const char* nhwc_op, const UseIndex& idx);
-  NhwcOperand Classify(const std::string& name, const UseIndex& idx) const;
+  bool TryCancel();
+  bool TrySink();
+  bool SinkPast(size_t e);
+  bool PairedReader(size_t e, const std::unordered_set<size_t>& transposes) const;
+  bool TryConvertPool();
+  bool ConvertPool(size_t p, const char* nhwc_op);
+  NhwcOperand Classify(const std::string& name) const;
   void RemoveDeadTransposes();
-  bool OnlyConsumer(const UseIndex& idx, const std::string& value, size_t node) const;
+  bool OnlyConsumer(const std::string& value, size_t node) const;
   bool LayoutFree(const std::string& name) const;
   const Tensor* Constant(const std::string& name) const;
   std::optional<std::string> PermutedConstant(const std::string& name);
-  void ReplaceUses(const UseIndex& idx, const std::string& from, const std::string& to);
+  void ReplaceUses(const std::string& from, const std::string& to);
   // The NCHW type of the value that NHWC value `name` is a copy of.
-  const TypeInfo* NchwTypeOf(const std::string& name, const UseIndex& idx) const;
-  std::optional<size_t> ResidualAdd(size_t conv, const UseIndex& idx) const;
+  const TypeInfo* NchwTypeOf(const std::string& name) const;
+  std::optional<size_t> ResidualAdd(size_t conv) const;
   bool IsRelu6(const Node& clip) const;
-  bool IsDepthwiseNhwc(const Node& conv, const UseIndex& idx) const;
+  bool IsDepthwiseNhwc(const Node& conv) const;
 
   Model& model_;
   Graph& g_;
   const std::unordered_map<std::string, TypeInfo>& types_;
   std::vector<bool> dead_;
+  // Kept current by every rewrite below (Unlink before a node changes, Link
+  // after), never rebuilt.
+  UseIndex idx_;
+  // The Transpose nodes, dead or alive, in node order: the only nodes that
+  // TryCancel and RemoveDeadTransposes look at (no rewrite makes another).
+  std::vector<size_t> transposes_;
   std::unordered_set<std::string> names_, node_names_, graph_inputs_, graph_outputs_;
   std::unordered_map<std::string, size_t> initializer_index_;
   std::unordered_map<std::string, std::string> nhwc_copy_;       // value -> its NHWC transpose's output
@@ -213,6 +216,8 @@ size_t NhwcRewriter::AddTranspose(const std::string& in, const std::string& out,
   t.attributes.push_back(IntsAttribute("perm", perm));
   g_.nodes.push_back(std::move(t));
   dead_.push_back(false);
+  idx_.Link(g_, g_.nodes.size() - 1);
+  transposes_.push_back(g_.nodes.size() - 1);
   return g_.nodes.size() - 1;
 }
 
@@ -230,6 +235,7 @@ void NhwcRewriter::ConvertConv(size_t index) {
   const Node& conv = g_.nodes[index];  // checked by ConvertConvsToNhwc
   const std::string label = conv.name.empty() ? fmt::format("conv{}", index) : conv.name;
   const std::string x_nchw = conv.inputs[0], w_oihw = conv.inputs[1];
+  idx_.Unlink(g_, index);
   // NhwcCopy appends nodes, which moves `conv`.
   std::string x = NhwcCopy(x_nchw, label);
   std::string w = NhwcCopy(w_oihw, label);
@@ -244,58 +250,45 @@ void NhwcRewriter::ConvertConv(size_t index) {
   c.inputs[0] = x;
   c.inputs[1] = w;
   c.outputs[0] = yt;
+  idx_.Link(g_, index);
   nchw_of_.emplace(yt, y);
   AddTranspose(yt, y, kToNchw, label + "/to_nchw");
   if (!int8) conv_nodes_.insert(index);
   ++stats.convs;
 }
 
-UseIndex NhwcRewriter::BuildIndex() const {
-  UseIndex idx;
-  for (size_t i = 0; i < g_.nodes.size(); ++i) {
-    if (dead_[i]) continue;
-    const Node& n = g_.nodes[i];
-    for (const std::string& in : n.inputs) {
-      if (!in.empty()) idx.consumers[in].push_back(i);
-    }
-    for (const std::string& in : ImplicitInputs(n)) {
-      idx.consumers[in].push_back(i);
-      idx.opaque.insert(in);
-    }
-    for (const std::string& out : n.outputs) {
-      if (!out.empty()) idx.producer.emplace(out, i);
-    }
-  }
-  return idx;
-}
-
-bool NhwcRewriter::OnlyConsumer(const UseIndex& idx, const std::string& value, size_t node) const {
-  if (graph_outputs_.count(value) || idx.opaque.count(value)) return false;
-  auto it = idx.consumers.find(value);
-  if (it == idx.consumers.end()) return false;
+bool NhwcRewriter::OnlyConsumer(const std::string& value, size_t node) const {
+  if (graph_outputs_.count(value) || idx_.opaque.count(value)) return false;
+  auto it = idx_.consumers.find(value);
+  if (it == idx_.consumers.end()) return false;
   return std::all_of(it->second.begin(), it->second.end(), [&](size_t c) { return c == node; });
 }
 
-void NhwcRewriter::ReplaceUses(const UseIndex& idx, const std::string& from, const std::string& to) {
-  auto it = idx.consumers.find(from);
-  if (it == idx.consumers.end()) return;
-  for (size_t c : it->second) {
+void NhwcRewriter::ReplaceUses(const std::string& from, const std::string& to) {
+  auto it = idx_.consumers.find(from);
+  if (it == idx_.consumers.end()) return;
+  std::vector<size_t> readers = it->second;  // sorted; a node reading `from` twice is listed twice
+  readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
+  for (size_t c : readers) {
+    idx_.Unlink(g_, c);
     for (std::string& in : g_.nodes[c].inputs) {
       if (in == from) in = to;
     }
+    idx_.Link(g_, c);
   }
 }
 
 // to-NCHW then to-NHWC is the identity: readers of the second read the
 // first's input instead.
-bool NhwcRewriter::TryCancel(const UseIndex& idx) {
-  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+bool NhwcRewriter::TryCancel() {
+  for (size_t i : transposes_) {
     if (dead_[i] || !IsTransposeWith(g_.nodes[i], kToNhwc)) continue;
-    auto p = idx.producer.find(g_.nodes[i].inputs[0]);
-    if (p == idx.producer.end() || !IsTransposeWith(g_.nodes[p->second], kToNchw)) continue;
+    auto p = idx_.producer.find(g_.nodes[i].inputs[0]);
+    if (p == idx_.producer.end() || !IsTransposeWith(g_.nodes[p->second], kToNchw)) continue;
     const std::string& out = g_.nodes[i].outputs[0];
-    if (graph_outputs_.count(out) || idx.opaque.count(out)) continue;
-    ReplaceUses(idx, out, g_.nodes[p->second].inputs[0]);
+    if (graph_outputs_.count(out) || idx_.opaque.count(out)) continue;
+    ReplaceUses(out, g_.nodes[p->second].inputs[0]);
+    idx_.Unlink(g_, i);
     dead_[i] = true;
     return true;
   }
@@ -337,16 +330,16 @@ std::optional<std::string> NhwcRewriter::PermutedConstant(const std::string& nam
   return out;
 }
 
-NhwcOperand NhwcRewriter::Classify(const std::string& name, const UseIndex& idx) const {
+NhwcOperand NhwcRewriter::Classify(const std::string& name) const {
   if (name.empty()) return {NhwcOperand::kAbsent};
-  auto p = idx.producer.find(name);
-  if (p != idx.producer.end() && IsTransposeWith(g_.nodes[p->second], kToNchw)) {
+  auto p = idx_.producer.find(name);
+  if (p != idx_.producer.end() && IsTransposeWith(g_.nodes[p->second], kToNchw)) {
     return {NhwcOperand::kTransposed, p->second};
   }
   if (LayoutFree(name)) return {NhwcOperand::kLayoutFree};
   if (const Tensor* c = Constant(name)) return {Permutable(*c) ? NhwcOperand::kConstant : NhwcOperand::kNone};
   // A value some convolution already reads in NHWC costs nothing more.
-  if (auto it = idx.consumers.find(name); it != idx.consumers.end()) {
+  if (auto it = idx_.consumers.find(name); it != idx_.consumers.end()) {
     for (size_t c : it->second) {
       if (IsTransposeWith(g_.nodes[c], kToNhwc)) return {NhwcOperand::kTwin, c};
     }
@@ -358,27 +351,27 @@ NhwcOperand NhwcRewriter::Classify(const std::string& name, const UseIndex& idx)
 // every operand can follow and the move does not add a transpose: one of
 // them then dies (e was its only reader), or e's result only feeds to-NHWC
 // transposes, which cancel with the one added after e.
-bool NhwcRewriter::SinkPast(size_t e, const UseIndex& idx) {
+bool NhwcRewriter::SinkPast(size_t e) {
   const Node& node = g_.nodes[e];
   std::vector<NhwcOperand> operands;
   std::unordered_set<size_t> transposes;
   for (const std::string& in : node.inputs) {
-    operands.push_back(Classify(in, idx));
+    operands.push_back(Classify(in));
     if (operands.back().kind == NhwcOperand::kNone) return false;
     if (operands.back().kind == NhwcOperand::kTransposed) transposes.insert(operands.back().node);
   }
   if (transposes.empty()) return false;
   bool frees_one = std::any_of(transposes.begin(), transposes.end(),
-                               [&](size_t t) { return OnlyConsumer(idx, g_.nodes[t].outputs[0], e); });
+                               [&](size_t t) { return OnlyConsumer(g_.nodes[t].outputs[0], e); });
   const std::string y = node.outputs[0];
   bool cancels_after = false;
-  if (auto it = idx.consumers.find(y); it != idx.consumers.end() && !graph_outputs_.count(y) && !idx.opaque.count(y)) {
+  if (auto it = idx_.consumers.find(y); it != idx_.consumers.end() && !graph_outputs_.count(y) && !idx_.opaque.count(y)) {
     cancels_after = std::all_of(it->second.begin(), it->second.end(), [&](size_t c) {
       const Node& t = g_.nodes[c];
-      return IsTransposeWith(t, kToNhwc) && !graph_outputs_.count(t.outputs[0]) && !idx.opaque.count(t.outputs[0]);
+      return IsTransposeWith(t, kToNhwc) && !graph_outputs_.count(t.outputs[0]) && !idx_.opaque.count(t.outputs[0]);
     });
   }
-  if (!frees_one && !cancels_after && !PairedReader(e, transposes, idx)) return false;
+  if (!frees_one && !cancels_after && !PairedReader(e, transposes)) return false;
 
   std::vector<std::string> inputs = node.inputs;
   for (size_t k = 0; k < inputs.size(); ++k) {
@@ -391,8 +384,10 @@ bool NhwcRewriter::SinkPast(size_t e, const UseIndex& idx) {
   }
   std::string yt = UniqueValue(y + "_nhwc");
   std::string label = node.name.empty() ? fmt::format("{}{}", node.op_type, e) : node.name;
+  idx_.Unlink(g_, e);
   g_.nodes[e].inputs = std::move(inputs);
   g_.nodes[e].outputs[0] = yt;
+  idx_.Link(g_, e);
   nchw_of_.emplace(yt, y);
   AddTranspose(yt, y, kToNchw, label + "/to_nchw");
   ++stats.sunk;
@@ -406,14 +401,14 @@ bool NhwcRewriter::SinkPast(size_t e, const UseIndex& idx) {
 // x * Clip(x + 3, 0, 6) (HardSwish). Moving e below its transpose then adds
 // one for a moment; the chain moves next, each step freeing the one before,
 // r reads both in NHWC, and the transpose before e dies.
-bool NhwcRewriter::PairedReader(size_t e, const std::unordered_set<size_t>& transposes, const UseIndex& idx) const {
+bool NhwcRewriter::PairedReader(size_t e, const std::unordered_set<size_t>& transposes) const {
   constexpr int kMaxChain = 4;
   size_t cur = e;
   for (int hop = 0; hop < kMaxChain; ++hop) {
     const std::string& y = g_.nodes[cur].outputs[0];
-    if (graph_outputs_.count(y) || idx.opaque.count(y)) return false;
-    auto it = idx.consumers.find(y);
-    if (it == idx.consumers.end() || it->second.empty()) return false;
+    if (graph_outputs_.count(y) || idx_.opaque.count(y)) return false;
+    auto it = idx_.consumers.find(y);
+    if (it == idx_.consumers.end() || it->second.empty()) return false;
     const size_t r = it->second[0];
     if (!std::all_of(it->second.begin(), it->second.end(), [&](size_t c) { return c == r; })) return false;
     const Node& reader = g_.nodes[r];
@@ -421,16 +416,16 @@ bool NhwcRewriter::PairedReader(size_t e, const std::unordered_set<size_t>& tran
     bool reads_transpose = false;
     for (const std::string& in : reader.inputs) {
       if (in == y) continue;
-      const NhwcOperand o = Classify(in, idx);
+      const NhwcOperand o = Classify(in);
       if (o.kind == NhwcOperand::kNone) return false;
       reads_transpose = reads_transpose || (o.kind == NhwcOperand::kTransposed && transposes.count(o.node));
     }
     if (reads_transpose) {
       return std::all_of(transposes.begin(), transposes.end(), [&](size_t t) {
         const std::string& v = g_.nodes[t].outputs[0];
-        if (graph_outputs_.count(v) || idx.opaque.count(v)) return false;
-        auto c = idx.consumers.find(v);
-        return c != idx.consumers.end() &&
+        if (graph_outputs_.count(v) || idx_.opaque.count(v)) return false;
+        auto c = idx_.consumers.find(v);
+        return c != idx_.consumers.end() &&
                std::all_of(c->second.begin(), c->second.end(), [&](size_t n) { return n == e || n == r; });
       });
     }
@@ -439,9 +434,9 @@ bool NhwcRewriter::PairedReader(size_t e, const std::unordered_set<size_t>& tran
   return false;
 }
 
-bool NhwcRewriter::TrySink(const UseIndex& idx) {
+bool NhwcRewriter::TrySink() {
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
-    if (!dead_[i] && IsPositionwiseOp(g_.nodes[i]) && SinkPast(i, idx)) return true;
+    if (!dead_[i] && IsPositionwiseOp(g_.nodes[i]) && SinkPast(i)) return true;
   }
   return false;
 }
@@ -450,23 +445,23 @@ bool NhwcRewriter::TrySink(const UseIndex& idx) {
 void NhwcRewriter::RemoveDeadTransposes() {
   for (bool changed = true; changed;) {
     changed = false;
-    UseIndex idx = BuildIndex();
-    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    for (size_t i : transposes_) {
       const Node& n = g_.nodes[i];
       if (dead_[i] || !(IsTransposeWith(n, kToNchw) || IsTransposeWith(n, kToNhwc))) continue;
-      if (graph_outputs_.count(n.outputs[0]) || idx.consumers.count(n.outputs[0])) continue;
+      if (graph_outputs_.count(n.outputs[0]) || idx_.consumers.count(n.outputs[0])) continue;
+      idx_.Unlink(g_, i);
       dead_[i] = true;
       changed = true;
     }
   }
 }
 
-bool NhwcRewriter::TryConvertPool(const UseIndex& idx) {
+bool NhwcRewriter::TryConvertPool() {
   if (nhwc_pools_.empty()) return false;
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     if (dead_[i]) continue;
     const char* op = NhwcPoolOpFor(g_.nodes[i], nhwc_pools_);
-    if (op && ConvertPool(i, op, idx)) return true;
+    if (op && ConvertPool(i, op)) return true;
   }
   return false;
 }
@@ -476,27 +471,29 @@ bool NhwcRewriter::TryConvertPool(const UseIndex& idx) {
 // transpose's only reader, or its result only feeds to-NHWC transposes
 // (which then cancel). A MaxPool whose Indices are read keeps NCHW: the
 // channels-last op has none.
-bool NhwcRewriter::ConvertPool(size_t p, const char* nhwc_op, const UseIndex& idx) {
+bool NhwcRewriter::ConvertPool(size_t p, const char* nhwc_op) {
   const Node& pool = g_.nodes[p];
-  auto t = idx.producer.find(pool.inputs[0]);
-  if (t == idx.producer.end() || !IsTransposeWith(g_.nodes[t->second], kToNchw)) return false;
+  auto t = idx_.producer.find(pool.inputs[0]);
+  if (t == idx_.producer.end() || !IsTransposeWith(g_.nodes[t->second], kToNchw)) return false;
   for (size_t k = 1; k < pool.outputs.size(); ++k) {
     const std::string& extra = pool.outputs[k];
-    if (!extra.empty() && (graph_outputs_.count(extra) || idx.consumers.count(extra))) return false;
+    if (!extra.empty() && (graph_outputs_.count(extra) || idx_.consumers.count(extra))) return false;
   }
   const std::string y = pool.outputs[0];
   bool cancels_after = false;
-  if (auto it = idx.consumers.find(y); it != idx.consumers.end() && !graph_outputs_.count(y) && !idx.opaque.count(y)) {
+  if (auto it = idx_.consumers.find(y); it != idx_.consumers.end() && !graph_outputs_.count(y) && !idx_.opaque.count(y)) {
     cancels_after = std::all_of(it->second.begin(), it->second.end(), [&](size_t c) {
       const Node& n = g_.nodes[c];
-      return IsTransposeWith(n, kToNhwc) && !graph_outputs_.count(n.outputs[0]) && !idx.opaque.count(n.outputs[0]);
+      return IsTransposeWith(n, kToNhwc) && !graph_outputs_.count(n.outputs[0]) && !idx_.opaque.count(n.outputs[0]);
     });
   }
-  if (!OnlyConsumer(idx, pool.inputs[0], p) && !cancels_after) return false;
+  if (!OnlyConsumer(pool.inputs[0], p) && !cancels_after) return false;
   const std::string x_nhwc = g_.nodes[t->second].inputs[0];
   const std::string yt = UniqueValue(y + "_nhwc");
   const std::string label = pool.name.empty() ? fmt::format("{}{}", pool.op_type, p) : pool.name;
+  idx_.Unlink(g_, p);
   RewriteAsNhwcPool(g_.nodes[p], nhwc_op, x_nhwc, yt);
+  idx_.Link(g_, p);
   nchw_of_.emplace(yt, y);
   AddTranspose(yt, y, kToNchw, label + "/to_nchw");
   ++stats.pools;
@@ -505,22 +502,21 @@ bool NhwcRewriter::ConvertPool(size_t p, const char* nhwc_op, const UseIndex& id
 
 void NhwcRewriter::Optimize() {
   // Each step removes a node or moves a transpose further down the graph, so
-  // this ends; the index is rebuilt after each (graphs are small).
+  // this ends.
   for (;;) {
     RemoveDeadTransposes();
-    UseIndex idx = BuildIndex();
-    if (TryCancel(idx)) continue;
-    if (TrySink(idx)) continue;
-    if (TryConvertPool(idx)) continue;
+    if (TryCancel()) continue;
+    if (TrySink()) continue;
+    if (TryConvertPool()) continue;
     break;
   }
 }
 
-const TypeInfo* NhwcRewriter::NchwTypeOf(const std::string& name, const UseIndex& idx) const {
+const TypeInfo* NhwcRewriter::NchwTypeOf(const std::string& name) const {
   std::string nchw;
   if (auto it = nchw_of_.find(name); it != nchw_of_.end()) {
     nchw = it->second;
-  } else if (auto p = idx.producer.find(name); p != idx.producer.end() && IsTransposeWith(g_.nodes[p->second], kToNhwc)) {
+  } else if (auto p = idx_.producer.find(name); p != idx_.producer.end() && IsTransposeWith(g_.nodes[p->second], kToNhwc)) {
     nchw = g_.nodes[p->second].inputs[0];  // a to-NHWC transpose the model had
   } else {
     return nullptr;
@@ -533,12 +529,12 @@ const TypeInfo* NhwcRewriter::NchwTypeOf(const std::string& name, const UseIndex
 // an other operand of exactly the result's type (no broadcasting). The other
 // operand cannot depend on the result (the Add is its only reader), so the
 // fused node keeps the graph acyclic; Finish re-sorts it.
-std::optional<size_t> NhwcRewriter::ResidualAdd(size_t c, const UseIndex& idx) const {
+std::optional<size_t> NhwcRewriter::ResidualAdd(size_t c) const {
   const Node& conv = g_.nodes[c];
   if (conv.inputs.size() > 3) return std::nullopt;
   const std::string& yt = conv.outputs[0];
-  auto it = idx.consumers.find(yt);
-  if (it == idx.consumers.end() || it->second.size() != 1 || !OnlyConsumer(idx, yt, it->second[0])) {
+  auto it = idx_.consumers.find(yt);
+  if (it == idx_.consumers.end() || it->second.size() != 1 || !OnlyConsumer(yt, it->second[0])) {
     return std::nullopt;
   }
   const Node& add = g_.nodes[it->second[0]];
@@ -546,8 +542,8 @@ std::optional<size_t> NhwcRewriter::ResidualAdd(size_t c, const UseIndex& idx) c
     return std::nullopt;
   }
   const std::string& z = add.inputs[0] == yt ? add.inputs[1] : add.inputs[0];
-  const TypeInfo* yt_type = NchwTypeOf(yt, idx);
-  const TypeInfo* z_type = NchwTypeOf(z, idx);
+  const TypeInfo* yt_type = NchwTypeOf(yt);
+  const TypeInfo* z_type = NchwTypeOf(z);
   if (z.empty() || !yt_type || !z_type || yt_type->elem_type != z_type->elem_type ||
       !SameDims(yt_type->shape, z_type->shape)) {
     return std::nullopt;
@@ -560,17 +556,19 @@ void NhwcRewriter::FuseResiduals() {
   std::sort(convs.begin(), convs.end());
   for (size_t c : convs) {
     if (dead_[c]) continue;
-    UseIndex idx = BuildIndex();  // the previous fusion renamed values
-    std::optional<size_t> a = ResidualAdd(c, idx);
+    std::optional<size_t> a = ResidualAdd(c);
     if (!a) continue;
     const Node& add = g_.nodes[*a];
     std::string z = add.inputs[0] == g_.nodes[c].outputs[0] ? add.inputs[1] : add.inputs[0];
     std::string out = add.outputs[0];
+    idx_.Unlink(g_, c);
+    idx_.Unlink(g_, *a);
     Node& conv = g_.nodes[c];
     conv.inputs.resize(3);  // B stays, or becomes the empty name
     conv.inputs.push_back(std::move(z));
     conv.outputs[0] = std::move(out);
     dead_[*a] = true;
+    idx_.Link(g_, c);
     ++stats.fused_residuals;
   }
 }
@@ -595,12 +593,11 @@ bool NhwcRewriter::IsRelu6(const Node& clip) const {
 }
 
 void NhwcRewriter::FuseActivations(bool relu, bool relu6) {
-  UseIndex idx = BuildIndex();
   for (size_t c : conv_nodes_) {
     if (dead_[c]) continue;
     const std::string yt = g_.nodes[c].outputs[0];
-    auto it = idx.consumers.find(yt);
-    if (it == idx.consumers.end() || it->second.size() != 1 || !OnlyConsumer(idx, yt, it->second[0])) continue;
+    auto it = idx_.consumers.find(yt);
+    if (it == idx_.consumers.end() || it->second.size() != 1 || !OnlyConsumer(yt, it->second[0])) continue;
     size_t r = it->second[0];
     const Node& act_node = g_.nodes[r];
     const bool is_relu = relu && act_node.op_type == "Relu" && IsDefaultDomain(act_node.domain) &&
@@ -611,9 +608,12 @@ void NhwcRewriter::FuseActivations(bool relu, bool relu6) {
     act.name = "activation";
     act.type = AttributeType::kString;
     act.s = is_relu ? kConvNhwcRelu : kConvNhwcRelu6;
+    idx_.Unlink(g_, c);
+    idx_.Unlink(g_, r);
     g_.nodes[c].attributes.push_back(std::move(act));
     g_.nodes[c].outputs[0] = act_node.outputs[0];
     dead_[r] = true;
+    idx_.Link(g_, c);
     ++(is_relu ? stats.fused_relus : stats.fused_relu6s);
   }
 }
@@ -621,13 +621,13 @@ void NhwcRewriter::FuseActivations(bool relu, bool relu6) {
 // Whether ConvNhwc `conv` is depthwise with channel multiplier 1: group ==
 // M > 1 and W (a constant, OIHW before the pass) [M, 1, kH, kW], so that C ==
 // group too; C is checked as well where X's type is known.
-bool NhwcRewriter::IsDepthwiseNhwc(const Node& conv, const UseIndex& idx) const {
+bool NhwcRewriter::IsDepthwiseNhwc(const Node& conv) const {
   const Attribute* g = conv.FindAttribute("group");
   if (!g || g->type != AttributeType::kInt || g->i <= 1 || conv.inputs.size() < 2) return false;
   auto w_nchw = nchw_of_.find(conv.inputs[1]);
   const Tensor* w = w_nchw == nchw_of_.end() ? nullptr : Constant(w_nchw->second);
   if (!w || w->dims.size() != 4 || w->dims[0] != g->i || w->dims[1] != 1) return false;
-  const TypeInfo* x = NchwTypeOf(conv.inputs[0], idx);
+  const TypeInfo* x = NchwTypeOf(conv.inputs[0]);
   if (x && x->shape.rank_known && x->shape.dims.size() == 4 && x->shape.dims[1].is_known()) {
     return *x->shape.dims[1].value == g->i;
   }
@@ -637,7 +637,6 @@ bool NhwcRewriter::IsDepthwiseNhwc(const Node& conv, const UseIndex& idx) const 
 // Moves a Relu/Relu6 activation from a convolution to the depthwise
 // convolution that alone reads its result (NhwcOptions says why).
 void NhwcRewriter::MoveActivationsToDepthwise() {
-  UseIndex idx = BuildIndex();
   std::vector<size_t> convs(conv_nodes_.begin(), conv_nodes_.end());
   std::sort(convs.begin(), convs.end());
   for (size_t c : convs) {
@@ -650,12 +649,12 @@ void NhwcRewriter::MoveActivationsToDepthwise() {
       continue;
     }
     const std::string& y = producer.outputs[0];
-    auto it = idx.consumers.find(y);
-    if (it == idx.consumers.end() || it->second.size() != 1 || !OnlyConsumer(idx, y, it->second[0])) continue;
+    auto it = idx_.consumers.find(y);
+    if (it == idx_.consumers.end() || it->second.size() != 1 || !OnlyConsumer(y, it->second[0])) continue;
     const size_t r = it->second[0];
     Node& reader = g_.nodes[r];
     // Only as X: W, B or Z must keep the activated values.
-    if (!conv_nodes_.count(r) || dead_[r] || reader.inputs[0] != y || !IsDepthwiseNhwc(reader, idx) ||
+    if (!conv_nodes_.count(r) || dead_[r] || reader.inputs[0] != y || !IsDepthwiseNhwc(reader) ||
         reader.FindAttribute(kConvNhwcInputActivation)) {
       continue;
     }
