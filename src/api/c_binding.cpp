@@ -41,8 +41,9 @@ vigil_io_binding::Output& OutputSlot(vigil_io_binding* b, const std::string& nam
   for (auto& o : b->outputs) {
     if (o.name == name) return o;
   }
-  b->outputs.push_back({name});
-  return b->outputs.back();
+  auto& added = b->outputs.emplace_back();
+  added.name = name;
+  return added;
 }
 
 Status CheckFits(const runtime::Tensor& produced, const runtime::Tensor& buffer, const std::string& name) {
@@ -69,7 +70,7 @@ Status RunBinding(const vigil_session* s, vigil_io_binding* b, void* stream) {
   const std::vector<vigil_io_binding::Output> wanted =
       b->outputs.empty() ? [&] {
         std::vector<vigil_io_binding::Output> v;
-        for (const auto& o : s->outputs) v.push_back({o.name});
+        for (const auto& o : s->outputs) v.emplace_back().name = o.name;
         return v;
       }()
                          : b->outputs;
