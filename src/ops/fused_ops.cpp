@@ -6,6 +6,7 @@
 
 #include "ir/fuse_attention.h"
 #include "ir/fuse_gelu.h"
+#include "ir/fuse_hardswish.h"
 #include "ir/fuse_silu.h"
 #include "ir/fuse_matmul_bias.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain
@@ -88,6 +89,15 @@ Status InferSilu(InferenceContext& ctx) {
   return sigmoid->infer(ctx);
 }
 
+// HardSwishChain: Y of X's float dtype and shape (as Sigmoid's), and its
+// four float attributes present.
+Status InferHardSwishChain(InferenceContext& ctx) {
+  for (const char* a : {"add", "min", "max", "div"}) {
+    if (!HasAttr(ctx.node(), a)) return ctx.Fail("HardSwishChain needs the attribute {}", a);
+  }
+  return InferSilu(ctx);
+}
+
 // Attention's attributes: num_heads >= 1 and scale (both required), layout
 // "sbe" or "bse".
 Status CheckAttentionAttributes(InferenceContext& ctx, int64_t* heads) {
@@ -149,6 +159,7 @@ const OpSchema kFusedSchemas[] = {
     {ir::kVigilDomain, ir::kMatMulBiasOp, 1, kLatest, 3, 4, 1, 1, InferMatMulBias},
     {ir::kVigilDomain, ir::kGeluOp, 1, kLatest, 1, 1, 1, 1, InferGelu},
     {ir::kVigilDomain, ir::kSiluOp, 1, kLatest, 1, 1, 1, 1, InferSilu},
+    {ir::kVigilDomain, ir::kHardSwishChainOp, 1, kLatest, 1, 1, 1, 1, InferHardSwishChain},
     {ir::kVigilDomain, ir::kAttentionOp, 1, kLatest, 1, 2, 1, 1, InferAttention},
 };
 

@@ -16,6 +16,7 @@
 #include "ir/fuse_attention.h"
 #include "ir/expand_flex_attention.h"
 #include "ir/fuse_gelu.h"
+#include "ir/fuse_hardswish.h"
 #include "ir/fuse_silu.h"
 #include "ir/fuse_matmul_bias.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain
@@ -346,8 +347,9 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
     // valid. (A device session has fused its GELU chains already: the second
     // pass finds none.)
     VIGIL_ASSIGN_OR_RETURN(size_t silu, ir::FuseSilu(state->model));
+    VIGIL_ASSIGN_OR_RETURN(size_t hardswish, ir::FuseHardSwishChains(state->model));
     VIGIL_ASSIGN_OR_RETURN(size_t gelu, ir::FuseGelu(state->model));
-    static_cast<void>(silu + gelu);
+    static_cast<void>(silu + hardswish + gelu);
   }
   // Transposes that meet across a Reshape (the NHWC layout pass's to_nchw
   // before a ViT's patch flattening) cancel or compose into one, on the

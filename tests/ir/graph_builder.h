@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -141,6 +142,26 @@ inline std::vector<float> RandomFloats(size_t n, uint32_t seed, float lo = -1, f
   std::vector<float> v(n);
   for (float& x : v) x = u(rng);
   return v;
+}
+
+// Whether two float32 (element_bytes 4) or float16 (2) buffers hold the
+// same bits element for element, except that a NaN matches any NaN: IEEE
+// 754 does not fix which operand's NaN a product passes on, and the
+// compiler may order a commutative product's operands either way, so the
+// sign and payload of a NaN are not part of a value.
+inline bool SameBitsOrBothNaN(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b, size_t element_bytes) {
+  if (a.size() != b.size() || (element_bytes != 2 && element_bytes != 4)) return false;
+  const auto nan = [element_bytes](uint32_t bits) {
+    return element_bytes == 4 ? (bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0
+                              : (bits & 0x7c00u) == 0x7c00u && (bits & 0x03ffu) != 0;
+  };
+  for (size_t i = 0; i + element_bytes <= a.size(); i += element_bytes) {
+    uint32_t x = 0, y = 0;
+    std::memcpy(&x, &a[i], element_bytes);
+    std::memcpy(&y, &b[i], element_bytes);
+    if (x != y && !(nan(x) && nan(y))) return false;
+  }
+  return true;
 }
 
 }  // namespace vigil::ir::testing

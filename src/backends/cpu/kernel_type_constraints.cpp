@@ -5,6 +5,7 @@
 
 #include "ir/fuse_attention.h"
 #include "ir/fuse_gelu.h"
+#include "ir/fuse_hardswish.h"
 #include "ir/fuse_silu.h"
 #include "ir/fuse_matmul_bias.h"
 #include "ir/layout_nhwc.h"
@@ -364,6 +365,7 @@ const KernelTypeConstraints kDeclarations[] = {
     {ir::kVigilDomain, ir::kMatMulBiasOp, 1, kLatest, {{"T", In(0, 1, 2, 3), kNumeric}}},
     {ir::kVigilDomain, ir::kGeluOp, 1, kLatest, {{"T", In(0), kFloats}}},
     {ir::kVigilDomain, ir::kSiluOp, 1, kLatest, {{"T", In(0), kFloats}}},
+    {ir::kVigilDomain, ir::kHardSwishChainOp, 1, kLatest, {{"T", In(0), kFloats}}},
     {ir::kVigilDomain, ir::kAttentionOp, 1, kLatest, {{"T", In(0), kFloats}}},
 
     // --- fault_injection.cpp (ai.vigil.testing; kernels only with
