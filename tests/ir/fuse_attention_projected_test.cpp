@@ -137,7 +137,9 @@ TEST(FuseProjectedAttention, AcceptorSeesThePackedQkvAndTheMask) {
     if (in.size() == 2 && in[0] && in[1]) {
       EXPECT_EQ(in[0]->elem_type, DataType::kFloat32);
       EXPECT_EQ(in[0]->shape.dims.size(), 3u);
-      if (in[0]->shape.dims.size() == 3) EXPECT_EQ(in[0]->shape.dims[2].value, 3 * 64);
+      if (in[0]->shape.dims.size() == 3) {
+        EXPECT_EQ(in[0]->shape.dims[2].value, 3 * 64);
+      }
       EXPECT_EQ(in[1]->elem_type, DataType::kFloat32);
     }
     return false;
@@ -200,7 +202,9 @@ TEST(FuseProjectedAttention, TakesAChainWithoutTheGuard) {
   p.model.graph.nodes = std::move(kept);
   ASSERT_EQ(Fuse(p), 2u);
   for (const ir::Node& n : p.model.graph.nodes) {
-    if (n.op_type == ir::kAttentionOp) EXPECT_EQ(n.FindAttribute(ir::kAttentionUndefinedRows), nullptr);
+    if (n.op_type == ir::kAttentionOp) {
+      EXPECT_EQ(n.FindAttribute(ir::kAttentionUndefinedRows), nullptr);
+    }
   }
 }
 

@@ -47,7 +47,9 @@ TEST(ParallelFor, CoversEveryIndexOnceInDisjointChunks) {
     Cover(n, kParallelGrain, seen);
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(seen.hits[static_cast<size_t>(i)].load(), 1) << i;
     for (const auto& [b, e] : seen.chunks) EXPECT_LT(b, e);
-    if (n < 2 * kParallelGrain) EXPECT_LE(seen.chunks.size(), 1u);  // small work stays on one thread
+    if (n < 2 * kParallelGrain) {
+      EXPECT_LE(seen.chunks.size(), 1u);  // small work stays on one thread
+    }
   }
   // Where the pool is there and the machine has cores, large work spreads.
   if (ParallelPoolAvailable() && std::thread::hardware_concurrency() > 1) {

@@ -255,7 +255,9 @@ TEST(MaxPool, OptimisedPathMatchesTheReferenceBitForBit) {
       lowest += std::isinf(v);
     }
     EXPECT_GT(nans, 0) << "the case should reach NaN windows";
-    if (c.dilations[0] == 4) EXPECT_GT(lowest, 0) << "the dilated case should have windows wholly in the padding";
+    if (c.dilations[0] == 4) {
+      EXPECT_GT(lowest, 0) << "the dilated case should have windows wholly in the padding";
+    }
   }
 }
 

@@ -152,7 +152,9 @@ TEST(Softmax, OptimisedLinesWithinFourUlpOfTheReference) {
       ASSERT_LE(std::abs(static_cast<int64_t>(ua) - ub), 4) << "n " << n << " at " << i << ": " << a[i] << " vs " << b[i];
       subnormal += b[i] > 0 && b[i] < std::numeric_limits<float>::min();
     }
-    if (n >= 197) EXPECT_GT(subnormal, 0) << "n " << n << ": the wide rows should reach subnormal outputs";
+    if (n >= 197) {
+      EXPECT_GT(subnormal, 0) << "n " << n << ": the wide rows should reach subnormal outputs";
+    }
   }
   // Axis 0 of [13, 7]: not contiguous, the reference code, bit for bit.
   std::vector<float> x(91);
