@@ -44,14 +44,20 @@ def ort_ms(model, feeds, threads, iters):
     return statistics.median(times)
 
 
-def vigil_ms(vigil, model, files, threads, iters):
-    cmd = [vigil, "bench", model, "--json", "--threads", str(threads), "--iters", str(iters)]
+def vigil_bench(vigil, model, files, threads, *extra):
+    """`vigil bench MODEL --json --threads N` with the input files and `extra`
+    flags; its JSON report."""
+    cmd = [vigil, "bench", model, "--json", "--threads", str(threads), *extra]
     for name, path in files:
         cmd += ["--input", f"{name}={path}"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"vigil bench failed on {model}: {r.stderr.strip()[:400]}")
-    j = json.loads(r.stdout)
+    return json.loads(r.stdout)
+
+
+def vigil_ms(vigil, model, files, threads, iters):
+    j = vigil_bench(vigil, model, files, threads, "--iters", str(iters))
     return j["p50_ms"], j.get("backend_notes", [])
 
 

@@ -21,6 +21,9 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cpu_peer import vigil_bench  # noqa: E402
+
 ORT_PROBE = r"""
 import json, sys, time
 import numpy as np
@@ -41,13 +44,7 @@ print(json.dumps({"create_ms": (t1 - t0) * 1e3, "first_run_ms": (t2 - t1) * 1e3}
 
 
 def vigil_once(vigil, model, files, threads):
-    cmd = [vigil, "bench", model, "--json", "--threads", str(threads), "--iters", "1", "--warmup", "0"]
-    for name, path in files:
-        cmd += ["--input", f"{name}={path}"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"vigil bench failed on {model}: {r.stderr.strip()[:400]}")
-    j = json.loads(r.stdout)
+    j = vigil_bench(vigil, model, files, threads, "--iters", "1", "--warmup", "0")
     return j["time_to_first_result_ms"], j["load_ms"], j["first_run_ms"]
 
 

@@ -44,22 +44,6 @@ void CollectNames(const Graph& g, std::unordered_set<std::string>& names) {
   }
 }
 
-Attribute IntAttribute(const char* name, int64_t v) {
-  Attribute a;
-  a.name = name;
-  a.type = AttributeType::kInt;
-  a.i = v;
-  return a;
-}
-
-Attribute IntsAttribute(const char* name, std::vector<int64_t> v) {
-  Attribute a;
-  a.name = name;
-  a.type = AttributeType::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-
 // A constant owning its bytes.
 Tensor OwnedTensor(DataType dtype, std::vector<int64_t> dims, const void* data, size_t bytes) {
   auto buffer = std::make_shared<std::vector<uint8_t>>(bytes);

@@ -2,49 +2,17 @@
 #include "ir/fuse_gelu.h"
 
 #include <cmath>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
-#include "vigil/float16.h"
 #include "ir/graph_index.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain, kVigilOpsetVersion
 
 namespace vigil::ir {
 namespace {
-
-// The value of a single-element float constant, or nullopt.
-std::optional<double> ScalarValue(const GraphIndex& idx, const std::string& name) {
-  auto it = idx.constants.find(name);
-  if (it == idx.constants.end()) return std::nullopt;
-  const Tensor& t = *it->second;
-  if (t.ElementCount() != 1u) return std::nullopt;
-  switch (t.dtype) {
-    case DataType::kFloat32: {
-      if (t.bytes.size() != 4) return std::nullopt;
-      float v;
-      std::memcpy(&v, t.bytes.data(), 4);
-      return v;
-    }
-    case DataType::kFloat64: {
-      if (t.bytes.size() != 8) return std::nullopt;
-      double v;
-      std::memcpy(&v, t.bytes.data(), 8);
-      return v;
-    }
-    case DataType::kFloat16:
-    case DataType::kBfloat16: {
-      if (t.bytes.size() != 2) return std::nullopt;
-      uint16_t h;
-      std::memcpy(&h, t.bytes.data(), 2);
-      return t.dtype == DataType::kFloat16 ? Float16ToFloat(h) : Bfloat16ToFloat(h);
-    }
-    default: return std::nullopt;
-  }
-}
 
 bool Near(std::optional<double> v, double want, double rel) {
   return v && std::abs(*v - want) <= rel * std::abs(want);
@@ -54,14 +22,14 @@ bool Near(std::optional<double> v, double want, double rel) {
 // empty vector when the pattern does not hold.
 std::vector<size_t> MatchChain(const Graph& g, const GraphIndex& idx, size_t div) {
   const Node& d = g.nodes[div];
-  if (!IsDefaultOp(d, "Div", 2) || !Near(ScalarValue(idx, d.inputs[1]), std::sqrt(2.0), 1e-3)) return {};
+  if (!IsDefaultOp(d, "Div", 2) || !Near(FloatConstant(idx, d.inputs[1]), std::sqrt(2.0), 1e-3)) return {};
   const std::string& x = d.inputs[0];
   const long erf = SoleConsumer(idx, d.outputs[0]);
   if (erf < 0 || !IsDefaultOp(g.nodes[erf], "Erf", 1)) return {};
   const long add = SoleConsumer(idx, g.nodes[erf].outputs[0]);
   if (add < 0 || !IsDefaultOp(g.nodes[add], "Add", 2)) return {};
   const std::string* one = OtherOperand(g.nodes[add], g.nodes[erf].outputs[0]);
-  if (!one || !Near(ScalarValue(idx, *one), 1.0, 1e-6)) return {};
+  if (!one || !Near(FloatConstant(idx, *one), 1.0, 1e-6)) return {};
   const long mul = SoleConsumer(idx, g.nodes[add].outputs[0]);
   if (mul < 0 || !IsDefaultOp(g.nodes[mul], "Mul", 2)) return {};
   const std::string* same_x = OtherOperand(g.nodes[mul], g.nodes[add].outputs[0]);
@@ -69,7 +37,7 @@ std::vector<size_t> MatchChain(const Graph& g, const GraphIndex& idx, size_t div
   const long half = SoleConsumer(idx, g.nodes[mul].outputs[0]);
   if (half < 0 || !IsDefaultOp(g.nodes[half], "Mul", 2)) return {};
   const std::string* c = OtherOperand(g.nodes[half], g.nodes[mul].outputs[0]);
-  if (!c || !Near(ScalarValue(idx, *c), 0.5, 1e-6)) return {};
+  if (!c || !Near(FloatConstant(idx, *c), 0.5, 1e-6)) return {};
   return {div, static_cast<size_t>(erf), static_cast<size_t>(add), static_cast<size_t>(mul),
           static_cast<size_t>(half)};
 }

@@ -1,12 +1,10 @@
 // HardSwish-chain fusion (see fuse_hardswish.h).
 #include "ir/fuse_hardswish.h"
 
-#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "vigil/float16.h"
 #include "ir/graph_index.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain
 
@@ -17,28 +15,9 @@ namespace {
 // exact as a float attribute), or nullopt.
 std::optional<float> FloatScalar(const GraphIndex& idx, const std::string& name) {
   auto it = idx.constants.find(name);
-  if (it == idx.constants.end()) return std::nullopt;
-  const Tensor& t = *it->second;
-  if (t.ElementCount() != 1u) return std::nullopt;
-  if (t.dtype == DataType::kFloat32 && t.bytes.size() == 4) {
-    float v;
-    std::memcpy(&v, t.bytes.data(), 4);
-    return v;
-  }
-  if ((t.dtype == DataType::kFloat16 || t.dtype == DataType::kBfloat16) && t.bytes.size() == 2) {
-    uint16_t h;
-    std::memcpy(&h, t.bytes.data(), 2);
-    return t.dtype == DataType::kFloat16 ? Float16ToFloat(h) : Bfloat16ToFloat(h);
-  }
-  return std::nullopt;
-}
-
-Attribute FloatAttribute(const char* name, float v) {
-  Attribute a;
-  a.name = name;
-  a.type = AttributeType::kFloat;
-  a.f = v;
-  return a;
+  if (it == idx.constants.end() || it->second->dtype == DataType::kFloat64) return std::nullopt;
+  const std::optional<double> v = FloatConstant(idx, name);
+  return v ? std::optional<float>(static_cast<float>(*v)) : std::nullopt;
 }
 
 // The chain that starts at Add node `i`, as the indices of its Clip, Mul

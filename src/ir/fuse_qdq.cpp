@@ -291,14 +291,6 @@ std::string QdqFuser::UniqueInitializer(const std::string& base) {
   return name;
 }
 
-Attribute StringAttribute(std::string name, std::string value) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttributeType::kString;
-  a.s = std::move(value);
-  return a;
-}
-
 std::optional<QWeight> QdqFuser::Weight(const std::string& v, size_t rank, int64_t channel_axis,
                                         std::string* why) const {
   const std::string what = rank == 4 ? "4-D" : "2-D";

@@ -4,6 +4,38 @@
 
 namespace vigil::ir {
 
+Attribute IntAttribute(std::string name, int64_t v) {
+  Attribute a;
+  a.name = std::move(name);
+  a.type = AttributeType::kInt;
+  a.i = v;
+  return a;
+}
+
+Attribute IntsAttribute(std::string name, std::vector<int64_t> v) {
+  Attribute a;
+  a.name = std::move(name);
+  a.type = AttributeType::kInts;
+  a.ints = std::move(v);
+  return a;
+}
+
+Attribute FloatAttribute(std::string name, float v) {
+  Attribute a;
+  a.name = std::move(name);
+  a.type = AttributeType::kFloat;
+  a.f = v;
+  return a;
+}
+
+Attribute StringAttribute(std::string name, std::string v) {
+  Attribute a;
+  a.name = std::move(name);
+  a.type = AttributeType::kString;
+  a.s = std::move(v);
+  return a;
+}
+
 std::string_view AttributeTypeName(AttributeType type) {
   switch (type) {
     case AttributeType::kUndefined: return "UNDEFINED";

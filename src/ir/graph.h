@@ -63,6 +63,12 @@ struct Attribute {
   std::vector<TypeInfo> type_protos;
 };
 
+// Attributes of one value, for passes that write nodes.
+Attribute IntAttribute(std::string name, int64_t v);
+Attribute IntsAttribute(std::string name, std::vector<int64_t> v);
+Attribute FloatAttribute(std::string name, float v);
+Attribute StringAttribute(std::string name, std::string v);
+
 struct Node {
   std::string name;
   std::string op_type;

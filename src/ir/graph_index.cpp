@@ -1,5 +1,8 @@
 #include "ir/graph_index.h"
 
+#include <cstring>
+
+#include "vigil/float16.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain, kVigilOpsetVersion
 
 namespace vigil::ir {
@@ -45,6 +48,35 @@ void DropFusedNodes(Model& model, const std::vector<bool>& remove) {
   }
   g.nodes = std::move(kept);
   if (model.OpsetVersion(kVigilDomain) < 0) model.opset_imports.push_back({kVigilDomain, kVigilOpsetVersion});
+}
+
+std::optional<double> FloatConstant(const GraphIndex& idx, const std::string& name) {
+  auto it = idx.constants.find(name);
+  if (it == idx.constants.end()) return std::nullopt;
+  const Tensor& t = *it->second;
+  if (t.ElementCount() != 1u) return std::nullopt;
+  switch (t.dtype) {
+    case DataType::kFloat32: {
+      if (t.bytes.size() != 4) return std::nullopt;
+      float v;
+      std::memcpy(&v, t.bytes.data(), 4);
+      return v;
+    }
+    case DataType::kFloat64: {
+      if (t.bytes.size() != 8) return std::nullopt;
+      double v;
+      std::memcpy(&v, t.bytes.data(), 8);
+      return v;
+    }
+    case DataType::kFloat16:
+    case DataType::kBfloat16: {
+      if (t.bytes.size() != 2) return std::nullopt;
+      uint16_t h;
+      std::memcpy(&h, t.bytes.data(), 2);
+      return t.dtype == DataType::kFloat16 ? Float16ToFloat(h) : Bfloat16ToFloat(h);
+    }
+    default: return std::nullopt;
+  }
 }
 
 }  // namespace vigil::ir

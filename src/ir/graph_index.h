@@ -4,6 +4,7 @@
 // graph outputs.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -27,6 +28,9 @@ bool IsDefaultOp(const Node& n, const char* op, size_t inputs);
 // The index of the only node reading `value` when `value` is not a graph
 // output, else -1.
 long SoleConsumer(const GraphIndex& idx, const std::string& value);
+// The value of a single-element constant of float32, float64, float16 or
+// bfloat16, or nullopt.
+std::optional<double> FloatConstant(const GraphIndex& idx, const std::string& name);
 // The operand of the binary node `n` other than `value` (which must be one
 // of its two inputs), or null.
 const std::string* OtherOperand(const Node& n, const std::string& value);

@@ -42,14 +42,6 @@ bool IsPositionwiseOp(const Node& n) {
   return IsDefaultDomain(n.domain) && kOps.count(n.op_type) > 0;
 }
 
-Attribute IntsAttribute(std::string name, std::vector<int64_t> v) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = AttributeType::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-
 // Whether PermuteConstantToNhwc can move `t`: rank <= 4 and whole-byte
 // elements all present (no strings, no sub-byte types, no missing data).
 bool Permutable(const Tensor& t) { return t.dims.size() <= 4 && t.HasDenseBytes(); }

@@ -13,11 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "backends/cpu/cpu_backend.h"
-#include "ir/validate.h"
-#include "runtime/session.h"
-#include "vigil/float16.h"
-#include "graph_builder.h"
+#include "activation_fusion_test_util.h"
 
 namespace vigil::ir {
 namespace {
@@ -40,49 +36,11 @@ Model Pairs(DataType t) {
   return m;
 }
 
-size_t Count(const Model& m, const std::string& op) {
-  size_t n = 0;
-  for (const Node& node : m.graph.nodes) n += node.op_type == op;
-  return n;
-}
-
-size_t Fuse(Model& m) {
-  auto n = FuseSilu(m);
-  EXPECT_TRUE(n.ok()) << n.status().ToString();
-  Status valid = ValidateModel(m);
-  EXPECT_TRUE(valid.ok()) << valid.ToString();
-  return n.ok() ? *n : 0;
-}
+size_t Fuse(Model& m) { return FuseAndValidate(m, FuseSilu); }
 
 // The input: pseudo-random in [-12, 12] with NaN, +-inf, +-100, +-1e-40
 // (subnormal) and -0 among them.
-std::vector<float> Input() {
-  std::vector<float> x = RandomFloats(2 * 127 * 9 * 7, 5, -12, 12);
-  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
-                            -std::numeric_limits<float>::infinity(), 100.0f, -100.0f, 1e-40f, -1e-40f, -0.0f};
-  for (size_t i = 0; i < std::size(specials); ++i) x[i * 997] = specials[i];
-  return x;
-}
-
-// y's bytes for `m` on the CPU, reference or optimised kernels.
-std::vector<uint8_t> RunOnCpu(const Model& m, DataType t, bool reference) {
-  runtime::SessionOptions o;
-  o.backends.push_back(cpu::MakeCpuBackend(cpu::CpuOptions{1, reference}));
-  auto s = runtime::Session::Create(m, std::move(o));
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  if (!s.ok()) return {};
-  const std::vector<float> x = Input();
-  std::vector<uint16_t> half(x.size());
-  for (size_t i = 0; i < x.size(); ++i) half[i] = FloatToFloat16(x[i]);
-  const void* data = t == DataType::kFloat32 ? static_cast<const void*>(x.data()) : half.data();
-  const size_t bytes = x.size() * (t == DataType::kFloat32 ? 4 : 2);
-  auto out = (*s)->Run({{"x", t, kShape, data, bytes, ""}});
-  EXPECT_TRUE(out.ok()) << out.status().ToString();
-  if (!out.ok()) return {};
-  const runtime::Tensor& y = (*out)[0].tensor;
-  const auto* p = static_cast<const uint8_t*>(y.raw_data());
-  return std::vector<uint8_t>(p, p + y.byte_size());
-}
+std::vector<float> Input() { return FloatsWithSpecials(2 * 127 * 9 * 7, 5, -12, 12, 100); }
 
 TEST(FuseSilu, FusesBothOperandOrdersAndEqualsThePairBitForBit) {
   for (DataType t : {DataType::kFloat32, DataType::kFloat16}) {
@@ -90,12 +48,13 @@ TEST(FuseSilu, FusesBothOperandOrdersAndEqualsThePairBitForBit) {
     const Model original = Pairs(t);
     Model m = original;
     ASSERT_EQ(Fuse(m), 2u);
-    EXPECT_EQ(Count(m, kSiluOp), 2u);
-    EXPECT_EQ(Count(m, "Sigmoid") + Count(m, "Mul"), 0u);
+    EXPECT_EQ(CountOps(m, kSiluOp), 2u);
+    EXPECT_EQ(CountOps(m, "Sigmoid") + CountOps(m, "Mul"), 0u);
     EXPECT_GE(m.OpsetVersion("ai.vigil"), 1);
     for (bool reference : {true, false}) {
       SCOPED_TRACE(reference ? "reference kernels" : "optimised kernels");
-      const std::vector<uint8_t> want = RunOnCpu(original, t, reference), got = RunOnCpu(m, t, reference);
+      const std::vector<uint8_t> want = RunXOnCpu(original, t, kShape, Input(), reference);
+      const std::vector<uint8_t> got = RunXOnCpu(m, t, kShape, Input(), reference);
       ASSERT_FALSE(want.empty());
       EXPECT_TRUE(SameBitsOrBothNaN(want, got, t == DataType::kFloat32 ? 4 : 2));
     }
@@ -107,12 +66,12 @@ TEST(FuseSilu, LeavesASigmoidReadElsewhereAGraphOutputOrAnotherProduct) {
   shared.graph.nodes.push_back(MakeNode("Relu", {"s"}, {"z"}, "also_reads_s"));
   shared.graph.outputs.push_back(TensorValue("z", DataType::kFloat32, kShape));
   EXPECT_EQ(Fuse(shared), 1u);  // the second pair only
-  EXPECT_EQ(Count(shared, "Sigmoid"), 1u);
+  EXPECT_EQ(CountOps(shared, "Sigmoid"), 1u);
 
   Model output = Pairs(DataType::kFloat32);
   output.graph.outputs.push_back(TensorValue("s2", DataType::kFloat32, kShape));
   EXPECT_EQ(Fuse(output), 1u);  // the first pair only
-  EXPECT_EQ(Count(output, "Sigmoid"), 1u);
+  EXPECT_EQ(CountOps(output, "Sigmoid"), 1u);
 
   Model other = Pairs(DataType::kFloat32);
   other.graph.nodes[1].inputs = {"s", "s"};  // s * s, not x * s
