@@ -6,6 +6,10 @@
 #include <unordered_set>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "base/printable.h"
+#include "ir/fuse_gelu.h"
 #include "ir/graph_index.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain, kVigilOpsetVersion
 #include "ir/symbolic_shapes.h"
@@ -100,7 +104,7 @@ class ResidualMatcher {
   std::optional<ResidualMatch> Match(size_t i) {
     const Node& mm = g_.nodes[i];
     if (mm.op_type != kMatMulBiasOp || mm.domain != kVigilDomain || mm.inputs.size() != 3 ||
-        mm.outputs.size() != 1 || mm.outputs[0].empty()) {
+        mm.outputs.size() != 1 || mm.outputs[0].empty() || mm.FindAttribute(kMatMulBiasActivation)) {
       return std::nullopt;
     }
     const std::string& y = mm.outputs[0];
@@ -126,6 +130,19 @@ class ResidualMatcher {
   SymbolicShapes sym_;
   std::unordered_map<std::string, size_t> producer_;
 };
+
+// The activation attribute for the Gelu node `n`, or null when `n` is no
+// Gelu the product's epilogue can take.
+const char* GeluActivation(const Node& n) {
+  if (n.inputs.size() != 1 || n.outputs.size() != 1) return nullptr;
+  if (n.domain == kVigilDomain && n.op_type == kGeluOp) return n.attributes.empty() ? "gelu" : nullptr;
+  if (!IsDefaultDomain(n) || n.op_type != "Gelu") return nullptr;
+  const Attribute* approximate = n.FindAttribute("approximate");
+  if (n.attributes.size() > (approximate ? 1u : 0u)) return nullptr;
+  if (!approximate || (approximate->type == AttributeType::kString && approximate->s == "none")) return "gelu";
+  if (approximate->type == AttributeType::kString && approximate->s == "tanh") return "gelu_tanh";
+  return nullptr;
+}
 
 }  // namespace
 
@@ -205,6 +222,46 @@ Result<size_t> FuseResidualAdd(Model& model, const std::unordered_map<std::strin
     if (!remove[i]) kept.push_back(std::move(g.nodes[i]));
   }
   g.nodes = std::move(kept);
+  return fused;
+}
+
+Result<MatMulBiasAct> MatMulBiasActivationOf(const Node& node) {
+  const Attribute* a = node.FindAttribute(kMatMulBiasActivation);
+  if (!a) return MatMulBiasAct::kNone;
+  if (a->type == AttributeType::kString && a->s == "gelu") return MatMulBiasAct::kGelu;
+  if (a->type == AttributeType::kString && a->s == "gelu_tanh") return MatMulBiasAct::kGeluTanh;
+  const std::string got = a->type == AttributeType::kString ? "\"" + Printable(a->s) + "\""
+                                                              : fmt::format("a {} attribute", AttributeTypeName(a->type));
+  return InvalidModelError("MatMulBias '{}': the attribute activation is {}; expected \"gelu\" or \"gelu_tanh\"",
+                           Printable(node.name), got);
+}
+
+Result<size_t> FuseMatMulBiasGelu(Model& model, const ResidualAcceptor& accept) {
+  Graph& g = model.graph;
+  const GraphIndex idx = IndexGraph(g);
+  std::vector<bool> remove(g.nodes.size(), false);
+  size_t fused = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& mm = g.nodes[i];
+    if (mm.op_type != kMatMulBiasOp || mm.domain != kVigilDomain || mm.inputs.size() != 3 ||
+        mm.outputs.size() != 1 || !mm.attributes.empty()) {
+      continue;
+    }
+    const long gelu = SoleConsumer(idx, mm.outputs[0]);
+    if (gelu < 0) continue;
+    const char* activation = GeluActivation(g.nodes[static_cast<size_t>(gelu)]);
+    if (!activation || g.nodes[static_cast<size_t>(gelu)].inputs[0] != mm.outputs[0]) continue;
+    Node f = mm;
+    f.attributes.push_back(StringAttribute(kMatMulBiasActivation, activation));
+    f.outputs = g.nodes[static_cast<size_t>(gelu)].outputs;
+    if (accept && !accept(f)) continue;
+    // The fused node takes the Gelu's place: the product's inputs come
+    // before it in any topological order, the Gelu's readers after.
+    g.nodes[static_cast<size_t>(gelu)] = std::move(f);
+    remove[i] = true;
+    ++fused;
+  }
+  if (fused > 0) DropFusedNodes(model, remove);
   return fused;
 }
 

@@ -12,6 +12,11 @@
 //   shape and dtype, never broadcast, so a device adds it in the product's
 //   epilogue (cuBLASLt's C matrix) instead of a separate Add re-reading and
 //   re-writing the whole activation.
+//   Y = MatMulBias(A, W, B) with the string attribute activation="gelu" is
+//   Gelu(Add(MatMul(A, W), B)) (ONNX Gelu-20, approximate="none"), and with
+//   activation="gelu_tanh" the same with approximate="tanh": a transformer's
+//   first MLP product and its GELU, which a device applies in the product's
+//   epilogue. A node with an activation takes no R.
 // Pure graph rewriting: the session decides when to run it.
 #pragma once
 
@@ -26,6 +31,13 @@
 namespace vigil::ir {
 
 inline constexpr const char kMatMulBiasOp[] = "MatMulBias";
+inline constexpr const char kMatMulBiasActivation[] = "activation";
+
+// What MatMulBias applies after the bias: its activation attribute.
+enum class MatMulBiasAct { kNone, kGelu, kGeluTanh };
+// The node's activation; an invalid-model error names a value (or type)
+// that is none of "gelu" and "gelu_tanh".
+Result<MatMulBiasAct> MatMulBiasActivationOf(const Node& node);
 
 // Rewrites, in the main graph, every MatMul(A, W) -> Add(., b) (either
 // operand order of the Add) where W is a 2-D constant initializer [K, N], b
@@ -53,5 +65,15 @@ Result<size_t> FuseMatMulBias(Model& model, const std::unordered_map<std::string
 using ResidualAcceptor = std::function<bool(const Node& fused)>;
 Result<size_t> FuseResidualAdd(Model& model, const std::unordered_map<std::string, TypeInfo>& types,
                                const ResidualAcceptor& accept = {});
+
+// Rewrites, in the main graph, every y = ai.vigil.MatMulBias(A, W, B) (3
+// inputs, no activation) -> Gelu(y), where y is not a graph output and has
+// that Gelu as its only consumer, into one MatMulBias(A, W, B) with
+// activation="gelu" (for ai.vigil.Gelu, or ONNX Gelu with approximate
+// "none") or "gelu_tanh" (ONNX Gelu with approximate="tanh") that writes the
+// Gelu's output. `accept`, when given, is asked about each fused node first;
+// a node it refuses leaves the pair unfused. The pass creates no value;
+// returns the number of Gelus fused away.
+Result<size_t> FuseMatMulBiasGelu(Model& model, const ResidualAcceptor& accept = {});
 
 }  // namespace vigil::ir

@@ -62,11 +62,22 @@ Status CheckResidual(InferenceContext& ctx, const ir::TypeInfo& y) {
 }
 
 // MatMul's inference for (A, W), then the bias and residual checks; Y has
-// MatMul's type.
+// MatMul's type. With an activation (a GELU), A is a float tensor and there
+// is no residual.
 Status InferMatMulBias(InferenceContext& ctx) {
   const ir::TypeInfo* a = ctx.input_type(0);
   if (HasRank(a) && a->shape.dims.size() < 2) {
     return ctx.Fail("input 0 (A) has rank {}, MatMulBias needs rank >= 2", a->shape.dims.size());
+  }
+  VIGIL_ASSIGN_OR_RETURN(ir::MatMulBiasAct act, ir::MatMulBiasActivationOf(ctx.node()));
+  if (act != ir::MatMulBiasAct::kNone) {
+    if (ctx.input_type(3)) return ctx.Fail("has an activation and input 3 (R); MatMulBias takes one or the other");
+    const auto t = a && a->kind == ir::TypeInfo::Kind::kTensor ? a->elem_type : ir::DataType::kUndefined;
+    if (t != ir::DataType::kUndefined && t != ir::DataType::kFloat32 && t != ir::DataType::kFloat16 &&
+        t != ir::DataType::kBfloat16 && t != ir::DataType::kFloat64) {
+      return ctx.Fail("input 0 (A) has dtype {}; a GELU activation needs a float dtype",
+                      ir::DataTypeName(t));
+    }
   }
   const OpSchema* matmul = FindSchema("", "MatMul", 13);
   if (!matmul) return InternalError("the MatMul schema is missing from the catalogue");

@@ -296,23 +296,32 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
     // the batch-first rewrite, which writes the out-projection's), where the
     // device takes the 4-input node: cuBLASLt adds R as its C matrix.
     // VIGIL_FUSE_RESIDUAL=0 keeps the Adds, for before/after measurements.
+    const Backend& device = *state->options.backends[0];
+    auto device_takes = [&](const ir::Node& fused) {
+      auto type = [&](const std::string& v) -> const ir::TypeInfo* {
+        auto it = inferred.types.find(v);
+        return it == inferred.types.end() ? nullptr : &it->second;
+      };
+      NodeTypes types;
+      for (const std::string& in : fused.inputs) types.inputs.push_back(type(in));
+      for (const std::string& out : fused.outputs) types.outputs.push_back(type(out));
+      return device.SupportsTyped(fused, ir::kVigilOpsetVersion, types, nullptr);
+    };
     size_t residual = 0;
     const char* fuse_residual = std::getenv("VIGIL_FUSE_RESIDUAL");
     if (!fuse_residual || std::string_view(fuse_residual) != "0") {
-      const Backend& device = *state->options.backends[0];
-      auto accept = [&](const ir::Node& fused) {
-        auto type = [&](const std::string& v) -> const ir::TypeInfo* {
-          auto it = inferred.types.find(v);
-          return it == inferred.types.end() ? nullptr : &it->second;
-        };
-        NodeTypes types;
-        for (const std::string& in : fused.inputs) types.inputs.push_back(type(in));
-        for (const std::string& out : fused.outputs) types.outputs.push_back(type(out));
-        return device.SupportsTyped(fused, ir::kVigilOpsetVersion, types, nullptr);
-      };
-      VIGIL_ASSIGN_OR_RETURN(residual, ir::FuseResidualAdd(state->model, inferred.types, accept));
+      VIGIL_ASSIGN_OR_RETURN(residual, ir::FuseResidualAdd(state->model, inferred.types, device_takes));
     }
-    static_cast<void>(linear + gelu + attention + residual);
+    // Then each MLP's first product and its GELU, where the device applies
+    // the GELU in the product's epilogue (CUDA: float16 and bfloat16);
+    // VIGIL_FUSE_GELU_EPILOGUE=0 keeps them apart, for before/after
+    // measurements.
+    size_t gelu_epilogue = 0;
+    const char* fuse_gelu_epilogue = std::getenv("VIGIL_FUSE_GELU_EPILOGUE");
+    if (!fuse_gelu_epilogue || std::string_view(fuse_gelu_epilogue) != "0") {
+      VIGIL_ASSIGN_OR_RETURN(gelu_epilogue, ir::FuseMatMulBiasGelu(state->model, device_takes));
+    }
+    static_cast<void>(linear + gelu + attention + residual + gelu_epilogue);
   }
   // QDQ chains as the device's int8 ops (ir/fuse_qdq.h), where the session
   // lays convolutions out for the device (QConv only runs channels-last) and

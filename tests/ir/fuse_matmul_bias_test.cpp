@@ -1,5 +1,6 @@
-// The MatMul + bias and residual fusion passes on small graphs: what fuses,
-// and each condition that keeps a product and its Add apart.
+// The MatMul + bias, residual and GELU-epilogue fusion passes on small
+// graphs: what fuses, and each condition that keeps a product and its Add
+// (or Gelu) apart.
 #include "ir/fuse_matmul_bias.h"
 
 #include <cctype>
@@ -7,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "graph_builder.h"
+#include "ir/fuse_gelu.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain
 
 namespace vigil::ir {
@@ -322,6 +324,125 @@ TEST(FuseResidualAdd, FusesEveryBlockAndEachAddOnce) {
   ASSERT_EQ(two.graph.nodes.size(), 2u);
   EXPECT_EQ(two.graph.nodes[1].name, "fc3");
   EXPECT_EQ(two.graph.nodes[1].inputs, (std::vector<std::string>{"x", "w", "b", "y"}));
+}
+
+// x [2,5,4] -> MatMulBias(W [4,6], b) -> y -> Gelu -> g
+Model Mlp(const Node& gelu) {
+  Model m = Linear();
+  m.opset_imports = {{"", 20}, {kVigilDomain, kVigilOpsetVersion}};
+  m.graph.outputs = {TensorValue("g", kF16, {2, 5, 6})};
+  Node mm = MakeNode(kMatMulBiasOp, {"x", "w", "b"}, {"y"}, "fc1");
+  mm.domain = kVigilDomain;
+  m.graph.nodes = {mm, gelu};
+  return m;
+}
+
+Node VigilGelu() {
+  Node n = MakeNode(kGeluOp, {"y"}, {"g"}, "gelu");
+  n.domain = kVigilDomain;
+  return n;
+}
+
+Node OnnxGelu(const char* approximate) {
+  Node n = MakeNode("Gelu", {"y"}, {"g"}, "gelu");
+  if (approximate) n.attributes.push_back(StringAttribute("approximate", approximate));
+  return n;
+}
+
+size_t FuseGeluEpilogue(Model& m, const ResidualAcceptor& accept = {}) {
+  auto r = FuseMatMulBiasGelu(m, accept);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : 0;
+}
+
+std::string ActivationOf(const Node& n) {
+  const Attribute* a = n.FindAttribute(kMatMulBiasActivation);
+  return a ? a->s : "";
+}
+
+TEST(FuseMatMulBiasGelu, FusesEachGeluForm) {
+  const std::pair<Node, const char*> cases[] = {{VigilGelu(), "gelu"},
+                                                {OnnxGelu(nullptr), "gelu"},
+                                                {OnnxGelu("none"), "gelu"},
+                                                {OnnxGelu("tanh"), "gelu_tanh"}};
+  for (const auto& [gelu, want] : cases) {
+    Model m = Mlp(gelu);
+    EXPECT_EQ(FuseGeluEpilogue(m), 1u) << want;
+    ASSERT_EQ(m.graph.nodes.size(), 1u);
+    const Node& n = m.graph.nodes[0];
+    EXPECT_EQ(n.op_type, kMatMulBiasOp);
+    EXPECT_EQ(n.domain, kVigilDomain);
+    EXPECT_EQ(n.inputs, (std::vector<std::string>{"x", "w", "b"}));
+    EXPECT_EQ(n.outputs, (std::vector<std::string>{"g"}));
+    EXPECT_EQ(ActivationOf(n), want);
+    auto act = MatMulBiasActivationOf(n);
+    ASSERT_TRUE(act.ok());
+    EXPECT_EQ(*act, std::string_view(want) == "gelu" ? MatMulBiasAct::kGelu : MatMulBiasAct::kGeluTanh);
+  }
+}
+
+TEST(FuseMatMulBiasGelu, KeepsAProductWithAnotherConsumerOrThatIsAnOutput) {
+  Model two = Mlp(VigilGelu());
+  two.graph.nodes.push_back(MakeNode("Relu", {"y"}, {"r"}, "relu"));
+  two.graph.outputs.push_back(TensorValue("r", kF16, {2, 5, 6}));
+  EXPECT_EQ(FuseGeluEpilogue(two), 0u);
+  EXPECT_EQ(two.graph.nodes.size(), 3u);
+  Model out = Mlp(VigilGelu());
+  out.graph.outputs.push_back(TensorValue("y", kF16, {2, 5, 6}));
+  EXPECT_EQ(FuseGeluEpilogue(out), 0u);
+}
+
+TEST(FuseMatMulBiasGelu, KeepsOtherNodes) {
+  Model residual = Mlp(VigilGelu());  // a product with R: GELU(x W + b + r) is not its epilogue
+  residual.graph.inputs.push_back(TensorValue("r", kF16, {2, 5, 6}));
+  residual.graph.nodes[0].inputs.push_back("r");
+  EXPECT_EQ(FuseGeluEpilogue(residual), 0u);
+  Model unknown = Mlp(OnnxGelu("fast"));
+  EXPECT_EQ(FuseGeluEpilogue(unknown), 0u);
+  Model relu = Mlp(MakeNode("Relu", {"y"}, {"g"}, "relu"));
+  EXPECT_EQ(FuseGeluEpilogue(relu), 0u);
+  Node custom = VigilGelu();
+  custom.domain = "com.example";
+  Model other = Mlp(custom);
+  EXPECT_EQ(FuseGeluEpilogue(other), 0u);
+  Model twice = Mlp(VigilGelu());  // already carries an activation
+  twice.graph.nodes[0].attributes.push_back(StringAttribute(kMatMulBiasActivation, "gelu"));
+  EXPECT_EQ(FuseGeluEpilogue(twice), 0u);
+  EXPECT_EQ(twice.graph.nodes.size(), 2u);
+}
+
+TEST(FuseMatMulBiasGelu, AsksTheAcceptor) {
+  Model m = Mlp(VigilGelu());
+  std::vector<Node> asked;
+  EXPECT_EQ(FuseGeluEpilogue(m, [&](const Node& n) {
+              asked.push_back(n);
+              return false;
+            }),
+            0u);
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(ActivationOf(asked[0]), "gelu");
+  EXPECT_EQ(asked[0].outputs, (std::vector<std::string>{"g"}));
+  EXPECT_EQ(m.graph.nodes.size(), 2u);
+}
+
+TEST(FuseMatMulBiasGelu, ResidualPassLeavesAnActivatedProduct) {
+  // GELU(x W + b) + r: the residual is added after the GELU, so it is no
+  // epilogue C of the product.
+  Model m = Residual();
+  m.graph.nodes[0].attributes.push_back(StringAttribute(kMatMulBiasActivation, "gelu"));
+  EXPECT_EQ(FuseResidual(m), 0u);
+  EXPECT_EQ(m.graph.nodes.size(), 2u);
+}
+
+TEST(FuseMatMulBiasGelu, NamesABadActivation) {
+  Node n = MakeNode(kMatMulBiasOp, {"x", "w", "b"}, {"y"}, "fc1");
+  n.attributes.push_back(StringAttribute(kMatMulBiasActivation, "relu"));
+  auto act = MatMulBiasActivationOf(n);
+  ASSERT_FALSE(act.ok());
+  EXPECT_NE(act.status().ToString().find("fc1"), std::string::npos) << act.status().ToString();
+  EXPECT_NE(act.status().ToString().find("\"relu\""), std::string::npos) << act.status().ToString();
+  n.attributes[0] = IntAttribute(kMatMulBiasActivation, 1);
+  EXPECT_FALSE(MatMulBiasActivationOf(n).ok());
 }
 
 }  // namespace

@@ -11,7 +11,9 @@ float64; the same weights, none of the per-op float16 rounding) and run on
 vigil's CPU backend in float64: the exact evaluation. vigil CUDA and ORT
 CUDA (default provider options) each run the float16 model on the same
 float16 input; the table gives each one's relative L2 distance from the
-exact output, in float64.
+exact output, in float64. --vigil-env ENV=VALUE adds a column for vigil CUDA
+with that switch set (a fusion's before/after); --no-ort leaves ORT out (its
+column reads nan) where the wheel has not been carried.
 
 Time to first result (goal 5): in a fresh process each, for the float32
 and float16 models: vigil's `bench --iters 1 --warmup 0` time to first
@@ -78,12 +80,12 @@ def save_inputs(feeds, out, tag):
     return args
 
 
-def run_vigil(vigil, model, args, backend, out_dir):
+def run_vigil(vigil, model, args, backend, out_dir, env=None):
     os.makedirs(out_dir, exist_ok=True)
     cmd = [vigil, "run", model, "--backend", backend, "--output-dir", out_dir] + args
     if backend == "cuda":
         cmd.append("--no-fallback")
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **(env or {})))
     if r.returncode != 0:
         return None, (r.stdout + r.stderr).strip().splitlines()[:3]
     m = onnx.load(model, load_external_data=False)
@@ -125,14 +127,22 @@ def main():
     p.add_argument("--out", default="/tmp/ort_acc")
     p.add_argument("--skip-accuracy", action="store_true")
     p.add_argument("--skip-first", action="store_true")
+    p.add_argument("--no-ort", action="store_true", help="accuracy of vigil alone (no onnxruntime-gpu here)")
+    p.add_argument("--vigil-env", default="",
+                   help="ENV=VALUE: also vigil CUDA with this set (a before/after switch), in its own column")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    import onnxruntime as ort
-    ort.preload_dlls()
-    print(f"onnxruntime {ort.__version__}, batch {a.batch}", flush=True)
+    ort = None
+    if not a.no_ort:
+        import onnxruntime as ort
+        ort.preload_dlls()
+    print(f"onnxruntime {ort.__version__ if ort else '(not run)'}, batch {a.batch}", flush=True)
+    alt_env = dict([a.vigil_env.split("=", 1)]) if a.vigil_env else None
     if not a.skip_accuracy:
-        print("\n| model (float16) | vigil CUDA vs float64 | ORT CUDA vs float64 | vigil / ORT | vigil CPU (float16) vs float64 |")
-        print("|---|---|---|---|---|")
+        alt = f" vigil CUDA with {a.vigil_env} vs float64 |" if alt_env else ""
+        print(f"\n| model (float16) | vigil CUDA vs float64 |{alt} ORT CUDA vs float64 | vigil / ORT | "
+              "vigil CPU (float16) vs float64 |")
+        print("|---|---|---|---|---|" + ("---|" if alt_env else ""))
         for model in a.models.split(","):
             src = f"/tmp/peer/{model}_fp16.onnx"
             wide = os.path.join(a.out, f"{model}_f64.onnx")
@@ -147,15 +157,20 @@ def main():
             args16 = save_inputs(f16, a.out, f"{model}_x16")
             cuda, err = run_vigil(a.vigil, src, args16, "cuda", os.path.join(a.out, model, "cuda"))
             cpu, _ = run_vigil(a.vigil, src, args16, "cpu", os.path.join(a.out, model, "cpu"))
-            so = ort.SessionOptions()
-            so.log_severity_level = 3
-            s = ort.InferenceSession(src, so, providers=["CUDAExecutionProvider"])
-            orts = s.run(None, f16)
             k = 0  # the first output (logits; BERT's last_hidden_state)
+            o = float("nan")
+            if ort:
+                so = ort.SessionOptions()
+                so.log_severity_level = 3
+                s = ort.InferenceSession(src, so, providers=["CUDAExecutionProvider"])
+                o = rel_l2(s.run(None, f16)[k], exact[k])
             v = rel_l2(cuda[k], exact[k]) if cuda else float("nan")
-            o = rel_l2(orts[k], exact[k])
             c = rel_l2(cpu[k], exact[k]) if cpu else float("nan")
-            print(f"| {model} | {v:.3e} | {o:.3e} | {v / o:.2f} | {c:.3e} |", flush=True)
+            alt = ""
+            if alt_env:
+                other, _ = run_vigil(a.vigil, src, args16, "cuda", os.path.join(a.out, model, "cuda_alt"), alt_env)
+                alt = f" {rel_l2(other[k], exact[k]) if other else float('nan'):.3e} |"
+            print(f"| {model} | {v:.3e} |{alt} {o:.3e} | {v / o:.2f} | {c:.3e} |", flush=True)
     if not a.skip_first:
         print("\n| model | dtype | vigil time to first result (ms) | ORT session + first run (ms) | vigil / ORT | ORT import + preload_dlls (ms) |")
         print("|---|---|---|---|---|---|")

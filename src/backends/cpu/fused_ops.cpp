@@ -2,6 +2,7 @@
 // fallback where a device cannot run them. Each runs the ONNX ops it fuses,
 // through their own CPU kernels, so the semantics cannot drift:
 //   ai.vigil.MatMulBias(A, W, B[, R]) = Add(Add(MatMul(A, W), B), R)
+//   ai.vigil.MatMulBias(A, W, B) with activation = Gelu(Add(MatMul(A, W), B))
 //                                                        (ir/fuse_matmul_bias.h)
 //   ai.vigil.Gelu(X) = ONNX Gelu-20, approximate="none"   (ir/fuse_gelu.h)
 // Attention has no single ONNX op to defer to before opset 23; its kernel is
@@ -31,20 +32,22 @@ class ScratchOutputs : public runtime::OutputAllocator {
   }
 };
 
-// Runs the default-domain op `op` (opset 13 semantics, which MatMul and Add
-// share with every later opset) on `inputs`; returns its only output.
+// Runs the default-domain op `op` of `opset` (13: the semantics MatMul and
+// Add share with every later opset) on `inputs`; returns its only output.
 Result<runtime::Tensor> RunInner(const KernelContext& ctx, const char* op,
-                                 std::span<const runtime::Tensor* const> inputs) {
-  const KernelDef* def = FindKernel("", op, 13);
+                                 std::span<const runtime::Tensor* const> inputs, int opset = 13,
+                                 std::vector<ir::Attribute> attributes = {}) {
+  const KernelDef* def = FindKernel("", op, opset);
   if (!def) return InternalError("{}: the CPU {} kernel is missing", ops::NodeLabel(ctx.node()), op);
   ir::Node node;
   node.name = ctx.node().name;
   node.op_type = op;
   node.inputs.assign(inputs.size(), "in");
   node.outputs = {"out"};
+  node.attributes = std::move(attributes);
   std::vector<runtime::Tensor> outputs(1);
   ScratchOutputs scratch;
-  KernelContext inner(node, 13, inputs, outputs, scratch);
+  KernelContext inner(node, opset, inputs, outputs, scratch);
   inner.set_optimised(ctx.optimised());  // a reference run stays on reference code throughout
   inner.set_cache(ctx.cache());
   VIGIL_RETURN_IF_ERROR(def->fn(inner));
@@ -54,6 +57,10 @@ Result<runtime::Tensor> RunInner(const KernelContext& ctx, const char* op,
 Status MatMulBiasKernel(KernelContext& ctx) {
   for (size_t i = 0; i < 3; ++i) {
     if (!ctx.has_input(i)) return ctx.Fail("input {} is missing; MatMulBias needs A, W and B", i);
+  }
+  VIGIL_ASSIGN_OR_RETURN(ir::MatMulBiasAct act, ir::MatMulBiasActivationOf(ctx.node()));
+  if (act != ir::MatMulBiasAct::kNone && ctx.has_input(3)) {
+    return ctx.Fail("has an activation and input 3 (R); MatMulBias takes one or the other");
   }
   const runtime::Tensor* product_inputs[] = {ctx.input(0), ctx.input(1)};
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor product, RunInner(ctx, "MatMul", product_inputs));
@@ -73,6 +80,13 @@ Status MatMulBiasKernel(KernelContext& ctx) {
     }
     const runtime::Tensor* residual_inputs[] = {&sum, &r};
     VIGIL_ASSIGN_OR_RETURN(sum, RunInner(ctx, "Add", residual_inputs));
+  }
+  if (act != ir::MatMulBiasAct::kNone) {
+    // ONNX Gelu-20 on the sum, exact (erf) or with its tanh approximation.
+    const runtime::Tensor* gelu_inputs[] = {&sum};
+    std::vector<ir::Attribute> approximate;
+    if (act == ir::MatMulBiasAct::kGeluTanh) approximate.push_back(ir::StringAttribute("approximate", "tanh"));
+    VIGIL_ASSIGN_OR_RETURN(sum, RunInner(ctx, "Gelu", gelu_inputs, 20, std::move(approximate)));
   }
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, sum.dtype(), sum.shape()));
   if (sum.byte_size()) std::memcpy(y->raw_data(), sum.raw_data(), sum.byte_size());

@@ -7,7 +7,8 @@
 // float32; float32 inputs use TF32 only when the session allows it.
 // ai.vigil.MatMulBias (the fused MatMul + Add of a Linear layer) is one
 // product over A's flattened rows with the bias epilogue; its optional
-// residual R is cuBLASLt's C matrix, added with beta = 1.
+// residual R is cuBLASLt's C matrix, added with beta = 1; with a GELU
+// activation (float16/bfloat16 only) the epilogue is cuBLASLt's GELU_BIAS.
 // int8 products (RowMajorGemmInt8, for ai.vigil.QMatMul) run on the same
 // plans with int8 operands, int32 accumulation and an int32 result.
 #include <charconv>
@@ -61,6 +62,7 @@ struct ProductShape {
   bool bias_epilogue;
   bool blend_c;  // beta * C, with C broadcast into D beforehand
   bool residual_c;  // + C, a separate matrix of D's layout (MatMulBias' R)
+  bool gelu = false;  // with bias_epilogue: GELU after the bias (cuBLASLt's GELU_BIAS)
   bool tf32x3 = false;  // x and y are split operands (split_tf32.h): TF32 compute
 };
 
@@ -108,10 +110,10 @@ uint32_t AlignmentOf(const void* p) {
 
 std::string Key(const ProductShape& s, ir::DataType t, const CudaOptions& o, const Alignments& al) {
   auto op = [](const Operand& x) { return fmt::format("{}x{}l{}s{}", x.rows, x.cols, x.ld, x.batch_stride); };
-  return fmt::format("lt|{}|{}{}|{}|{}|{}|b{}|{}{}{}|{}{}|a{},{},{},{}{}", static_cast<int>(t),
+  return fmt::format("lt|{}|{}{}|{}|{}|{}|b{}|{}{}{}|{}{}|a{},{},{},{}{}{}", static_cast<int>(t),
                      static_cast<int>(s.op_x), static_cast<int>(s.op_y), op(s.x), op(s.y), op(s.d), s.batch,
                      s.bias_epilogue, s.blend_c, s.residual_c, o.allow_tf32, o.deterministic, al.x, al.y, al.d, al.c,
-                     s.tf32x3 ? "|tf32x3" : "");
+                     s.tf32x3 ? "|tf32x3" : "", s.gelu ? "|gelu" : "");
 }
 
 // --- autotuning (plan_tuning.h) ----------------------------------------------
@@ -235,7 +237,7 @@ Result<const LtPlan*> GetPlan(CudaKernelContext& ctx, const ProductShape& s, ir:
   VIGIL_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(plan->op.h, CUBLASLT_MATMUL_DESC_TRANSA, &s.op_x, sizeof s.op_x));
   VIGIL_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(plan->op.h, CUBLASLT_MATMUL_DESC_TRANSB, &s.op_y, sizeof s.op_y));
   if (s.bias_epilogue) {
-    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    cublasLtEpilogue_t epilogue = s.gelu ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
     VIGIL_CUBLAS_CALL(
         cublasLtMatmulDescSetAttribute(plan->op.h, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
     VIGIL_CUBLAS_CALL(
@@ -611,14 +613,22 @@ Status MatMulBias(CudaKernelContext& ctx) {
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, a.dtype(), shape));
   if (y->element_count() == 0) return Status::Ok();
   const int64_t m = static_cast<int64_t>(y->element_count()) / n;
+  VIGIL_ASSIGN_OR_RETURN(ir::MatMulBiasAct act, ir::MatMulBiasActivationOf(ctx.node()));
+  if (act != ir::MatMulBiasAct::kNone && (r || (a.dtype() != ir::DataType::kFloat16 &&
+                                                a.dtype() != ir::DataType::kBfloat16))) {
+    return ctx.Unsupported("a GELU activation on a {} product{} (float16 and bfloat16 products without R take it)",
+                           ir::DataTypeName(a.dtype()), r ? " with a residual" : "");
+  }
   if (k == 0) {
     // An empty inner dimension: the product is zero and Y is B (+ R) on every row.
+    if (act != ir::MatMulBiasAct::kNone) return ctx.Unsupported("a GELU activation on a product with K = 0");
     if (r) return BiasPlusResidual(ctx, *y, b, *r, m, n);
     return LaunchBroadcastCopy(y->raw_data(), b.raw_data(), y->dtype(), {1, n}, {m, n}, ctx.stream());
   }
   ProductShape s = Shape2D(m, n, k, false, false);
   s.bias_epilogue = true;
   s.residual_c = r != nullptr;
+  s.gelu = act != ir::MatMulBiasAct::kNone;
   // R is C, read with D's layout and beta = 1; D stays Y's own pointer.
   // The arena never gives Y the slot of a value still read at Y's step (R's
   // lifetime includes this step), so R and Y are distinct in practice; were
@@ -631,13 +641,35 @@ bool FloatProduct(const ir::Node& node, const runtime::NodeTypes& types, std::st
   return AllInputsFloat(node, types, why_not);
 }
 
-// A, W, B and the optional residual R, all of one float dtype.
+// A, W, B and the optional residual R, all of one float dtype. A GELU
+// activation runs in cuBLASLt's GELU_BIAS epilogue, which approximates the
+// exact GELU (measured: within float16's rounding of it; docs/cuda.md,
+// "Numerics"): float16 and bfloat16 products only, without R, with K > 0.
 bool MatMulBiasSupported(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
   if (node.inputs.size() < 3 || node.inputs.size() > 4) {
     if (why_not) *why_not = fmt::format("MatMulBias with {} inputs (it takes 3 or 4)", node.inputs.size());
     return false;
   }
-  return AllInputsFloat(node, types, why_not);
+  if (!AllInputsFloat(node, types, why_not)) return false;
+  Result<ir::MatMulBiasAct> act = ir::MatMulBiasActivationOf(node);
+  if (!act.ok()) {
+    if (why_not) *why_not = act.status().summary();
+    return false;
+  }
+  if (*act == ir::MatMulBiasAct::kNone) return true;
+  const ir::TypeInfo* a = types.inputs.empty() ? nullptr : types.inputs[0];
+  const ir::TypeInfo* w = types.inputs.size() > 1 ? types.inputs[1] : nullptr;
+  const bool half = a && (a->elem_type == ir::DataType::kFloat16 || a->elem_type == ir::DataType::kBfloat16);
+  const bool empty_k = w && w->shape.rank_known && !w->shape.dims.empty() && w->shape.dims[0].is_known() &&
+                       *w->shape.dims[0].value == 0;
+  if (!half || node.inputs.size() != 3 || empty_k) {
+    if (why_not) {
+      *why_not = "a GELU activation runs in cuBLASLt's epilogue for float16 and bfloat16 products without R "
+                 "(float32 keeps its exact Gelu)";
+    }
+    return false;
+  }
+  return true;
 }
 
 }  // namespace

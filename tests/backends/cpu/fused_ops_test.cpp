@@ -168,6 +168,82 @@ TEST(MatMulBiasCpu, InfersWithAResidualAndChecksIt) {
   EXPECT_FALSE(InferNode(MatMulBiasResidualNode(), 1, {&a, &w, &b, &rank2}).ok());
 }
 
+ir::Node MatMulBiasGeluNode(const char* activation) {
+  ir::Node n = MatMulBiasNode();
+  n.name = "fc1";
+  n.attributes.push_back(ir::StringAttribute(ir::kMatMulBiasActivation, activation));
+  return n;
+}
+
+// MatMulBias(A, W, B) with a GELU activation against Gelu-20(Add(MatMul(A,
+// W), B)) with the same approximate, bitwise (the same kernels); and not the
+// plain product's bits.
+void ExpectGeluMatchesComposition(const runtime::Tensor& a, const runtime::Tensor& w, const runtime::Tensor& b) {
+  for (const char* activation : {"gelu", "gelu_tanh"}) {
+    auto fused = RunKernel(MatMulBiasGeluNode(activation), 1, {&a, &w, &b});
+    ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+    auto linear = RunKernel(MatMulBiasNode(), 1, {&a, &w, &b});
+    ASSERT_TRUE(linear.ok()) << linear.status().ToString();
+    ir::Node gelu = MakeNode("Gelu", {"y"}, {"g"});
+    if (std::string_view(activation) == "gelu_tanh") {
+      gelu.attributes.push_back(ir::StringAttribute("approximate", "tanh"));
+    }
+    auto want = RunKernel(gelu, 20, {&(*linear)[0]});
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    EXPECT_EQ((*fused)[0].shape(), (*want)[0].shape());
+    EXPECT_EQ((*fused)[0].dtype(), (*want)[0].dtype());
+    EXPECT_EQ(Values<uint8_t>((*fused)[0]), Values<uint8_t>((*want)[0])) << activation;
+    EXPECT_NE(Values<uint8_t>((*fused)[0]), Values<uint8_t>((*linear)[0])) << activation;
+  }
+}
+
+TEST(MatMulBiasCpu, AppliesTheGeluActivationFloat32) {
+  runtime::Tensor a = F32({3, 13, 7}, RandomFloats(3 * 13 * 7, 21));
+  runtime::Tensor w = F32({7, 127}, RandomFloats(7 * 127, 22));
+  ExpectGeluMatchesComposition(a, w, F32({127}, RandomFloats(127, 23)));
+}
+
+TEST(MatMulBiasCpu, AppliesTheGeluActivationFloat16) {
+  auto half = [](std::vector<int64_t> shape, uint32_t seed) {
+    uint64_t count = 1;
+    for (int64_t d : shape) count *= static_cast<uint64_t>(d);
+    std::vector<uint16_t> h;
+    for (float v : RandomFloats(count, seed)) h.push_back(FloatToFloat16(v));
+    return MakeTensor(ir::DataType::kFloat16, shape, h);
+  };
+  ExpectGeluMatchesComposition(half({2, 13, 9}, 24), half({9, 33}, 25), half({33}, 26));
+}
+
+TEST(MatMulBiasCpu, RejectsAnActivationWithAResidualOrAnUnknownOne) {
+  runtime::Tensor a = F32({2, 3}, RandomFloats(6, 1));
+  runtime::Tensor w = F32({3, 4}, RandomFloats(12, 2));
+  runtime::Tensor b = F32({4}, RandomFloats(4, 3));
+  runtime::Tensor r = F32({2, 4}, RandomFloats(8, 4));
+  ir::Node both = MatMulBiasGeluNode("gelu");
+  both.inputs.push_back("r");
+  auto got = RunKernel(both, 1, {&a, &w, &b, &r});
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().summary().find("activation and input 3 (R)"), std::string::npos) << got.status().summary();
+  auto unknown = RunKernel(MatMulBiasGeluNode("swish"), 1, {&a, &w, &b});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().ToString().find("\"swish\""), std::string::npos) << unknown.status().ToString();
+  // Inference refuses the same nodes, and a GELU on integers.
+  ir::TypeInfo af = ops::TensorType(ir::DataType::kFloat32, std::vector<int64_t>{2, 3});
+  ir::TypeInfo wf = ops::TensorType(ir::DataType::kFloat32, std::vector<int64_t>{3, 4});
+  ir::TypeInfo bf = ops::TensorType(ir::DataType::kFloat32, std::vector<int64_t>{4});
+  ir::TypeInfo rf = ops::TensorType(ir::DataType::kFloat32, std::vector<int64_t>{2, 4});
+  EXPECT_TRUE(InferNode(MatMulBiasGeluNode("gelu"), 1, {&af, &wf, &bf}).ok());
+  EXPECT_FALSE(InferNode(both, 1, {&af, &wf, &bf, &rf}).ok());
+  EXPECT_FALSE(InferNode(MatMulBiasGeluNode("swish"), 1, {&af, &wf, &bf}).ok());
+  ir::TypeInfo ai = ops::TensorType(ir::DataType::kInt32, std::vector<int64_t>{2, 3});
+  ir::TypeInfo wi = ops::TensorType(ir::DataType::kInt32, std::vector<int64_t>{3, 4});
+  ir::TypeInfo bi = ops::TensorType(ir::DataType::kInt32, std::vector<int64_t>{4});
+  auto ints = InferNode(MatMulBiasGeluNode("gelu"), 1, {&ai, &wi, &bi});
+  ASSERT_FALSE(ints.ok());
+  EXPECT_NE(ints.status().summary().find("float dtype"), std::string::npos) << ints.status().summary();
+  EXPECT_TRUE(InferNode(MatMulBiasNode(), 1, {&ai, &wi, &bi}).ok());
+}
+
 // The float32 value of the chain the pass replaces, op by op.
 std::vector<float> GeluChain(const runtime::Tensor& x) {
   auto run = [](const char* op, std::vector<const runtime::Tensor*> in) {
