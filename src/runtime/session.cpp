@@ -19,6 +19,7 @@
 #include "ir/fuse_hardswish.h"
 #include "ir/fuse_silu.h"
 #include "ir/fuse_matmul_bias.h"
+#include "ir/eliminate_common.h"
 #include "ir/layout_nhwc.h"  // kVigilDomain
 #include "ir/transpose_reshape.h"
 #include "ir/validate.h"
@@ -370,6 +371,16 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
       (!cancel_transposes || std::string_view(cancel_transposes) != "0")) {
     VIGIL_ASSIGN_OR_RETURN(size_t cancelled, ir::CancelTransposeReshape(state->model, inferred.types));
     static_cast<void>(cancelled);
+  }
+  // Work an exporter repeats (BERT's attention mask, once per layer) is
+  // done once, in device sessions, after every fusion (which then see the
+  // graph as exported); VIGIL_ELIMINATE_COMMON=0 keeps it, for before/after
+  // measurements. The surviving values have the dropped ones' types.
+  const char* eliminate_common = std::getenv("VIGIL_ELIMINATE_COMMON");
+  if (state->options.backends[0]->device() != Device::kHost &&
+      (!eliminate_common || std::string_view(eliminate_common) != "0")) {
+    VIGIL_ASSIGN_OR_RETURN(size_t common, ir::EliminateCommonSubexpressions(state->model));
+    static_cast<void>(common);
   }
   VIGIL_ASSIGN_OR_RETURN(state->order, ir::TopologicalOrder(state->model.graph));
 

@@ -115,22 +115,23 @@ TEST(TransformerFusion, DeviceSessionsFuseLinearLayersWithTheSameOutputs) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5f) << i;
 }
 
-// Sets VIGIL_FUSE_RESIDUAL while it lives; unset again after.
-class ResidualSwitch {
+// Sets the environment variable `name` (a before/after switch) while it
+// lives; unset again after.
+class EnvSwitch {
  public:
-  explicit ResidualSwitch(const char* value) { setenv(kName, value, 1); }
-  ~ResidualSwitch() { unsetenv(kName); }
-  ResidualSwitch(const ResidualSwitch&) = delete;
-  ResidualSwitch& operator=(const ResidualSwitch&) = delete;
+  EnvSwitch(const char* name, const char* value) : name_(name) { setenv(name_, value, 1); }
+  ~EnvSwitch() { unsetenv(name_); }
+  EnvSwitch(const EnvSwitch&) = delete;
+  EnvSwitch& operator=(const EnvSwitch&) = delete;
 
  private:
-  static constexpr const char* kName = "VIGIL_FUSE_RESIDUAL";
+  const char* name_;
 };
 
 TEST(TransformerFusion, TheResidualAddGoesIntoTheProductWithTheSameOutputs) {
   Result<std::unique_ptr<Session>> kept = InternalError("not created");
   {
-    ResidualSwitch off("0");
+    EnvSwitch off("VIGIL_FUSE_RESIDUAL", "0");
     kept = Session::Create(MlpBlock(), Options(/*device=*/true));
   }
   ASSERT_TRUE(kept.ok()) << kept.status().ToString();
@@ -172,6 +173,60 @@ TEST(TransformerFusion, ABroadcastingResidualStaysAnAdd) {
   auto fused = Session::Create(std::move(m), Options(/*device=*/true));
   ASSERT_TRUE(fused.ok()) << fused.status().ToString();
   EXPECT_EQ(Count((*fused)->model(), "Add"), 1u);
+}
+
+// BERT's mask as torch.onnx writes it: each layer turns the same boolean
+// mask into an additive one with its own (equal) constants.
+//   y0 = Add(x, Where(m, 0, -1e4)), y = Add(y0, Where(m, 0, -1e4))
+ir::Model MaskedLayers() {
+  ir::Model m;
+  m.ir_version = 8;
+  m.opset_imports = {{"", 17}};
+  m.graph.name = "masks";
+  m.graph.inputs = {TensorValue("x", DataType::kFloat32, {2, 5, 8}), TensorValue("m", DataType::kBool, {2, 5, 8})};
+  m.graph.outputs = {TensorValue("y", DataType::kFloat32, {2, 5, 8})};
+  m.graph.initializers = {Weights("zero0", {}, 0, 0.0f), Weights("ninf0", {}, 0, -1e4f), Weights("zero1", {}, 0, 0.0f),
+                          Weights("ninf1", {}, 0, -1e4f)};
+  m.graph.nodes = {MakeNode("Where", {"m", "zero0", "ninf0"}, {"f0"}, "where0"),
+                   MakeNode("Add", {"x", "f0"}, {"y0"}, "add0"),
+                   MakeNode("Where", {"m", "zero1", "ninf1"}, {"f1"}, "where1"),
+                   MakeNode("Add", {"y0", "f1"}, {"y"}, "add1")};
+  return m;
+}
+
+TEST(TransformerFusion, DeviceSessionsComputeARepeatedMaskOnce) {
+  Result<std::unique_ptr<Session>> kept = InternalError("not created");
+  {
+    EnvSwitch off("VIGIL_ELIMINATE_COMMON", "0");
+    kept = Session::Create(MaskedLayers(), Options(/*device=*/true));
+  }
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  auto once = Session::Create(MaskedLayers(), Options(/*device=*/true));
+  ASSERT_TRUE(once.ok()) << once.status().ToString();
+  auto plain = Session::Create(MaskedLayers(), Options(/*device=*/false));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(Count((*once)->model(), "Where"), 1u);
+  EXPECT_EQ(Count((*kept)->model(), "Where"), 2u);
+  EXPECT_EQ(Count((*plain)->model(), "Where"), 2u);  // CPU reference graphs stay as written
+
+  std::vector<float> x(2 * 5 * 8);
+  std::vector<uint8_t> mask(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = std::sin(0.37f * static_cast<float>(i));
+    mask[i] = i % 3 != 0;
+  }
+  auto run = [&](const Session& s) -> std::vector<float> {
+    auto out = s.Run({{"x", DataType::kFloat32, {2, 5, 8}, x.data(), x.size() * 4, ""},
+                      {"m", DataType::kBool, {2, 5, 8}, mask.data(), mask.size(), ""}});
+    EXPECT_TRUE(out.ok()) << out.status().ToString();
+    if (!out.ok()) return {};
+    const Tensor& t = (*out)[0].tensor;
+    return std::vector<float>(t.data<float>(), t.data<float>() + t.element_count());
+  };
+  std::vector<float> got = run(**once), want = run(**plain);
+  ASSERT_EQ(got.size(), x.size());
+  EXPECT_EQ(got, want);  // the same kernels on the same values: the same bits
+  EXPECT_EQ(got[0], x[0] - 2e4f);
 }
 
 }  // namespace
