@@ -35,6 +35,10 @@ struct AttentionShape {
   // The optional additive mask M (the kernels take its pointer, null for
   // none): element strides over [B, H, S, S], 0 along dims it broadcasts.
   int64_t mask_b = 0, mask_h = 0, mask_i = 0, mask_j = 0;
+  // Set by the float16 / bfloat16 launcher: the mask's rows are 16-byte
+  // aligned and contiguous along keys, so each key tile's block of M is
+  // staged in shared memory with the K and V tiles (attention_mma.cu).
+  bool mask_tile = false;
   // undefined_rows "zero": a row without a finite positive softmax sum (every
   // score -inf, or a NaN or +inf score) is written as 0, else it is NaN.
   bool zero_undefined_rows = false;

@@ -16,6 +16,11 @@
 // two buffers, so the next tile loads while this one is multiplied. Shared
 // rows are padded by 8 elements (16 bytes): the 8 rows an ldmatrix phase
 // reads then start in 8 different 4-bank groups.
+// A mask M whose rows are contiguous along keys and 16-byte aligned (BERT's
+// [B, 1, S, S], a key-padding row [B, 1, 1, S]) is staged the same way: the
+// block's rows of each tile's 64 key columns arrive by cp.async beside K and
+// V, and each thread reads its score positions' pairs from shared memory
+// (other masks are read from global memory element by element).
 // Launch shapes (ChooseShape below): the query rows of one (batch, head)
 // split over the fewest blocks of at most 8 warps ("whole"; S = 197: 2 x 7
 // warps), so K and V are read twice per pair and at most 15 padding rows
@@ -88,8 +93,10 @@ __device__ __forceinline__ uint32_t Pack(float lo, float hi) {
 // --- the kernel -------------------------------------------------------------------
 
 // Shared memory, in elements of T: two K tiles, two V tiles, then the
-// block's Q rows (16 per warp), rows kLd apart. Q goes last so that the
-// K / V offsets do not depend on the block's warp count.
+// block's Q rows (16 per warp), rows kLd apart, then two staged mask tiles
+// of `mask_rows` rows (the block's query rows; 1 for a mask that broadcasts
+// over them), kMaskLd apart. Q goes after K and V so that their offsets do
+// not depend on the block's warp count.
 template <int D>
 struct MmaLayout {
   static constexpr int kLd = D + 8;
@@ -97,7 +104,13 @@ struct MmaLayout {
   static constexpr int kK = 0;
   static constexpr int kV = 2 * kTile;
   static constexpr int kQ = 4 * kTile;
-  static constexpr size_t Bytes(int warps) { return size_t{kQ + 16 * size_t(warps) * kLd} * 2; }
+  // Padded by 8 elements like K and V: the 8 rows one read of AddStagedMask
+  // touches start 4 banks apart.
+  static constexpr int kMaskLd = kKeys + 8;
+  static constexpr size_t MaskOffset(int warps) { return size_t{kQ} + 16 * size_t(warps) * kLd; }
+  static constexpr size_t Bytes(int warps, int mask_rows = 0) {
+    return (MaskOffset(warps) + 2 * size_t(mask_rows) * kMaskLd) * 2;
+  }
   static_assert(D % 16 == 0 && D <= 128, "head size must be a multiple of 16, at most 128");
 };
 
@@ -145,6 +158,53 @@ __device__ __forceinline__ void AccumulatePV(float (&o)[D / 8][4], const float (
       LoadMatrix4Trans(b, row + kk * 16 * (D + 8) + np * 16);
       Mma<T>(o[2 * np], p, b[0], b[1]);
       Mma<T>(o[2 * np + 1], p, b[2], b[3]);
+    }
+  }
+}
+
+// Key columns [col0, col0 + kKeys) of mask rows [q0, q0 + count) of this
+// (batch, head)'s M into shared memory rows kMaskLd apart, 16-byte chunks
+// over the block's threads: columns at or past S, and rows at or past S,
+// are zero-filled (cp.async's source size), never read. Part of the
+// caller's current copy group; every thread calls it with the same
+// arguments. (a.mask_i is 0 for a row that broadcasts: count is then 1.)
+template <typename T, int kMaskLd>
+__device__ __forceinline__ void IssueMaskTile(T* dst, const T* __restrict__ m, const AttentionShape& a, int q0,
+                                              int count, int col0, int seq, int threads) {
+  constexpr int kPer = 16 / static_cast<int>(sizeof(T));
+  constexpr int kChunks = kKeys / kPer;
+  const int step = threads / kChunks;
+  const int c = (static_cast<int>(threadIdx.x) % kChunks) * kPer;
+  const int left = seq - (col0 + c);  // columns of S from this chunk on
+  const int bytes = left <= 0 ? 0 : left >= kPer ? 16 : left * static_cast<int>(sizeof(T));
+#pragma unroll 1
+  for (int r = static_cast<int>(threadIdx.x) / kChunks; r < count; r += step) {
+    const bool in = q0 + r < seq && bytes > 0;
+    CopyAsync16(dst + r * kMaskLd + c, in ? m + int64_t{q0 + r} * a.mask_i + col0 + c : m, in ? bytes : 0);
+  }
+}
+
+// The scores into the log2 domain with the staged mask tile added (as
+// AddMask, from shared memory): `mt` is the tile, `lrow0` the warp's first
+// row in it (0 for a broadcast row, which every row reads).
+template <typename T, int kMaskLd>
+__device__ __forceinline__ void AddStagedMask(float (&s)[kKeys / 8][4], const T* mt, int lrow0, bool broadcast,
+                                              float scale_log2, int lane) {
+  constexpr float kLog2e = 1.4426950408889634f;
+#pragma unroll
+  for (int j = 0; j < kKeys / 8; ++j) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int r = broadcast ? 0 : lrow0 + lane / 4 + half * 8;
+      const T* p = mt + r * kMaskLd + j * 8 + 2 * (lane % 4);
+      float2 mv;
+      if constexpr (std::is_same_v<T, __half>) {
+        mv = __half22float2(*reinterpret_cast<const __half2*>(p));
+      } else {
+        mv = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
+      }
+      s[j][2 * half] = fmaf(s[j][2 * half], scale_log2, kLog2e * mv.x);
+      s[j][2 * half + 1] = fmaf(s[j][2 * half + 1], scale_log2, kLog2e * mv.y);
     }
   }
 }
@@ -204,11 +264,18 @@ __global__ void __launch_bounds__(32 * kMaxWarps) AttentionMmaKernel(const T* __
   const T* kbase = base + a.embed;
   const T* vbase = base + 2 * a.embed;
   T* qs = smem + L::kQ + warp * 16 * L::kLd;  // the warp's Q rows
+  // The staged mask (kMasked with a.mask_tile): its two tiles after Q.
+  const bool staged = kMasked && a.mask_tile;
+  const bool broadcast_row = a.mask_i == 0;
+  const int mask_rows = broadcast_row ? 1 : block_rows;
+  T* mts = smem + L::MaskOffset(threads / 32);
+  const T* mbase = kMasked ? mask + b * a.mask_b + h * a.mask_h : nullptr;
 
-  // Copy group 0: Q and the first K and V tiles.
+  // Copy group 0: Q and the first K and V tiles (and mask tile).
   IssueRows<T, D, D + 8>(smem + L::kQ, base, a.in_row, q0, block_rows, seq, threads);
   IssueRows<T, D, D + 8>(smem + L::kK, kbase, a.in_row, 0, kKeys, seq, threads);
   IssueRows<T, D, D + 8>(smem + L::kV, vbase, a.in_row, 0, kKeys, seq, threads);
+  if (staged) IssueMaskTile<T, L::kMaskLd>(mts, mbase, a, q0, mask_rows, 0, seq, threads);
   CommitCopies();
 
   uint32_t qf[D / 16][4];
@@ -225,6 +292,10 @@ __global__ void __launch_bounds__(32 * kMaxWarps) AttentionMmaKernel(const T* __
     if (t + 1 < tiles) {
       IssueRows<T, D, D + 8>(smem + L::kK + (buf ^ 1) * L::kTile, kbase, a.in_row, (t + 1) * kKeys, kKeys, seq, threads);
       IssueRows<T, D, D + 8>(smem + L::kV + (buf ^ 1) * L::kTile, vbase, a.in_row, (t + 1) * kKeys, kKeys, seq, threads);
+      if (staged) {
+        IssueMaskTile<T, L::kMaskLd>(mts + (buf ^ 1) * mask_rows * L::kMaskLd, mbase, a, q0, mask_rows,
+                                     (t + 1) * kKeys, seq, threads);
+      }
       CommitCopies();
       WaitCopies<1>();
     } else {
@@ -242,7 +313,12 @@ __global__ void __launch_bounds__(32 * kMaxWarps) AttentionMmaKernel(const T* __
       float s[kKeys / 8][4];
       Scores<T, D>(s, qf, smem + L::kK + buf * L::kTile, valid, lane);
       if constexpr (kMasked) {
-        AddMask<T>(s, mask + b * a.mask_b + h * a.mask_h, a, row0, t * kKeys, valid, seq, lane);
+        if (staged) {
+          AddStagedMask<T, L::kMaskLd>(s, mts + buf * mask_rows * L::kMaskLd, warp * 16, broadcast_row, a.scale_log2,
+                                       lane);
+        } else {
+          AddMask<T>(s, mbase, a, row0, t * kKeys, valid, seq, lane);
+        }
         Softmax<D>(s, o, m, l, valid, 1.0f, lane);  // s is in the log2 domain already
       } else {
         Softmax<D>(s, o, m, l, valid, a.scale_log2, lane);
@@ -269,9 +345,19 @@ Status Launch(const AttentionShape& a, const MmaShape& shape, const void* qkv, c
               cudaStream_t stream) {
   using L = MmaLayout<D>;
   static std::atomic<uint64_t> smem_allowed{0};
+  const int mask_rows = !a.mask_tile ? 0 : a.mask_i == 0 ? 1 : 16 * shape.warps;
   return LaunchAttentionBlocks<T>(AttentionMmaKernel<T, D, kMaxWarps, kMasked>, "AttentionMmaKernel", kMaxWarps,
-                                  L::Bytes(kMaxWarps), L::Bytes(shape.warps), smem_allowed, a, shape, qkv, mask, y,
-                                  stream);
+                                  L::Bytes(kMaxWarps, kMasked ? 16 * kMaxWarps : 0), L::Bytes(shape.warps, mask_rows),
+                                  smem_allowed, a, shape, qkv, mask, y, stream);
+}
+
+// Whether M can be staged in shared memory (AttentionShape::mask_tile):
+// contiguous along keys, every row start 16-byte aligned. (A measurement
+// switch, VIGIL_ATTENTION_MASK_TILE=0, reads it from global memory.)
+bool MaskTileFits(const AttentionShape& a, const void* mask) {
+  const char* v = std::getenv("VIGIL_ATTENTION_MASK_TILE");
+  const bool enabled = v == nullptr || std::string_view(v) != "0";
+  return enabled && a.mask_j == 1 && a.mask_i % 8 == 0 && a.mask_b % 8 == 0 && a.mask_h % 8 == 0 && Aligned16(mask);
 }
 
 // A masked call always runs whole-sequence blocks (the tiles have no masked
@@ -283,7 +369,9 @@ Status LaunchForHeadSize(const AttentionShape& a, const void* qkv, const void* m
   MmaShape shape = ChooseShape(a, kWholeWarps<D>, sms);
   if (mask) {
     if (!shape.whole) shape = WholeShape(a, std::min(kDefaultWholeCap, kWholeWarps<D>));
-    return Launch<T, D, kWholeWarps<D>, true>(a, shape, qkv, mask, y, stream);
+    AttentionShape staged = a;
+    staged.mask_tile = MaskTileFits(a, mask);
+    return Launch<T, D, kWholeWarps<D>, true>(staged, shape, qkv, mask, y, stream);
   }
   if (shape.whole) return Launch<T, D, kWholeWarps<D>>(a, shape, qkv, nullptr, y, stream);
   switch (shape.warps) {

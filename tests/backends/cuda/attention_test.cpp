@@ -626,11 +626,24 @@ std::vector<MaskCase> MaskCases() {
       {{16, 3, 2, 16, false}, {16}, false, 0},              // rank 1: one row of key biases for all
       {{130, 1, 2, 128, false}, {1, 1, 130, 1}, false, 3},  // query rows i % 5 == 2 masked: NaN
       {{77, 2, 2, 64, false}, {2, 1, 77, 1}, true, 3},      // the same rows, zero
+      // Masks whose rows are 16-byte aligned and contiguous along keys, which
+      // the float16 / bfloat16 kernel stages in shared memory:
+      {{128, 2, 4, 64, false}, {2, 1, 128, 128}, false, 1},  // BERT's [B, 1, S, S] as exported
+      {{136, 2, 3, 64, true}, {2, 3, 136, 136}, true, 2},    // per head; a last key tile of 8
+      {{13, 2, 3, 32, false}, {1, 1, 1, 13}, false, 0},      // one row for all: a chunk of 5 keys
   };
 }
 
 TEST(CudaAttention, MaskedFloat16MatchesReference) {
   VIGIL_SKIP_WITHOUT_CUDA();
+  for (const MaskCase& m : MaskCases()) ExpectMaskedMatchesReference(kF16, m);
+}
+
+// The same with every mask read from global memory element by element (the
+// staged masks above take the other path).
+TEST(CudaAttention, MaskedFloat16MatchesReferenceWithoutStaging) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  ScopedEnv unstaged("VIGIL_ATTENTION_MASK_TILE", "0");
   for (const MaskCase& m : MaskCases()) ExpectMaskedMatchesReference(kF16, m);
 }
 
