@@ -295,11 +295,18 @@ __global__ void LayerNormVecKernel(const T* __restrict__ x, T* __restrict__ y, c
     auto* yv = reinterpret_cast<Pack<T>*>(y) + row * a.vecs;
     float v[kVecs][kN];
     float sum = 0.0f;
+    // Scale and B are loaded with X, before the two reductions, so that
+    // their latency overlaps X's instead of following the statistics.
+    Pack<T> sp[kVecs], bp[kVecs];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
       const int64_t k = t + static_cast<int64_t>(i) * threads;
       Pack<T> p;
-      if (k < a.vecs) p = xv[k];
+      if (k < a.vecs) {
+        p = xv[k];
+        sp[i] = sv[k];
+        if (bias) bp[i] = bv[k];
+      }
 #pragma unroll
       for (int e = 0; e < kN; ++e) {
         v[i][e] = k < a.vecs ? ToFloat(p.v[e]) : 0.0f;
@@ -326,14 +333,11 @@ __global__ void LayerNormVecKernel(const T* __restrict__ x, T* __restrict__ y, c
     for (int i = 0; i < kVecs; ++i) {
       const int64_t k = t + static_cast<int64_t>(i) * threads;
       if (k >= a.vecs) continue;
-      const Pack<T> s = sv[k];
-      Pack<T> b;
-      if (bias) b = bv[k];
       Pack<T> out;
 #pragma unroll
       for (int e = 0; e < kN; ++e) {
-        float r = (v[i][e] - mean) * inv * ToFloat(s.v[e]);
-        if (bias) r += ToFloat(b.v[e]);
+        float r = (v[i][e] - mean) * inv * ToFloat(sp[i].v[e]);
+        if (bias) r += ToFloat(bp[i].v[e]);
         out.v[e] = FromFloat<T>(r);
       }
       yv[k] = out;
