@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "ir/extract_subgraph.h"  // ImplicitInputs
-#include "ir/validate.h"          // TopologicalOrder
+#include "ir/validate.h"          // TopologicalOrder, RemoveDeadAndSort
 
 namespace vigil::ir {
 namespace {
@@ -144,13 +144,7 @@ Result<size_t> EliminateCommonSubexpressions(Model& model) {
     remove[i] = true;
     ++dropped;
   }
-  if (dropped == 0) return dropped;
-  std::vector<Node> kept;
-  kept.reserve(g.nodes.size() - dropped);
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (!remove[i]) kept.push_back(std::move(g.nodes[i]));
-  }
-  g.nodes = std::move(kept);
+  if (dropped > 0) VIGIL_RETURN_IF_ERROR(RemoveDeadAndSort(g, remove));
   return dropped;
 }
 

@@ -19,6 +19,15 @@ namespace {
 using namespace vigil::cpu::testing;
 using ir::testing::RandomFloats;
 
+// Random float16 values in [-1, 1) of `shape`.
+runtime::Tensor Half(const std::vector<int64_t>& shape, uint32_t seed) {
+  uint64_t count = 1;
+  for (int64_t d : shape) count *= static_cast<uint64_t>(d);
+  std::vector<uint16_t> h;
+  for (float v : RandomFloats(count, seed)) h.push_back(FloatToFloat16(v));
+  return MakeTensor(ir::DataType::kFloat16, shape, h);
+}
+
 ir::Node MatMulBiasNode() {
   ir::Node n = MakeNode(ir::kMatMulBiasOp, {"a", "w", "b"}, {"y"});
   n.domain = ir::kVigilDomain;
@@ -50,14 +59,7 @@ TEST(MatMulBiasCpu, MatchesMatMulThenAddFloat32) {
 }
 
 TEST(MatMulBiasCpu, MatchesMatMulThenAddFloat16) {
-  auto half = [](std::vector<int64_t> shape, uint32_t seed) {
-    uint64_t count = 1;
-    for (int64_t d : shape) count *= static_cast<uint64_t>(d);
-    std::vector<uint16_t> h;
-    for (float v : RandomFloats(count, seed)) h.push_back(FloatToFloat16(v));
-    return MakeTensor(ir::DataType::kFloat16, shape, h);
-  };
-  ExpectMatchesComposition(half({2, 13, 9}, 5), half({9, 127}, 6), half({127}, 7));
+  ExpectMatchesComposition(Half({2, 13, 9}, 5), Half({9, 127}, 6), Half({127}, 7));
 }
 
 TEST(MatMulBiasCpu, RejectsABiasThatWidensTheProduct) {
@@ -116,14 +118,7 @@ TEST(MatMulBiasCpu, AddsTheResidualFloat32) {
 }
 
 TEST(MatMulBiasCpu, AddsTheResidualFloat16) {
-  auto half = [](std::vector<int64_t> shape, uint32_t seed) {
-    uint64_t count = 1;
-    for (int64_t d : shape) count *= static_cast<uint64_t>(d);
-    std::vector<uint16_t> h;
-    for (float v : RandomFloats(count, seed)) h.push_back(FloatToFloat16(v));
-    return MakeTensor(ir::DataType::kFloat16, shape, h);
-  };
-  ExpectResidualMatchesComposition(half({2, 13, 9}, 15), half({9, 33}, 16), half({33}, 17), half({2, 13, 33}, 18));
+  ExpectResidualMatchesComposition(Half({2, 13, 9}, 15), Half({9, 33}, 16), Half({33}, 17), Half({2, 13, 33}, 18));
 }
 
 TEST(MatMulBiasCpu, RejectsAResidualThatIsNotYsShapeAndDtype) {
@@ -204,14 +199,7 @@ TEST(MatMulBiasCpu, AppliesTheGeluActivationFloat32) {
 }
 
 TEST(MatMulBiasCpu, AppliesTheGeluActivationFloat16) {
-  auto half = [](std::vector<int64_t> shape, uint32_t seed) {
-    uint64_t count = 1;
-    for (int64_t d : shape) count *= static_cast<uint64_t>(d);
-    std::vector<uint16_t> h;
-    for (float v : RandomFloats(count, seed)) h.push_back(FloatToFloat16(v));
-    return MakeTensor(ir::DataType::kFloat16, shape, h);
-  };
-  ExpectGeluMatchesComposition(half({2, 13, 9}, 24), half({9, 33}, 25), half({33}, 26));
+  ExpectGeluMatchesComposition(Half({2, 13, 9}, 24), Half({9, 33}, 25), Half({33}, 26));
 }
 
 TEST(MatMulBiasCpu, RejectsAnActivationWithAResidualOrAnUnknownOne) {
