@@ -176,10 +176,10 @@ bool UseRecorded(CudaKernelContext& ctx, LtPlan& plan, const std::string& text) 
 }
 
 // Times the heuristics' candidates on `o` and keeps the fastest in `plan`,
-// recording it as `problem`.
+// recording it as `problem` in `cache` when given (autotuning).
 Status MeasureAlgos(CudaKernelContext& ctx, LtPlan& plan, bool bias_epilogue, bool int8,
                     std::span<const cublasLtMatmulHeuristicResult_t> candidates, const LtOperands& o,
-                    const std::string& problem, TuningCache& cache) {
+                    const std::string& problem, TuningCache* cache) {
   const auto start = std::chrono::steady_clock::now();
   cudaStream_t stream = ctx.stream();
   void* scratch = nullptr;
@@ -213,14 +213,36 @@ Status MeasureAlgos(CudaKernelContext& ctx, LtPlan& plan, bool bias_epilogue, bo
   }
   plan.algo = candidates[best].algo;
   plan.workspace = candidates[best].workspaceSize;
-  if (best_us >= 0) cache.Record(problem, AlgoText(plan.algo), best_us, first_us < 0 ? best_us : first_us);
-  cache.AddTuningTime(SecondsSince(start));
+  if (!cache) return Status::Ok();
+  if (best_us >= 0) cache->Record(problem, AlgoText(plan.algo), best_us, first_us < 0 ? best_us : first_us);
+  cache->AddTuningTime(SecondsSince(start));
   return Status::Ok();
+}
+
+// Large float products measure the heuristics' candidates on their first
+// run even without autotuning: the first pick is often not the fastest
+// there, and a few milliseconds of measuring once buys more than that on
+// every run. On an H200, float16 [12608 x 768] by [768 x 3072] with the
+// GELU epilogue (ViT-B/16's MLP at batch 64): the first of 8 candidates
+// 123 us, the fastest 96 us. Products of at least 2^31 multiply-adds:
+// transformer layers at batch 64, not at batch 1. Not with `deterministic`
+// (the choice may differ from one session to the next), and
+// VIGIL_MEASURE_PRODUCTS=0 keeps the first pick (before/after measurements).
+constexpr double kMinMeasuredMacs = double(int64_t{1} << 31);
+
+bool WorthMeasuring(const ProductShape& s, ir::DataType dtype, const CudaOptions& options) {
+  if (dtype == ir::DataType::kInt8 || options.deterministic) return false;
+  const double m = double(s.d.cols), n = double(s.d.rows);
+  const double k = double(s.op_x == CUBLAS_OP_N ? s.x.cols : s.x.rows);
+  if (m * n * k * double(s.batch) < kMinMeasuredMacs) return false;
+  const char* v = std::getenv("VIGIL_MEASURE_PRODUCTS");
+  return v == nullptr || std::string_view(v) != "0";
 }
 
 // The cuBLASLt plan of a product shape, built on first use per thread: the
 // heuristics' first algorithm, or with autotuning the recorded one or the
-// fastest measured on `operands` (null: not measured).
+// fastest measured on `operands` (null: not measured); a large product
+// (WorthMeasuring) is measured without autotuning too, and not recorded.
 Result<const LtPlan*> GetPlan(CudaKernelContext& ctx, const ProductShape& s, ir::DataType dtype,
                               const Alignments& al, const LtOperands* operands) {
   std::string key = Key(s, dtype, ctx.options(), al);
@@ -278,7 +300,8 @@ Result<const LtPlan*> GetPlan(CudaKernelContext& ctx, const ProductShape& s, ir:
       }
     }
   }
-  bool measure = !recorded && tuning.cache && tuning.measure && operands;
+  const bool tune = tuning.cache && tuning.measure;
+  bool measure = !recorded && operands && (tune || WorthMeasuring(s, dtype, ctx.options()));
   if (measure) {
     VIGIL_ASSIGN_OR_RETURN(bool recording, StreamRecording(ctx.stream()));
     measure = !recording;
@@ -298,7 +321,7 @@ Result<const LtPlan*> GetPlan(CudaKernelContext& ctx, const ProductShape& s, ir:
     if (measure) {
       VIGIL_RETURN_IF_ERROR(MeasureAlgos(ctx, *plan, s.bias_epilogue, int8,
                                          std::span(results, static_cast<size_t>(found)), *operands, problem,
-                                         *tuning.cache));
+                                         tune ? tuning.cache : nullptr));
     }
   }
   const LtPlan* raw = plan.get();

@@ -1,0 +1,115 @@
+// A large product (at least 2^31 multiply-adds) measures cuBLASLt's
+// candidates on its first run without autotuning and keeps the fastest
+// (matmul_cublaslt.cpp, WorthMeasuring): its output must be the product
+// whichever algorithm won. float16 MatMulBias [2048 x 1024] by [1024 x 1024]
+// (exactly 2^31), with and without the GELU epilogue, on a backend whose
+// first run measures and on one whose first run keeps the heuristics' pick
+// (VIGIL_MEASURE_PRODUCTS=0 while its plan is built): both against a float64
+// reference on a sample of rows, and against each other. Y is poisoned
+// with NaN first.
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "backends/cpu/kernel_test_util.h"
+#include "backends/cuda/cuda_test_util.h"
+#include "ir/fuse_matmul_bias.h"
+#include "ir/layout_nhwc.h"  // kVigilDomain
+#include "runtime/tensor_compare.h"  // ElementAsDouble
+
+namespace vigil::cuda {
+namespace {
+
+using ir::DataType;
+using testing::Backend;
+using testing::CudaBackendForTests;
+using testing::PoisonedDeviceOutputs;
+using testing::RandomTensor;
+using testing::Way;
+
+constexpr int64_t kM = 2048, kK = 1024, kN = 1024;
+
+ir::Node Product(bool gelu) {
+  ir::Node node = cpu::testing::MakeNode(ir::kMatMulBiasOp, {"a", "w", "b"}, {"y"});
+  node.domain = ir::kVigilDomain;
+  if (gelu) node.attributes.push_back(ir::StringAttribute(ir::kMatMulBiasActivation, "gelu"));
+  return node;
+}
+
+Result<runtime::Tensor> RunProduct(const runtime::Backend& backend, const ir::Node& node,
+                                   const std::vector<const runtime::Tensor*>& host) {
+  std::vector<runtime::Tensor> device;
+  for (const runtime::Tensor* t : host) {
+    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor d, backend.ToDevice(*t));
+    device.push_back(std::move(d));
+  }
+  std::vector<const runtime::Tensor*> inputs;
+  for (const runtime::Tensor& d : device) inputs.push_back(&d);
+  std::vector<runtime::Tensor> outputs;
+  PoisonedDeviceOutputs allocator(backend);
+  VIGIL_RETURN_IF_ERROR(backend.Run(node, 1, inputs, outputs, allocator));
+  VIGIL_RETURN_IF_ERROR(backend.Synchronize());
+  return backend.ToHost(outputs.at(0));
+}
+
+// Relative L2 distance of rows [0, 16) and [kM - 16, kM) of `y` from the
+// float64 product (Gelu applied when `gelu`); non-finite elements counted.
+double SampledError(const runtime::Tensor& y, const runtime::Tensor& a, const runtime::Tensor& w,
+                    const runtime::Tensor& b, bool gelu, uint64_t* not_finite) {
+  double err = 0, norm = 0;
+  *not_finite = 0;
+  for (int64_t i = 0; i < kM; ++i) {
+    if (i == 16) i = kM - 16;
+    for (int64_t j = 0; j < kN; ++j) {
+      double acc = runtime::ElementAsDouble(b, static_cast<uint64_t>(j));
+      for (int64_t l = 0; l < kK; ++l) {
+        acc += runtime::ElementAsDouble(a, static_cast<uint64_t>(i * kK + l)) *
+               runtime::ElementAsDouble(w, static_cast<uint64_t>(l * kN + j));
+      }
+      if (gelu) acc = 0.5 * acc * std::erfc(-acc / std::sqrt(2.0));
+      const double g = runtime::ElementAsDouble(y, static_cast<uint64_t>(i * kN + j));
+      if (!std::isfinite(g)) ++*not_finite;
+      err += (g - acc) * (g - acc);
+      norm += acc * acc;
+    }
+  }
+  return std::sqrt(err / norm);
+}
+
+TEST(CudaMatMulMeasure, LargeProductsMeasureTheirAlgorithmAndStayExact) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  const float range = 1.7f / std::sqrt(static_cast<float>(kK));
+  runtime::Tensor a = RandomTensor(DataType::kFloat16, {kM, kK}, 9100, -1.7f, 1.7f);
+  runtime::Tensor w = RandomTensor(DataType::kFloat16, {kK, kN}, 9101, -range, range);
+  runtime::Tensor b = RandomTensor(DataType::kFloat16, {kN}, 9102, -0.5f, 0.5f);
+  auto measured_backend = CudaBackendForTests();
+  auto first_pick_backend = Backend(Way::kFfma);  // another backend: its own plans (float16 is unaffected)
+  ASSERT_TRUE(measured_backend && first_pick_backend);
+  for (bool gelu : {false, true}) {
+    SCOPED_TRACE(gelu ? "GELU epilogue" : "bias epilogue");
+    auto measured = RunProduct(*measured_backend, Product(gelu), {&a, &w, &b});
+    Result<runtime::Tensor> first_pick = InternalError("not run");
+    {
+      setenv("VIGIL_MEASURE_PRODUCTS", "0", 1);
+      first_pick = RunProduct(*first_pick_backend, Product(gelu), {&a, &w, &b});
+      unsetenv("VIGIL_MEASURE_PRODUCTS");
+    }
+    ASSERT_TRUE(measured.ok()) << measured.status().ToString();
+    ASSERT_TRUE(first_pick.ok()) << first_pick.status().ToString();
+    for (const runtime::Tensor* y : {&*measured, &*first_pick}) {
+      uint64_t bad = 0;
+      const double err = SampledError(*y, a, w, b, gelu, &bad);
+      EXPECT_EQ(bad, 0u) << "elements not written (still NaN) or overflowed";
+      EXPECT_LE(err, 2e-3);  // one float16 rounding of Y
+    }
+    runtime::TensorComparison cmp = runtime::CompareTensors(*first_pick, *measured, 1e300, 1e300);
+    EXPECT_EQ(cmp.nan_mismatches, 0u);
+    EXPECT_LE(cmp.rel_l2_error, 2e-3) << cmp.Describe();
+  }
+}
+
+}  // namespace
+}  // namespace vigil::cuda
