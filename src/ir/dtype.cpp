@@ -8,6 +8,10 @@ bool IsKnownDataType(int32_t v) {
   return v >= static_cast<int32_t>(DataType::kFloat32) && v <= static_cast<int32_t>(DataType::kFloat4E2M1);
 }
 
+bool IsFloatingPoint(DataType t) {
+  return t == DataType::kFloat32 || t == DataType::kFloat64 || t == DataType::kFloat16 || t == DataType::kBfloat16;
+}
+
 std::string_view DataTypeName(DataType type) {
   switch (type) {
     case DataType::kUndefined: return "undefined";

@@ -39,6 +39,10 @@ enum class DataType : int32_t {
 // True for the values listed above except kUndefined.
 bool IsKnownDataType(int32_t wire_value);
 
+// float32, float64, float16 or bfloat16: the dtypes float math ops take
+// (not the float8/float4 storage types).
+bool IsFloatingPoint(DataType type);
+
 // numpy's name: "float32", "float16", "bfloat16", "int64", "bool", "str", ...
 std::string_view DataTypeName(DataType type);
 

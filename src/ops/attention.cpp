@@ -18,18 +18,13 @@ namespace {
 
 bool IsTensor(const ir::TypeInfo* t) { return t && t->kind == ir::TypeInfo::Kind::kTensor; }
 
-bool IsFloat(ir::DataType t) {
-  return t == ir::DataType::kFloat32 || t == ir::DataType::kFloat16 || t == ir::DataType::kBfloat16 ||
-         t == ir::DataType::kFloat64;
-}
-
 // Input i, when present with a known dtype: a float dtype, and `same`'s dtype
 // when `same` is given.
 Status CheckFloatInput(InferenceContext& ctx, size_t i, const char* name, const ir::TypeInfo* same = nullptr,
                        const char* same_name = nullptr) {
   const ir::TypeInfo* t = ctx.has_input(i) ? ctx.input_type(i) : nullptr;
   if (!IsTensor(t)) return Status::Ok();
-  if (!IsFloat(t->elem_type)) {
+  if (!ir::IsFloatingPoint(t->elem_type)) {
     return ctx.Fail("input {} ({}) has dtype {}; {} needs float32, float16, bfloat16 or float64", i, name,
                     ir::DataTypeName(t->elem_type), ctx.node().op_type);
   }
@@ -109,7 +104,7 @@ Status InferAttention(InferenceContext& ctx) {
   VIGIL_RETURN_IF_ERROR(CheckFloatInput(ctx, 4, "past_key", q, "Q"));
   VIGIL_RETURN_IF_ERROR(CheckFloatInput(ctx, 5, "past_value", v, "V"));
   const ir::TypeInfo* mask = ctx.has_input(3) ? ctx.input_type(3) : nullptr;
-  if (IsTensor(mask) && mask->elem_type != ir::DataType::kBool && !IsFloat(mask->elem_type)) {
+  if (IsTensor(mask) && mask->elem_type != ir::DataType::kBool && !ir::IsFloatingPoint(mask->elem_type)) {
     return ctx.Fail("input 3 (attn_mask) has dtype {}; it must be bool or a float dtype",
                     ir::DataTypeName(mask->elem_type));
   }

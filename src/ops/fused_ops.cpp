@@ -73,8 +73,7 @@ Status InferMatMulBias(InferenceContext& ctx) {
   if (act != ir::MatMulBiasAct::kNone) {
     if (ctx.input_type(3)) return ctx.Fail("has an activation and input 3 (R); MatMulBias takes one or the other");
     const auto t = a && a->kind == ir::TypeInfo::Kind::kTensor ? a->elem_type : ir::DataType::kUndefined;
-    if (t != ir::DataType::kUndefined && t != ir::DataType::kFloat32 && t != ir::DataType::kFloat16 &&
-        t != ir::DataType::kBfloat16 && t != ir::DataType::kFloat64) {
+    if (t != ir::DataType::kUndefined && !ir::IsFloatingPoint(t)) {
       return ctx.Fail("input 0 (A) has dtype {}; a GELU activation needs a float dtype",
                       ir::DataTypeName(t));
     }

@@ -14,11 +14,6 @@
 namespace vigil::ops {
 namespace {
 
-bool IsFloatType(ir::DataType t) {
-  return t == ir::DataType::kFloat32 || t == ir::DataType::kFloat64 || t == ir::DataType::kFloat16 ||
-         t == ir::DataType::kBfloat16;
-}
-
 Status InferLoss(InferenceContext& ctx) {
   const ir::TypeInfo* scores = ctx.input_type(0);
   const ir::TypeInfo* target = ctx.input_type(1);
@@ -27,7 +22,7 @@ Status InferLoss(InferenceContext& ctx) {
     return ctx.Fail("reduction is '{}', expected 'none', 'sum' or 'mean'", reduction);
   }
   if (!scores) return Status::Ok();
-  if (!IsFloatType(scores->elem_type)) {
+  if (!ir::IsFloatingPoint(scores->elem_type)) {
     return ctx.Fail("input 0 (scores) is {}, expected a float type", ir::DataTypeName(scores->elem_type));
   }
   if (target && target->elem_type != ir::DataType::kInt32 && target->elem_type != ir::DataType::kInt64) {

@@ -153,16 +153,11 @@ const ir::TypeInfo* TensorInput(const InferenceContext& ctx, size_t i) {
   return t && t->kind == ir::TypeInfo::Kind::kTensor ? t : nullptr;
 }
 
-bool IsFloat(ir::DataType t) {
-  return t == ir::DataType::kFloat32 || t == ir::DataType::kFloat64 || t == ir::DataType::kFloat16 ||
-         t == ir::DataType::kBfloat16;
-}
-
 // Input i must be a float tensor (when its type is known); returns its dtype.
 Result<ir::DataType> FloatInput(const InferenceContext& ctx, size_t i, const char* name) {
   const ir::TypeInfo* t = TensorInput(ctx, i);
   if (!t || t->elem_type == ir::DataType::kUndefined) return ir::DataType::kUndefined;
-  if (!IsFloat(t->elem_type)) {
+  if (!ir::IsFloatingPoint(t->elem_type)) {
     return ctx.Fail("input {} ({}) is {}, expected float32, float64, float16 or bfloat16", i, name,
                     ir::DataTypeName(t->elem_type));
   }

@@ -31,17 +31,12 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-bool IsFloatDtype(ir::DataType t) {
-  return t == ir::DataType::kFloat32 || t == ir::DataType::kFloat16 || t == ir::DataType::kBfloat16 ||
-         t == ir::DataType::kFloat64;
-}
-
 // Input i (when present) has a float dtype, and input `same`'s dtype when given.
 Status CheckFloatInput(const KernelContext& ctx, size_t i, const char* name, int same = -1,
                        const char* same_name = "") {
   const runtime::Tensor* t = ctx.input(i);
   if (!t) return Status::Ok();
-  if (!IsFloatDtype(t->dtype())) return ctx.UnsupportedDtype(i);
+  if (!ir::IsFloatingPoint(t->dtype())) return ctx.UnsupportedDtype(i);
   if (same >= 0 && t->dtype() != ctx.input(same)->dtype()) {
     return ctx.Fail("input {} ({}) is {}, {} is {}; their dtypes must match", i, name, t->Describe(), same_name,
                     ctx.input(same)->Describe());
@@ -135,7 +130,7 @@ Result<MaskBias> ReadMask(KernelContext& ctx, const ops::AttentionDims& d) {
     const auto* bits = static_cast<const uint8_t*>(mask->raw_data());
     VIGIL_RETURN_IF_ERROR(ResizeScratch(ctx, m.values, mask->element_count()));
     for (size_t i = 0; i < m.values.size(); ++i) m.values[i] = bits[i] ? 0.0 : kNegInf;
-  } else if (IsFloatDtype(mask->dtype())) {
+  } else if (ir::IsFloatingPoint(mask->dtype())) {
     VIGIL_ASSIGN_OR_RETURN(m.values, ReadParamAsDoubles(ctx, 3));
   } else {
     return ctx.Unsupported("input 3 (attn_mask) is {}; the CPU kernel takes a bool or float mask", mask->Describe());

@@ -225,4 +225,24 @@ class PoisonedDeviceOutputs : public runtime::OutputAllocator {
   const runtime::Backend& backend_;
 };
 
+// Runs `node` (of `opset`) on `backend` directly: `host` copied to the
+// device, outputs poisoned first; output 0 back on the host.
+inline Result<runtime::Tensor> RunNodeFromHost(const runtime::Backend& backend, const ir::Node& node, int64_t opset,
+                                               const std::vector<const runtime::Tensor*>& host) {
+  std::vector<runtime::Tensor> device;
+  for (const runtime::Tensor* t : host) {
+    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor d, backend.ToDevice(*t));
+    device.push_back(std::move(d));
+  }
+  VIGIL_RETURN_IF_ERROR(backend.Synchronize());
+  std::vector<const runtime::Tensor*> inputs;
+  for (const runtime::Tensor& d : device) inputs.push_back(&d);
+  std::vector<runtime::Tensor> outputs;
+  PoisonedDeviceOutputs allocator(backend);
+  VIGIL_RETURN_IF_ERROR(backend.Run(node, opset, inputs, outputs, allocator));
+  VIGIL_RETURN_IF_ERROR(backend.Synchronize());
+  if (outputs.empty()) return InternalError("{} wrote no output", node.op_type);
+  return backend.ToHost(outputs[0]);
+}
+
 }  // namespace vigil::cuda::testing

@@ -31,7 +31,6 @@ namespace {
 
 using ir::DataType;
 using testing::CudaBackendForTests;
-using testing::PoisonedDeviceOutputs;
 using testing::RandomTensor;
 
 constexpr DataType kF32 = DataType::kFloat32;
@@ -66,13 +65,6 @@ std::vector<double> Reference(const runtime::Tensor& a, const runtime::Tensor& w
   return y;
 }
 
-Result<runtime::Tensor> OnDevice(const runtime::Tensor& host) {
-  auto backend = CudaBackendForTests();
-  VIGIL_ASSIGN_OR_RETURN(runtime::Tensor device, backend->ToDevice(host));
-  VIGIL_RETURN_IF_ERROR(backend->Synchronize());
-  return device;
-}
-
 ir::Node MatMulBiasNode(const char* activation) {
   ir::Node node = cpu::testing::MakeNode(ir::kMatMulBiasOp, {"a", "w", "b"}, {"y"});
   node.name = "fc1";
@@ -85,21 +77,7 @@ ir::Node MatMulBiasNode(const char* activation) {
 // on the host.
 Result<runtime::Tensor> RunOnDevice(const ir::Node& node, int opset,
                                     const std::vector<const runtime::Tensor*>& inputs) {
-  auto backend = CudaBackendForTests();
-  std::vector<runtime::Tensor> device;
-  device.reserve(inputs.size());
-  for (const runtime::Tensor* t : inputs) {
-    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor d, OnDevice(*t));
-    device.push_back(std::move(d));
-  }
-  std::vector<const runtime::Tensor*> ptrs;
-  for (const runtime::Tensor& d : device) ptrs.push_back(&d);
-  std::vector<runtime::Tensor> outputs;
-  PoisonedDeviceOutputs allocator(*backend);
-  VIGIL_RETURN_IF_ERROR(backend->Run(node, opset, ptrs, outputs, allocator));
-  VIGIL_RETURN_IF_ERROR(backend->Synchronize());
-  if (outputs.size() != 1) return InternalError("{} outputs", outputs.size());
-  return backend->ToHost(outputs[0]);
+  return testing::RunNodeFromHost(*CudaBackendForTests(), node, opset, inputs);
 }
 
 // Relative L2 distance of `y` from `want`; non-finite elements counted.

@@ -26,7 +26,7 @@ namespace {
 using ir::DataType;
 using testing::Backend;
 using testing::CudaBackendForTests;
-using testing::PoisonedDeviceOutputs;
+using testing::RunNodeFromHost;
 using testing::RandomTensor;
 using testing::Way;
 
@@ -37,22 +37,6 @@ ir::Node Product(bool gelu) {
   node.domain = ir::kVigilDomain;
   if (gelu) node.attributes.push_back(ir::StringAttribute(ir::kMatMulBiasActivation, "gelu"));
   return node;
-}
-
-Result<runtime::Tensor> RunProduct(const runtime::Backend& backend, const ir::Node& node,
-                                   const std::vector<const runtime::Tensor*>& host) {
-  std::vector<runtime::Tensor> device;
-  for (const runtime::Tensor* t : host) {
-    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor d, backend.ToDevice(*t));
-    device.push_back(std::move(d));
-  }
-  std::vector<const runtime::Tensor*> inputs;
-  for (const runtime::Tensor& d : device) inputs.push_back(&d);
-  std::vector<runtime::Tensor> outputs;
-  PoisonedDeviceOutputs allocator(backend);
-  VIGIL_RETURN_IF_ERROR(backend.Run(node, 1, inputs, outputs, allocator));
-  VIGIL_RETURN_IF_ERROR(backend.Synchronize());
-  return backend.ToHost(outputs.at(0));
 }
 
 // Relative L2 distance of rows [0, 16) and [kM - 16, kM) of `y` from the
@@ -90,11 +74,11 @@ TEST(CudaMatMulMeasure, LargeProductsMeasureTheirAlgorithmAndStayExact) {
   ASSERT_TRUE(measured_backend && first_pick_backend);
   for (bool gelu : {false, true}) {
     SCOPED_TRACE(gelu ? "GELU epilogue" : "bias epilogue");
-    auto measured = RunProduct(*measured_backend, Product(gelu), {&a, &w, &b});
+    auto measured = RunNodeFromHost(*measured_backend, Product(gelu), 1, {&a, &w, &b});
     Result<runtime::Tensor> first_pick = InternalError("not run");
     {
       setenv("VIGIL_MEASURE_PRODUCTS", "0", 1);
-      first_pick = RunProduct(*first_pick_backend, Product(gelu), {&a, &w, &b});
+      first_pick = RunNodeFromHost(*first_pick_backend, Product(gelu), 1, {&a, &w, &b});
       unsetenv("VIGIL_MEASURE_PRODUCTS");
     }
     ASSERT_TRUE(measured.ok()) << measured.status().ToString();
