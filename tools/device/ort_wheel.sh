@@ -6,7 +6,11 @@
 # smaller, its unpacked `onnxruntime/` and dist-info without libonnxruntime.so and
 # the TensorRT provider, which Python does not load (`tar cf - onnxruntime
 # onnxruntime_gpu-*.dist-info | xz -9e | split -b 45M -d -a 1 - ortp.`: 186 MiB,
-# five parts).
+# five parts). The GPU machine's Python is 3.12: download the cp312 wheel here
+# (`pip download --no-deps onnxruntime-gpu==1.31.1 --python-version 312
+# --only-binary=:all: --platform manylinux_2_28_x86_64`); a cp311 one fails there
+# with "No module named 'onnxruntime.capi.onnxruntime_pybind11_state'". Each part
+# plus the working tree (about 20 MB) must stay under 64 MiB: 40M parts.
 #   tools/device/ort_wheel.sh add build-ort/ort.whl.part.00   # keeps the part in /tmp/ortp
 #   tools/device/ort_wheel.sh unpack                           # all parts there: unpacks into /tmp/ortw
 # After `unpack`, PYTHONPATH=/tmp/ortw imports onnxruntime (CUDA 13 build; bench/ort_peer.py calls

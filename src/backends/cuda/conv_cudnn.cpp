@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "backends/cuda/conv_depthwise.h"
+#include "backends/cuda/conv_measure_rule.h"
 #include "backends/cuda/conv_patch.h"
 #include "backends/cuda/epilogue.h"
 #include "backends/cuda/cuda_kernel.h"
@@ -144,6 +145,18 @@ Status AddEpilogue(const Epilogue& e, const ConvShape& s, cudnnDataType_t type, 
 
 size_t AlignUp(size_t n) { return (n + 255) / 256 * 256; }
 
+// Whether this convolution times cuDNN's candidate engines on its first run
+// without --tune, keeping the fastest for the session and recording nothing:
+// large memory-bound exact float32 ones (conv_measure_rule.h); the fused
+// epilogue is then a candidate too. VIGIL_MEASURE_CONVS=0 turns it off, to
+// measure what it brings.
+bool MeasuredUntuned(const ConvShape& s, ir::DataType dtype, const CudaOptions& o) {
+  if (dtype != ir::DataType::kFloat32 || o.allow_tf32 || o.deterministic) return false;
+  if (!MemoryBoundLargeConv(s.x, s.w, s.y, s.strides)) return false;
+  const char* v = std::getenv("VIGIL_MEASURE_CONVS");
+  return v == nullptr || std::string_view(v) != "0";
+}
+
 // What a candidate plan runs on while autotuning (plan_tuning.h): the node's
 // tensors by uid, with output `out_uid` redirected to scratch memory after
 // the plan's workspace, so that the real output is written once.
@@ -229,8 +242,9 @@ Result<const CudnnPlan*> ConvPlan(CudaKernelContext& ctx, const ConvShape& s, ir
   tuning.problem = fmt::format("cudnn|{}|tf32={}|det={}", key, int{filter.allow_tf32}, int{filter.deterministic});
   tuning.stream = ctx.stream();
   if (operands) tuning.run = [&ctx, operands](const CudnnPlan& p) { return RunCandidate(ctx, *operands, p); };
+  tuning.measure_unrecorded = operands && !transpose && MeasuredUntuned(s, dtype, ctx.options());
   Result<CudnnPlan> plan = BuildCudnnPlan(ctx.stream_context().cudnn, std::move(ops), std::move(keep), filter, what,
-                                          tuning.policy.cache ? &tuning : nullptr);
+                                          tuning.policy.cache || tuning.measure_unrecorded ? &tuning : nullptr);
   if (!plan.ok()) return std::move(plan).TakeStatus().WithContext(ops::NodeLabel(ctx.node()));
   auto shared = std::make_shared<CudnnPlan>(std::move(plan).value());
   const CudnnPlan* raw = shared.get();
@@ -357,10 +371,11 @@ Status ConvNhwc(CudaKernelContext& ctx) {
   // 0.7-1.2 s instead of 0.3 s); unfused they cost 0 to 2.4% per run on
   // ResNet-50 and 8% on MobileNetV2 at batch 64
   // (bench/results/issue19_h200_fp16_option.md). With --tune or a tuning
-  // cache the fused engines are candidates again.
+  // cache, or where the convolution is measured anyway (MeasuredUntuned), the
+  // fused engines are candidates again.
   const bool exact_float32 = x.dtype() == ir::DataType::kFloat32 && !ctx.options().allow_tf32;
   if (epilogue.any() && FusionEnabled() && act != NhwcActivation::kRelu6 &&
-      !(exact_float32 && !ctx.stream_context().tuning.cache)) {
+      !(exact_float32 && !ctx.stream_context().tuning.cache && !MeasuredUntuned(s, x.dtype(), ctx.options()))) {
     ConvOperands fused_operands{{kX, kW, kY}, {xp, wp, y->raw_data()}, kY, AlignUp(y->byte_size())};
     if (b) {
       fused_operands.uids.push_back(kB);

@@ -386,8 +386,9 @@ Result<std::vector<CudnnPlan>> CandidatePlans(cudnnHandle_t handle, const CudnnD
 // Candidates needing more workspace than this are not measured.
 constexpr int64_t kMaxTuningWorkspace = int64_t{1} << 30;
 
-// Times the candidates and returns the index of the fastest, recording it.
-Result<size_t> MeasureCandidates(std::vector<CudnnPlan>& plans, const CudnnTuning& t) {
+// Times the candidates and returns the index of the fastest, recording it
+// in `record` unless null.
+Result<size_t> MeasureCandidates(std::vector<CudnnPlan>& plans, const CudnnTuning& t, TuningCache* record) {
   size_t best = 0;
   double best_us = -1, first_us = -1;
   for (size_t i = 0; i < plans.size(); ++i) {
@@ -405,8 +406,10 @@ Result<size_t> MeasureCandidates(std::vector<CudnnPlan>& plans, const CudnnTunin
     }
   }
   if (best_us < 0) return size_t{0};  // none ran: keep the heuristics' pick, record nothing
-  VIGIL_ASSIGN_OR_RETURN(std::string text, ChoiceOf(plans[best].config_parts.back()));
-  t.policy.cache->Record(t.problem, text, best_us, first_us < 0 ? best_us : first_us);
+  if (record) {
+    VIGIL_ASSIGN_OR_RETURN(std::string text, ChoiceOf(plans[best].config_parts.back()));
+    record->Record(t.problem, text, best_us, first_us < 0 ? best_us : first_us);
+  }
   plans[best].engine += fmt::format(", measured fastest of {}: {:.1f} us", plans.size(), best_us);
   return best;
 }
@@ -445,7 +448,8 @@ Result<CudnnPlan> BuildCudnnPlan(cudnnHandle_t handle, std::vector<CudnnDescript
       cache->CountStale();
     }
   }
-  bool measure = cache && tuning->policy.measure && tuning->run;
+  TuningCache* record = cache && tuning->policy.measure ? cache : nullptr;
+  bool measure = tuning && tuning->run && (record || tuning->measure_unrecorded);
   if (measure) {
     VIGIL_ASSIGN_OR_RETURN(bool recording, StreamRecording(tuning->stream));
     measure = !recording;
@@ -460,8 +464,8 @@ Result<CudnnPlan> BuildCudnnPlan(cudnnHandle_t handle, std::vector<CudnnDescript
   if (!plans.empty()) {
     size_t pick = 0;
     if (measure) {
-      VIGIL_ASSIGN_OR_RETURN(pick, MeasureCandidates(plans, *tuning));
-      cache->AddTuningTime(SecondsSince(start));
+      VIGIL_ASSIGN_OR_RETURN(pick, MeasureCandidates(plans, *tuning, record));
+      if (record) record->AddTuningTime(SecondsSince(start));
     }
     return finish(std::move(plans[pick]));
   }

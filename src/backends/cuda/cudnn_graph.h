@@ -100,6 +100,9 @@ struct CudnnTuning {
   // Queues one execution of a candidate plan on `stream` (outputs to scratch
   // memory); null: candidates are not measured.
   std::function<Status(const CudnnPlan&)> run;
+  // Measure the candidates even without autotuning (policy.measure false or
+  // no cache): the fastest is used for the session and nothing is recorded.
+  bool measure_unrecorded = false;
 };
 
 // Builds the operation graph of `ops` on `handle` and finalizes the first

@@ -624,6 +624,7 @@ std::vector<MaskCase> MaskCases() {
       {{197, 2, 3, 64, true}, {2, 1, 197, 197}, false, 0},  // a full [B, 1, S, S] float mask, sequence first
       {{65, 2, 2, 32, false}, {2, 2, 65, 65}, true, 2},     // per head; the last batch row masked
       {{16, 3, 2, 16, false}, {16}, false, 0},              // rank 1: one row of key biases for all
+      {{150, 2, 2, 64, false}, {2, 1, 1, 150}, true, 2},    // padding mask, a partial last key tile
       {{130, 1, 2, 128, false}, {1, 1, 130, 1}, false, 3},  // query rows i % 5 == 2 masked: NaN
       {{77, 2, 2, 64, false}, {2, 1, 77, 1}, true, 3},      // the same rows, zero
       // Masks whose rows are 16-byte aligned and contiguous along keys, which

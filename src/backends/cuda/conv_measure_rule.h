@@ -1,0 +1,55 @@
+// Which exact float32 convolutions (TF32 off) measure cuDNN's candidate
+// engines on their first run without --tune (conv_cudnn.cpp): the large
+// (at least 2^28 multiply-adds: batch 64 of an ImageNet CNN, nothing at
+// batch 1) that move more bytes than they compute, by the estimate below
+// (at most 16 flops per byte, about where an H100's or H200's float32 FMA
+// rate meets its memory bandwidth). Plain C++, so that the rule is tested
+// without a GPU.
+//
+// Why: for those, cuDNN's first pick was often slow, and fusing the bias,
+// residual and ReLU saves a pass over memory that counts. On an H200
+// (batch 64, bench/results/exact_conv_measure_h200.md) MobileNetV2 ran
+// 5.26 -> 4.50-4.55 ms. Measuring every narrow convolution (a reduction of
+// at most 256) made it 4.27 ms and ResNet-50 5% faster, but ResNet-50's
+// first result took 1.5 s instead of 0.73 (its fused float32 engines are
+// compiled at run time): this rule adds about 0.1 s to it and leaves its
+// speed as it was. At batch 1 the measured picks were slower (they are timed with the
+// L2 cache flushed, and a batch-1 model lives in L2), which the size limit
+// keeps out.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace vigil::cuda {
+
+inline constexpr double kMaxMeasuredConvFlopsPerByte = 16;
+inline constexpr double kMinMeasuredConvMacs = double(int64_t{1} << 28);
+
+// The float32 flops per byte of a convolution with X [N, C, spatial...], W
+// [M, C/group, kernel...] and the spatial `strides`, counting each input
+// element read once (per stride step) and each output written once; the
+// weights stay in cache: 2 * M * C/group * kernel / (4 * (C / strides + M)).
+// 0 for malformed shapes.
+inline double ConvFlopsPerByte(const std::vector<int64_t>& x, const std::vector<int64_t>& w,
+                               const std::vector<int64_t>& strides) {
+  if (x.size() < 2 || w.size() < 2 || x[1] <= 0 || w[0] <= 0) return 0;
+  double reduction = 1, step = 1;
+  for (size_t i = 1; i < w.size(); ++i) reduction *= double(w[i]);
+  for (int64_t s : strides) step *= double(s > 0 ? s : 1);
+  const double m = double(w[0]);
+  return 2.0 * m * reduction / (4.0 * (double(x[1]) / step + m));
+}
+
+// Whether a float32 convolution with these logical NCHW dims is measured.
+inline bool MemoryBoundLargeConv(const std::vector<int64_t>& x, const std::vector<int64_t>& w,
+                                 const std::vector<int64_t>& y, const std::vector<int64_t>& strides) {
+  const double intensity = ConvFlopsPerByte(x, w, strides);
+  if (!(intensity > 0 && intensity <= kMaxMeasuredConvFlopsPerByte) || y.empty()) return false;
+  double macs = 1;
+  for (int64_t d : y) macs *= double(d);
+  for (size_t i = 1; i < w.size(); ++i) macs *= double(w[i]);
+  return macs >= kMinMeasuredConvMacs;
+}
+
+}  // namespace vigil::cuda

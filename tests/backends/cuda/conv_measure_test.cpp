@@ -1,0 +1,103 @@
+// Large, memory-bound exact float32 convolutions measure cuDNN's
+// candidates on their first run without --tune, with the fused epilogue
+// among them (conv_measure_rule.h, conv_cudnn.cpp). The rule itself is
+// plain C++ and runs without a GPU; on a GPU, such convolutions (odd sizes
+// included) must match the CPU reference whichever engine won, measured or
+// not (VIGIL_MEASURE_CONVS=0 while the session's plans are built).
+#include <cstdlib>
+
+#include "backends/cuda/conv_measure_rule.h"
+#include "session_test_util.h"
+
+namespace vigil::cuda::testing {
+namespace {
+
+TEST(ConvMeasureRule, FlopsPerByteEstimate) {
+  // 1x1, 24 -> 144: 2 * 144 * 24 / (4 * (24 + 144)).
+  EXPECT_DOUBLE_EQ(ConvFlopsPerByte({64, 24, 56, 56}, {144, 24, 1, 1}, {1, 1}), 6912.0 / 672.0);
+  // A strided 3x3 stem, 3 -> 32: each input element is read once per 2x2 step.
+  EXPECT_DOUBLE_EQ(ConvFlopsPerByte({64, 3, 224, 224}, {32, 3, 3, 3}, {2, 2}), 1728.0 / (4.0 * (0.75 + 32.0)));
+  // Malformed shapes estimate 0.
+  EXPECT_EQ(ConvFlopsPerByte({}, {144, 24, 1, 1}, {1, 1}), 0.0);
+  EXPECT_EQ(ConvFlopsPerByte({64, 0, 56, 56}, {144, 0, 1, 1}, {1, 1}), 0.0);
+}
+
+TEST(ConvMeasureRule, LargeMemoryBoundConvolutionsOnly) {
+  // MobileNetV2 at batch 64: its 1x1 expansion 24 -> 144 (10.3 flops per
+  // byte) and its stem (13.2) are measured; not at batch 1 (8.7M and 10.8M
+  // multiply-adds); nor its expansion 64 -> 384 (27.4 flops per byte).
+  EXPECT_TRUE(MemoryBoundLargeConv({64, 24, 56, 56}, {144, 24, 1, 1}, {64, 144, 56, 56}, {1, 1}));
+  EXPECT_TRUE(MemoryBoundLargeConv({64, 3, 224, 224}, {32, 3, 3, 3}, {64, 32, 112, 112}, {2, 2}));
+  EXPECT_FALSE(MemoryBoundLargeConv({1, 24, 56, 56}, {144, 24, 1, 1}, {1, 144, 56, 56}, {1, 1}));
+  EXPECT_FALSE(MemoryBoundLargeConv({1, 3, 224, 224}, {32, 3, 3, 3}, {1, 32, 112, 112}, {2, 2}));
+  EXPECT_FALSE(MemoryBoundLargeConv({64, 64, 14, 14}, {384, 64, 1, 1}, {64, 384, 14, 14}, {1, 1}));
+  // ResNet-50 at batch 64: its 1x1 64 -> 64 sits on the edge (16) and is
+  // measured; 64 -> 256 (25.6), the 3x3 64 -> 64 (144) and the stem (72.7)
+  // are not.
+  EXPECT_TRUE(MemoryBoundLargeConv({64, 64, 56, 56}, {64, 64, 1, 1}, {64, 64, 56, 56}, {1, 1}));
+  EXPECT_FALSE(MemoryBoundLargeConv({64, 64, 56, 56}, {256, 64, 1, 1}, {64, 256, 56, 56}, {1, 1}));
+  EXPECT_FALSE(MemoryBoundLargeConv({64, 64, 56, 56}, {64, 64, 3, 3}, {64, 64, 56, 56}, {1, 1}));
+  EXPECT_FALSE(MemoryBoundLargeConv({64, 3, 224, 224}, {64, 3, 7, 7}, {64, 64, 112, 112}, {2, 2}));
+  // The size edge: 2^28 multiply-adds are large, one output row fewer not.
+  EXPECT_TRUE(MemoryBoundLargeConv({1, 16, 1024, 1024}, {16, 16, 1, 1}, {1, 16, 1024, 1024}, {1, 1}));
+  EXPECT_FALSE(MemoryBoundLargeConv({1, 16, 1024, 1024}, {16, 16, 1, 1}, {1, 16, 1023, 1024}, {1, 1}));
+  // A 1D convolution's dims.
+  EXPECT_TRUE(MemoryBoundLargeConv({64, 8, 1 << 20}, {8, 8, 3}, {64, 8, 1 << 20}, {1}));
+  // Malformed shapes are not measured.
+  EXPECT_FALSE(MemoryBoundLargeConv({64, 24, 56, 56}, {144, 24, 1, 1}, {}, {1, 1}));
+  EXPECT_FALSE(MemoryBoundLargeConv({64, 0, 56, 56}, {144, 0, 1, 1}, {64, 144, 56, 56}, {1, 1}));
+}
+
+// One exact float32 ConvNhwc (bias, residual Z, `act`) on the GPU against
+// the CPU, with the measuring on (default) and off.
+void CheckMeasured(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& w_shape,
+                   std::vector<ir::Attribute> attrs, const std::string& act) {
+  runtime::Tensor x = RandomTensor(kF32, x_shape, 11), w = RandomTensor(kF32, w_shape, 12);
+  runtime::Tensor b = RandomTensor(kF32, {w_shape[0]}, 13);
+  if (!act.empty()) attrs.push_back(StringAttr("activation", act));
+  auto plain = RunWithLayout(ConvNhwcModel(x, w, &b, attrs), {cpu::MakeCpuBackend()}, x);
+  ASSERT_EQ(plain.size(), 1u);
+  const std::vector<int64_t>& y = plain[0].tensor.shape();
+  // The rule must take this case (logical NCHW dims), or the test would not test it.
+  std::vector<int64_t> strides = {1, 1};
+  for (const ir::Attribute& a : attrs) {
+    if (a.name == "strides") strides = a.ints;
+  }
+  ASSERT_TRUE(MemoryBoundLargeConv({x_shape[0], x_shape[3], x_shape[1], x_shape[2]},
+                                   {w_shape[0], w_shape[3], w_shape[1], w_shape[2]}, {y[0], y[3], y[1], y[2]},
+                                   strides));
+  runtime::Tensor z = RandomTensor(kF32, y, 14, -4.0f, 4.0f);
+  ir::Model m = ConvNhwcModel(x, w, &b, attrs, &z);
+  auto want = RunWithLayout(m, {cpu::MakeCpuBackend()}, x);
+  ASSERT_EQ(want.size(), 1u);
+  for (const char* measure : {"", "0"}) {
+    if (*measure) setenv("VIGIL_MEASURE_CONVS", measure, 1);
+    std::vector<std::string> placement;
+    auto got = RunWithLayout(m, {CudaBackendForTests(), cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kAsModel,
+                             &placement);
+    unsetenv("VIGIL_MEASURE_CONVS");
+    ASSERT_EQ(placement.size(), 1u);
+    EXPECT_EQ(placement[0], "ConvNhwc 'conv_nhwc' on cuda");
+    ASSERT_EQ(got.size(), 1u);
+    runtime::TensorComparison cmp = runtime::CompareTensors(want[0].tensor, got[0].tensor, 1e300, 1e300);
+    const std::string what = fmt::format("x[{}] w[{}] act '{}' VIGIL_MEASURE_CONVS '{}'", fmt::join(x_shape, ","),
+                                         fmt::join(w_shape, ","), act, measure);
+    EXPECT_TRUE(cmp.same_dtype && cmp.same_shape) << what;
+    EXPECT_EQ(cmp.nan_mismatches, 0u) << what << ": " << cmp.Describe();
+    EXPECT_LE(cmp.rel_l2_error, ConvTolerance(kF32)) << what << ": " << cmp.Describe();
+  }
+}
+
+TEST(CudaConvMeasure, MemoryBoundExactFloat32ConvolutionsMatchTheCpu) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  // A 1x1 64 -> 64 (16 flops per byte), 2^28 multiply-adds.
+  CheckMeasured({4, 128, 128, 64}, {64, 1, 1, 64}, {}, "Relu");
+  // Odd sizes: a 1x1 13 -> 31 on a 383 x 367 image.
+  CheckMeasured({5, 383, 367, 13}, {31, 1, 1, 13}, {}, "");
+  // A strided, padded 3x3 stem of 3 channels.
+  CheckMeasured({24, 229, 229, 3}, {32, 3, 3, 3}, {IntsAttr("pads", {1, 1, 1, 1}), IntsAttr("strides", {2, 2})},
+                "Relu");
+}
+
+}  // namespace
+}  // namespace vigil::cuda::testing
