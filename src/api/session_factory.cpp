@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "base/dev_switch.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernel_type_constraints.h"
 #include "backends/module/backend_module.h"
@@ -138,8 +139,7 @@ Result<AssembledSession> AssembleSession(ir::Model model, const SessionConfig& c
     // float32 engines were faster NHWC as well (bench/results/
     // issue19_h200_tf32_nhwc_bert.md). VIGIL_NHWC_FLOAT32=0 keeps float32
     // NCHW, to measure the difference.
-    const char* env = std::getenv("VIGIL_NHWC_FLOAT32");
-    options.nhwc_float32 = !(env && std::string_view(env) == "0");
+    options.nhwc_float32 = DevSwitchOn("VIGIL_NHWC_FLOAT32");
     options.device_graphs = config.cuda_graphs;
   }
   if (!config.wants_cuda()) {

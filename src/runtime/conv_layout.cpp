@@ -5,6 +5,7 @@
 #include <string_view>
 #include <utility>
 
+#include "base/dev_switch.h"
 #include "ir/fuse_qdq.h"
 #include "ops/attributes.h"
 #include "ops/shape_helpers.h"
@@ -103,7 +104,7 @@ bool IsDepthwise(const ir::Node& conv, const std::unordered_map<std::string, ir:
 // and VIGIL_RELU6_PROLOGUE is not "0" (which turns it off, to measure it).
 bool DepthwiseInputActivation(const ir::Model& model, const std::vector<size_t>& convs,
                               const std::unordered_map<std::string, ir::TypeInfo>& types, const Backend& device) {
-  if (const char* v = std::getenv("VIGIL_RELU6_PROLOGUE"); v != nullptr && std::string_view(v) == "0") return false;
+  if (!DevSwitchOn("VIGIL_RELU6_PROLOGUE")) return false;
   for (size_t i : convs) {
     const ir::Node& n = model.graph.nodes[i];
     auto group = ops::IntAttr(n, "group", 1);
@@ -222,8 +223,7 @@ Result<bool> ApplyConvLayout(ir::Model& model, const std::unordered_map<std::str
   options.depthwise_input_activation = DepthwiseInputActivation(model, convs, types, first_backend);
   // Pools inside the NHWC region follow where the device can run them;
   // VIGIL_POOL_NHWC=0 keeps them NCHW (for before/after measurements).
-  const char* pool_nhwc = std::getenv("VIGIL_POOL_NHWC");
-  const bool pools_follow = !pool_nhwc || std::string_view(pool_nhwc) != "0";
+  const bool pools_follow = DevSwitchOn("VIGIL_POOL_NHWC");
   if (const ir::TypeInfo* x = TypeOf(types, first.inputs[0]); pools_follow && IsRank4Tensor(x)) {
     options.nhwc_pools = DeviceNhwcPools(*x, first_backend);
   }

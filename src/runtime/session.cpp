@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "base/dev_switch.h"
 #include "ir/attention_layout.h"
 #include "ir/fuse_attention.h"
 #include "ir/expand_flex_attention.h"
@@ -273,11 +274,10 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
     // VIGIL_FUSE_ATTENTION=0 keeps them, for before/after measurements. The
     // pass records the types of the values it creates.
     size_t attention = 0;
-    const char* fuse_attention = std::getenv("VIGIL_FUSE_ATTENTION");
     ir::Node probe;
     probe.op_type = ir::kAttentionOp;
     probe.domain = ir::kVigilDomain;
-    if ((!fuse_attention || std::string_view(fuse_attention) != "0") &&
+    if (DevSwitchOn("VIGIL_FUSE_ATTENTION") &&
         state->options.backends[0]->Supports(probe, ir::kVigilOpsetVersion)) {
       const Backend& device = *state->options.backends[0];
       auto accept = [&device](const ir::Node& node, const std::vector<const ir::TypeInfo*>& inputs) {
@@ -287,8 +287,7 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
       VIGIL_ASSIGN_OR_RETURN(attention, ir::FuseAttention(state->model, inferred.types, accept));
       // Then batch-first, without the two layout Transposes around each
       // block; VIGIL_ATTENTION_BATCH_FIRST=0 keeps them.
-      const char* batch_first = std::getenv("VIGIL_ATTENTION_BATCH_FIRST");
-      if (attention > 0 && (!batch_first || std::string_view(batch_first) != "0")) {
+      if (attention > 0 && DevSwitchOn("VIGIL_ATTENTION_BATCH_FIRST")) {
         VIGIL_ASSIGN_OR_RETURN(size_t relaid, ir::AttentionBatchFirst(state->model, inferred.types));
         static_cast<void>(relaid);
       }
@@ -309,8 +308,7 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
       return device.SupportsTyped(fused, ir::kVigilOpsetVersion, types, nullptr);
     };
     size_t residual = 0;
-    const char* fuse_residual = std::getenv("VIGIL_FUSE_RESIDUAL");
-    if (!fuse_residual || std::string_view(fuse_residual) != "0") {
+    if (DevSwitchOn("VIGIL_FUSE_RESIDUAL")) {
       VIGIL_ASSIGN_OR_RETURN(residual, ir::FuseResidualAdd(state->model, inferred.types, device_takes));
     }
     // Then each MLP's first product and its GELU, where the device applies
@@ -318,8 +316,7 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
     // VIGIL_FUSE_GELU_EPILOGUE=0 keeps them apart, for before/after
     // measurements.
     size_t gelu_epilogue = 0;
-    const char* fuse_gelu_epilogue = std::getenv("VIGIL_FUSE_GELU_EPILOGUE");
-    if (!fuse_gelu_epilogue || std::string_view(fuse_gelu_epilogue) != "0") {
+    if (DevSwitchOn("VIGIL_FUSE_GELU_EPILOGUE")) {
       VIGIL_ASSIGN_OR_RETURN(gelu_epilogue, ir::FuseMatMulBiasGelu(state->model, device_takes));
     }
     static_cast<void>(linear + gelu + attention + residual + gelu_epilogue);
@@ -366,9 +363,7 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
   // types just inferred; VIGIL_CANCEL_TRANSPOSES=0 keeps them, for
   // before/after measurements. Device sessions only: CPU reference graphs
   // stay as written.
-  const char* cancel_transposes = std::getenv("VIGIL_CANCEL_TRANSPOSES");
-  if (state->options.backends[0]->device() != Device::kHost &&
-      (!cancel_transposes || std::string_view(cancel_transposes) != "0")) {
+  if (state->options.backends[0]->device() != Device::kHost && DevSwitchOn("VIGIL_CANCEL_TRANSPOSES")) {
     VIGIL_ASSIGN_OR_RETURN(size_t cancelled, ir::CancelTransposeReshape(state->model, inferred.types));
     static_cast<void>(cancelled);
   }
@@ -376,9 +371,7 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
   // done once, in device sessions, after every fusion (which then see the
   // graph as exported); VIGIL_ELIMINATE_COMMON=0 keeps it, for before/after
   // measurements. The surviving values have the dropped ones' types.
-  const char* eliminate_common = std::getenv("VIGIL_ELIMINATE_COMMON");
-  if (state->options.backends[0]->device() != Device::kHost &&
-      (!eliminate_common || std::string_view(eliminate_common) != "0")) {
+  if (state->options.backends[0]->device() != Device::kHost && DevSwitchOn("VIGIL_ELIMINATE_COMMON")) {
     VIGIL_ASSIGN_OR_RETURN(size_t common, ir::EliminateCommonSubexpressions(state->model));
     static_cast<void>(common);
   }

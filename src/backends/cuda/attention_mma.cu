@@ -39,6 +39,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/dev_switch.h"
 #include "backends/cuda/attention.h"
 #include "backends/cuda/attention_tiles.cuh"
 #include "backends/cuda/cuda_kernel.h"
@@ -355,9 +356,7 @@ Status Launch(const AttentionShape& a, const MmaShape& shape, const void* qkv, c
 // contiguous along keys, every row start 16-byte aligned. (A measurement
 // switch, VIGIL_ATTENTION_MASK_TILE=0, reads it from global memory.)
 bool MaskTileFits(const AttentionShape& a, const void* mask) {
-  const char* v = std::getenv("VIGIL_ATTENTION_MASK_TILE");
-  const bool enabled = v == nullptr || std::string_view(v) != "0";
-  return enabled && a.mask_j == 1 && a.mask_i % 8 == 0 && a.mask_b % 8 == 0 && a.mask_h % 8 == 0 && Aligned16(mask);
+  return DevSwitchOn("VIGIL_ATTENTION_MASK_TILE") && a.mask_j == 1 && a.mask_i % 8 == 0 && a.mask_b % 8 == 0 && a.mask_h % 8 == 0 && Aligned16(mask);
 }
 
 // A masked call always runs whole-sequence blocks (the tiles have no masked

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "base/dev_switch.h"
 #include "backends/cuda/conv_depthwise.h"
 #include "backends/cuda/conv_measure_rule.h"
 #include "backends/cuda/conv_patch.h"
@@ -152,9 +153,7 @@ size_t AlignUp(size_t n) { return (n + 255) / 256 * 256; }
 // measure what it brings.
 bool MeasuredUntuned(const ConvShape& s, ir::DataType dtype, const CudaOptions& o) {
   if (dtype != ir::DataType::kFloat32 || o.allow_tf32 || o.deterministic) return false;
-  if (!MemoryBoundLargeConv(s.x, s.w, s.y, s.strides)) return false;
-  const char* v = std::getenv("VIGIL_MEASURE_CONVS");
-  return v == nullptr || std::string_view(v) != "0";
+  return MemoryBoundLargeConv(s.x, s.w, s.y, s.strides) && DevSwitchOn("VIGIL_MEASURE_CONVS");
 }
 
 // What a candidate plan runs on while autotuning (plan_tuning.h): the node's
@@ -291,10 +290,7 @@ const CudnnPlan* NhwcPlanOrNull(CudaKernelContext& ctx, const ConvShape& s, ir::
 // activation) of ConvNhwc, to measure what it brings; the epilogue kernel
 // then runs after (still one pass for all three). Read on every call (a
 // lookup, small next to a convolution), so tests can switch it.
-bool FusionEnabled() {
-  const char* v = std::getenv("VIGIL_CONV_FUSION");
-  return v == nullptr || std::string_view(v) != "0";
-}
+bool FusionEnabled() { return DevSwitchOn("VIGIL_CONV_FUSION"); }
 
 // ConvNhwc through NCHW engines: X and W are transposed into the workspace,
 // the NCHW plan writes Y there, and Y is transposed into the output. For

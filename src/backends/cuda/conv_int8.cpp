@@ -26,6 +26,7 @@
 
 #include <fmt/format.h>
 
+#include "base/dev_switch.h"
 #include "backends/cuda/conv_space_to_depth.h"
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/cudnn_graph.h"
@@ -235,7 +236,7 @@ Status RunInt8Route(CudaKernelContext& ctx, const Int8ConvShape& s, bool relu, v
 // best, on the exact float route or, rewritten, on int8 over 16 channels;
 // our kernel takes it whole when M is a multiple of 16 up to 64.
 std::optional<SpaceToDepthGeometry> SpaceToDepthOf(const Int8ConvShape& s) {
-  if (const char* v = std::getenv("VIGIL_QCONV_SPACE_TO_DEPTH"); v && std::string_view(v) == "0") return std::nullopt;
+  if (!DevSwitchOn("VIGIL_QCONV_SPACE_TO_DEPTH")) return std::nullopt;
   if (s.strides != std::vector<int64_t>{2, 2} || s.dilations != std::vector<int64_t>{1, 1} || s.w[2] * s.w[3] < 2) {
     return std::nullopt;
   }

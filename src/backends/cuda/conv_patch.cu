@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "base/dev_switch.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_common.cuh"
 #include "backends/cuda/fast_divmod.cuh"
@@ -104,8 +105,7 @@ std::optional<PatchShape> PatchShapeOf(const std::vector<int64_t>& x, const std:
 }
 
 bool PatchGemmEnabled() {
-  const char* v = std::getenv("VIGIL_PATCH_GEMM");
-  return v == nullptr || std::string_view(v) != "0";
+  return DevSwitchOn("VIGIL_PATCH_GEMM");
 }
 
 int PatchGatherUnitBytes(const PatchShape& s, ir::DataType dtype, const void* x, const void* p) {

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/dev_switch.h"
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/epilogue.h"
 #include "backends/cuda/matmul_cublaslt.h"
@@ -234,9 +235,7 @@ bool WorthMeasuring(const ProductShape& s, ir::DataType dtype, const CudaOptions
   if (dtype == ir::DataType::kInt8 || options.deterministic) return false;
   const double m = double(s.d.cols), n = double(s.d.rows);
   const double k = double(s.op_x == CUBLAS_OP_N ? s.x.cols : s.x.rows);
-  if (m * n * k * double(s.batch) < kMinMeasuredMacs) return false;
-  const char* v = std::getenv("VIGIL_MEASURE_PRODUCTS");
-  return v == nullptr || std::string_view(v) != "0";
+  return m * n * k * double(s.batch) >= kMinMeasuredMacs && DevSwitchOn("VIGIL_MEASURE_PRODUCTS");
 }
 
 // The cuBLASLt plan of a product shape, built on first use per thread: the
