@@ -41,7 +41,8 @@ extern "C" {
 #endif
 
 /* The interface version this header describes; see vigil_api_version(). */
-#define VIGIL_API_VERSION 2
+/* 3: vigil_session_options.measure_first_run. */
+#define VIGIL_API_VERSION 3
 
 /* ---- Status ----------------------------------------------------------- */
 
@@ -240,6 +241,16 @@ typedef struct vigil_session_options {
    * cores and 1e-3 with TF32; docs/cuda.md, "Numerics"). 0: every float32
    * product on CUDA cores. Default 1. */
   int allow_tf32x3;
+  /* Without tune, the operations whose library pick is known to be often
+   * slow time their candidates on their first run and keep the fastest for
+   * the session, recording nothing: float matrix products (not int8) of
+   * at least 2^31 multiply-adds, and memory-bound float32 convolutions of at
+   * least 2^28 without TF32 (docs/tuning.md). That costs up to about 0.3 s
+   * of a large model's first run. 0: every operation takes cuDNN's or
+   * cuBLASLt's first pick, for the fastest first result (runs may be
+   * slower). deterministic measures nothing either way. Default 1.
+   * (API version 3.) */
+  int measure_first_run;
 } vigil_session_options;
 
 VIGIL_EXPORT void vigil_session_options_init(vigil_session_options* options);

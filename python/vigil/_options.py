@@ -146,6 +146,11 @@ class SessionOptions:
                            "Without use_tf32, large float32 matrix products run as three TF32 products of split "
                            "operands (3xTF32: about 2e-5 relative error on transformers, near float32's, and "
                            "about 1.6x faster at batch 64); False: CUDA cores only.")
+    measure_first_run = _Option(_as_bool, True,
+                                "Without tune, the operations whose library pick is often slow (matrix products of "
+                                ">= 2^31 multiply-adds, memory-bound float32 convolutions without TF32) time their "
+                                "candidates on their first run and keep the fastest; False: the libraries' first "
+                                "picks, for the fastest first result.")
 
     def __init__(self, **options):
         object.__setattr__(self, "_values", {})
@@ -186,15 +191,19 @@ class SessionOptions:
             "enable_profiling": self.enable_profiling,
             "run_as_float16": self.run_as_float16,
             "allow_tf32x3": self.allow_tf32x3,
+            "measure_first_run": self.measure_first_run,
         }
 
 
 def _algo_search(value, what):
+    """(tune, measure_first_run): EXHAUSTIVE measures every convolution and
+    product; HEURISTIC and DEFAULT measure none, not even the few that vigil
+    measures on their first run by default."""
     choice = str(value).upper()
     if choice == "EXHAUSTIVE":
-        return True
+        return True, True
     if choice in ("HEURISTIC", "DEFAULT"):
-        return False
+        return False, False
     raise ValueError(f"{what} is 'EXHAUSTIVE' (vigil autotunes), 'HEURISTIC' or 'DEFAULT', got {value!r}")
 
 
@@ -206,7 +215,7 @@ CUDA_OPTIONS = {
     "enable_cuda_graph": ("enable_cuda_graph", _as_bool),
     "use_tf32": ("use_tf32", _as_bool),
     "prefer_nhwc": ("layout", lambda v, w: "auto" if _as_bool(v, w) else "nchw"),
-    "cudnn_conv_algo_search": ("tune", _algo_search),
+    "cudnn_conv_algo_search": (("tune", "measure_first_run"), _algo_search),
     "deterministic": ("deterministic", _as_bool),
     "tuning_cache_file": ("tuning_cache_file", _as_path),
     "cudnn_log_file": ("cudnn_log_file", _as_path),
@@ -265,7 +274,12 @@ def vigil_options(sess_options, providers):
         table = CUDA_OPTIONS if name == CUDA_PROVIDER else CPU_OPTIONS
         for key, value in options.items():
             attribute, convert = table[key]
-            setattr(merged, attribute, convert(value, f"{name} option '{key}'"))
+            converted = convert(value, f"{name} option '{key}'")
+            if isinstance(attribute, tuple):  # one provider option, several session options
+                for one, part in zip(attribute, converted):
+                    setattr(merged, one, part)
+            else:
+                setattr(merged, attribute, converted)
     result = merged.to_vigil()
     result["backends"] = [BACKEND_CUDA if name == CUDA_PROVIDER else BACKEND_CPU for name, _ in providers]
     return result

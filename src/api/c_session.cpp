@@ -1,4 +1,5 @@
 // vigil.h: session options, creation, model interface, check, plan, run.
+#include <cstddef>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -10,18 +11,34 @@
 
 namespace vigil::api {
 
-Result<SessionConfig> ConfigFromOptions(const vigil_session_options* o) {
+// The sizes vigil_session_options has had, oldest first: API version 2 as
+// first released (up to enable_profiling), then run_as_float16,
+// allow_tf32x3, and measure_first_run (API version 3). A caller's struct
+// of an older size is read up to its end; later fields keep their defaults.
+bool KnownOptionsSize(uint32_t size) {
+  constexpr size_t kSizes[] = {offsetof(vigil_session_options, run_as_float16),
+                               offsetof(vigil_session_options, allow_tf32x3),
+                               offsetof(vigil_session_options, measure_first_run), sizeof(vigil_session_options)};
+  for (size_t known : kSizes) {
+    if (size == known) return true;
+  }
+  return false;
+}
+
+Result<SessionConfig> ConfigFromOptions(const vigil_session_options* caller) {
   SessionConfig c;
-  if (!o) return c;
-  // Every field is read, so the caller's struct must be this library's
-  // (API version 1 has one layout; later versions read only what a caller's
-  // struct_size covers).
-  if (o->struct_size != sizeof(*o)) {
-    return InvalidInputError("vigil_session_options.struct_size is {}, this library knows {} bytes", o->struct_size,
-                             sizeof(*o))
+  if (!caller) return c;
+  if (!KnownOptionsSize(caller->struct_size)) {
+    return InvalidInputError("vigil_session_options.struct_size is {}, not the size of any version of the struct "
+                             "(this library's is {} bytes)",
+                             caller->struct_size, sizeof(*caller))
         .WithCause("the options were not set up with vigil_session_options_init")
         .WithFix("call vigil_session_options_init(&options) before setting fields");
   }
+  vigil_session_options full;
+  vigil_session_options_init(&full);
+  std::memcpy(&full, caller, caller->struct_size);
+  const vigil_session_options* o = &full;
   if (o->backend_count > 0 && !o->backends) return NullArgument("vigil_session_create", "options.backends");
   for (size_t i = 0; i < o->backend_count; ++i) {
     switch (o->backends[i]) {
@@ -52,6 +69,7 @@ Result<SessionConfig> ConfigFromOptions(const vigil_session_options* o) {
   c.enable_profiling = o->enable_profiling != 0;
   c.run_as_float16 = o->run_as_float16 != 0;
   c.allow_tf32x3 = o->allow_tf32x3 != 0;
+  c.measure_first_run = o->measure_first_run != 0;
   return c;
 }
 
@@ -226,6 +244,7 @@ void vigil_session_options_init(vigil_session_options* o) {
   o->layout = VIGIL_LAYOUT_AUTO;
   o->constant_folding = 1;
   o->allow_tf32x3 = 1;
+  o->measure_first_run = 1;
 }
 
 vigil_status* vigil_session_create(const char* model_path, const vigil_session_options* options,

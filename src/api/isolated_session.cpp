@@ -146,7 +146,8 @@ std::string EncodeConfig(const SessionConfig& c) {
                       {"enable_profiling", c.enable_profiling},
                       {"intra_op_num_threads", c.intra_op_num_threads},
                       {"run_as_float16", c.run_as_float16},
-                      {"allow_tf32x3", c.allow_tf32x3}};
+                      {"allow_tf32x3", c.allow_tf32x3},
+                      {"measure_first_run", c.measure_first_run}};
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -176,6 +177,7 @@ Result<SessionConfig> DecodeConfig(std::string_view text) {
     c.intra_op_num_threads = j.at("intra_op_num_threads").get<int>();
     c.run_as_float16 = j.at("run_as_float16").get<bool>();
     c.allow_tf32x3 = j.at("allow_tf32x3").get<bool>();
+    c.measure_first_run = j.at("measure_first_run").get<bool>();
   } catch (const nlohmann::json::exception& e) {
     return InvalidInputError("the isolated worker's --config is incomplete: {}", e.what());
   }

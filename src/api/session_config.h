@@ -39,6 +39,9 @@ struct SessionConfig {
   bool run_as_float16 = false;
   // Large float32 products as 3xTF32 where TF32 is off (vigil.h).
   bool allow_tf32x3 = true;
+  // Without tune, the operations whose library pick is often slow are
+  // measured on their first run (vigil.h).
+  bool measure_first_run = true;
 
   bool wants_cuda() const;
   bool cpu_fallback() const;

@@ -105,6 +105,7 @@ Result<backends::LoadedBackend> LoadCuda(const SessionConfig& config) {
   cuda.device = config.device_id;
   cuda.allow_tf32 = config.allow_tf32;
   cuda.allow_tf32x3 = config.allow_tf32x3;
+  cuda.measure_first_run = config.measure_first_run;
   cuda.deterministic = config.deterministic;
   cuda.tune = config.tune;
   cuda.tuning_cache = config.tuning_cache_file;

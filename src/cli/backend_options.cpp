@@ -71,6 +71,11 @@ void AddBackendOptions(CLI::App* sub, BackendChoice& c) {
                 "with --backend cuda: autotune: the first run of each convolution and matrix-product shape times up "
                 "to 8 cuDNN engines or cuBLASLt algorithms and keeps the fastest (slower first run; see "
                 "--tuning-cache)");
+  sub->add_flag("--no-measure-first-run", c.no_measure_first_run,
+                "with --backend cuda, without --tune: take cuDNN's and cuBLASLt's first pick for every operation, for "
+                "the fastest first result; by default the few whose pick is often slow (products of at least 2^31 "
+                "multiply-adds, memory-bound float32 convolutions without --tf32) time their candidates on their "
+                "first run and keep the fastest (up to about 0.3 s more on a large model's first run)");
   sub->add_option("--tuning-cache", c.tuning_cache,
                   "with --backend cuda: FILE of algorithm choices keyed by GPU, library versions, shape, dtype and "
                   "layout: used where it has one; with --tune new choices are appended (docs/tuning.md)");

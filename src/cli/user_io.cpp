@@ -20,6 +20,7 @@ vigil::SessionOptions ToSessionOptions(const BackendChoice& c) {
   o.allow_tf32 = c.tf32;
   o.run_as_float16 = c.fp16;
   o.allow_tf32x3 = !c.no_tf32x3;
+  o.measure_first_run = !c.no_measure_first_run;
   o.deterministic = c.deterministic;
   if (!c.gpu_mem_limit.empty()) ParseByteSize(c.gpu_mem_limit, &o.gpu_mem_limit);  // checked when parsed
   o.layout = c.layout == "nchw" ? vigil::Layout::kNchw : vigil::Layout::kAuto;

@@ -103,6 +103,8 @@ const std::vector<ParameterSpec>& ParameterSpecs() {
        [](const std::string& v, const std::string&, SessionSettings* s) { return ParseBool(v, &s->run_as_float16); }},
       {"allow_tf32x3", "true or false",
        [](const std::string& v, const std::string&, SessionSettings* s) { return ParseBool(v, &s->allow_tf32x3); }},
+      {"measure_first_run", "true or false",
+       [](const std::string& v, const std::string&, SessionSettings* s) { return ParseBool(v, &s->measure_first_run); }},
       {"deterministic", "true or false",
        [](const std::string& v, const std::string&, SessionSettings* s) { return ParseBool(v, &s->deterministic); }},
       {"cuda_graphs", "true or false",
@@ -542,6 +544,7 @@ void MakeSessionOptions(const SessionSettings& s, bool gpu, int device_id, Sessi
   o.allow_tf32 = s.allow_tf32;
   o.run_as_float16 = s.run_as_float16;
   o.allow_tf32x3 = s.allow_tf32x3;
+  o.measure_first_run = s.measure_first_run;
   o.deterministic = s.deterministic;
   o.gpu_mem_limit = s.gpu_mem_limit;
   o.layout = s.layout;

@@ -41,6 +41,7 @@ struct SessionSettings {
   bool allow_tf32 = false;
   bool run_as_float16 = false;  // a float32 model computed in float16
   bool allow_tf32x3 = true;     // large float32 products as 3xTF32 without TF32
+  bool measure_first_run = true;  // without tune, measure the slow-pick operations on first run
   bool deterministic = false;
   bool cuda_graphs = false;
   bool tune = false;

@@ -3,6 +3,7 @@
 // caller buffer goes through (seed 003's size, seed 000's dtype), options,
 // outputs into caller buffers, threads, and that no bad argument crashes.
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -206,6 +207,76 @@ TEST(CApi, Tf32x3IsOnByDefaultInBothInterfaces) {
   EXPECT_EQ(s, nullptr) << vigil_status_text(s);
   vigil_status_release(s);
   vigil_session_release(session);
+}
+
+// First-run measuring is on unless turned off, in C and in C++.
+TEST(CApi, MeasureFirstRunIsOnByDefaultInBothInterfaces) {
+  vigil_session_options o;
+  std::memset(&o, 0, sizeof o);
+  vigil_session_options_init(&o);
+  EXPECT_EQ(o.measure_first_run, 1);
+  vigil::SessionOptions cpp;
+  EXPECT_TRUE(cpp.measure_first_run);
+  EXPECT_EQ(vigil::CSessionOptions(cpp).get()->measure_first_run, 1);
+  cpp.measure_first_run = false;
+  EXPECT_EQ(vigil::CSessionOptions(cpp).get()->measure_first_run, 0);
+}
+
+// The first output of MobileNet from a session made with these options.
+std::vector<float> MobileNetOutput(const vigil_session_options& o) {
+  Loaded d = MobileNetData();
+  vigil_session* session = nullptr;
+  vigil_status* s = vigil_session_create(kMobileNet.c_str(), &o, &session);
+  EXPECT_EQ(s, nullptr) << vigil_status_text(s);
+  vigil_status_release(s);
+  if (!session) return {};
+  vigil_tensor in{};
+  vigil_value_as_tensor(d.input.get(), &in);
+  in.name = "input_0";
+  vigil_value* out = nullptr;
+  s = vigil_session_run(session, &in, 1, nullptr, 1, &out);
+  EXPECT_EQ(s, nullptr) << vigil_status_text(s);
+  vigil_status_release(s);
+  std::vector<float> values;
+  if (out) {
+    const float* p = static_cast<const float*>(vigil_value_data(out));
+    values.assign(p, p + vigil_value_byte_size(out) / sizeof(float));
+  }
+  vigil_value_release(out);
+  vigil_session_release(session);
+  return values;
+}
+
+// A caller built against an older vigil.h passes a shorter struct: the
+// library reads it up to its struct_size and gives later fields their
+// defaults, never the bytes that follow the caller's struct. Seen through
+// run_as_float16 (added after API version 2), which changes a CPU session's
+// outputs: set in the bytes past a version-2 struct_size, it is ignored.
+TEST(CApi, OlderOptionsStructsAreReadUpToTheirSize) {
+  vigil_session_options o;
+  vigil_session_options_init(&o);
+  const std::vector<float> plain = MobileNetOutput(o);
+  ASSERT_FALSE(plain.empty());
+
+  o.run_as_float16 = 1;
+  const std::vector<float> half = MobileNetOutput(o);
+  ASSERT_EQ(half.size(), plain.size());
+  EXPECT_NE(half, plain) << "run_as_float16 did not change the outputs, so this test shows nothing";
+
+  o.struct_size = offsetof(vigil_session_options, run_as_float16);  // API version 2, as first released
+  EXPECT_EQ(MobileNetOutput(o), plain);
+  o.struct_size = offsetof(vigil_session_options, measure_first_run);  // before API version 3
+  EXPECT_EQ(MobileNetOutput(o), half);
+
+  o.struct_size = offsetof(vigil_session_options, run_as_float16) + 1;  // no version had this size
+  vigil_session* session = nullptr;
+  vigil_status* s = vigil_session_create(kMobileNet.c_str(), &o, &session);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(vigil_status_code(s), VIGIL_ERROR_INVALID_INPUT);
+  EXPECT_NE(std::string(vigil_status_summary(s)).find("not the size of any version"), std::string::npos)
+      << vigil_status_summary(s);
+  vigil_status_release(s);
+  EXPECT_EQ(session, nullptr);
 }
 
 TEST(CApi, ThreadCountsGiveTheSameOutputs) {

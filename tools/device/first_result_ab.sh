@@ -3,7 +3,8 @@
 # steady p50 under several developer switches, in fresh processes, in one
 # call on one GPU.
 #   tools/device/first_result_ab.sh DEVBUILD OUT "ENV=V ENV2=V2 ..." CASES
-# Each variant of the third argument is one ENV=VALUE ("X=1": none); each
+# Each variant of the third argument is one ENV=VALUE ("X=1": none) or one
+# CLI flag (--no-measure-first-run); each
 # case of CASES is MODEL:DTYPE:BATCH. Models as bench/export_models.py
 # exports them (BERT is not handled: CNNs and ViT). Every (case, variant)
 # runs twice, the variants alternating, so that drift and cold caches show.
@@ -24,7 +25,8 @@ done
 fields() { python3 -c "
 import json,sys
 try:
-    j=json.load(sys.stdin); print(f\"{j['time_to_first_result_ms']:.0f} ({j['load_ms']:.0f}+{j['first_run_ms']:.0f}) p50 {j['p50_ms']:.3f}\")
+    j=json.load(sys.stdin); notes='; '.join(n[16:120] for n in j.get('backend_notes', []) if 'first runs' in n)
+    print(f\"{j['time_to_first_result_ms']:.0f} ({j['load_ms']:.0f}+{j['first_run_ms']:.0f}) p50 {j['p50_ms']:.3f} {notes}\")
 except Exception as e: print('error')"; }
 {
 echo "| case | variant | run 1: first result (load+first run) ms, p50 ms | run 2 |"
@@ -34,7 +36,8 @@ for c in $cases; do
   declare -A r=()
   for i in 1 2; do
     for v in $variants; do
-      r["$v.$i"]=$(env "$v" "$b/vigil" bench /tmp/peer/${m}_$d.onnx --backend cuda --no-fallback --dim N=$n \
+      if [[ $v == --* ]]; then e=X=1 flag=$v; else e=$v flag=--no-fallback; fi
+      r["$v.$i"]=$(env "$e" "$b/vigil" bench /tmp/peer/${m}_$d.onnx --backend cuda --no-fallback $flag --dim N=$n \
         --inputs-on-device --outputs-on-device --warmup 10 --iters 50 --no-precision-hint --json 2>/dev/null | fields)
     done
   done

@@ -149,10 +149,10 @@ size_t AlignUp(size_t n) { return (n + 255) / 256 * 256; }
 // Whether this convolution times cuDNN's candidate engines on its first run
 // without --tune, keeping the fastest for the session and recording nothing:
 // large memory-bound exact float32 ones (conv_measure_rule.h); the fused
-// epilogue is then a candidate too. VIGIL_MEASURE_CONVS=0 turns it off, to
-// measure what it brings.
+// epilogue is then a candidate too. The session option measure_first_run
+// turns it off; so does VIGIL_MEASURE_CONVS=0, to measure what it brings.
 bool MeasuredUntuned(const ConvShape& s, ir::DataType dtype, const CudaOptions& o) {
-  if (dtype != ir::DataType::kFloat32 || o.allow_tf32 || o.deterministic) return false;
+  if (dtype != ir::DataType::kFloat32 || o.allow_tf32 || o.deterministic || !o.measure_first_run) return false;
   return MemoryBoundLargeConv(s.x, s.w, s.y, s.strides) && DevSwitchOn("VIGIL_MEASURE_CONVS");
 }
 

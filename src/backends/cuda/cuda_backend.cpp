@@ -91,8 +91,10 @@ class CudaBackend final : public runtime::Backend {
 
   // What the backend did that a user may want to know (the tuning cache).
   std::vector<std::string> Notes() const override {
-    if (!tuning_cache_) return {};
-    return {tuning_cache_->Summary()};
+    std::vector<std::string> notes;
+    if (tuning_cache_) notes.push_back(tuning_cache_->Summary());
+    if (std::string measured = first_run_measures_.Summary(); !measured.empty()) notes.push_back(std::move(measured));
+    return notes;
   }
 
   std::string_view name() const override { return "cuda"; }
@@ -338,7 +340,7 @@ class CudaBackend final : public runtime::Backend {
     }
     VIGIL_CUDNN_CALL(cudnnSetStream(c->cudnn, c->stream));
     VIGIL_CUBLAS_CALL(cublasLtCreate(&c->lt));
-    c->tuning = TuningPolicy{tuning_cache_.get(), options_.tune};
+    c->tuning = TuningPolicy{tuning_cache_.get(), options_.tune, &first_run_measures_};
     StreamContext* raw = c.get();
     contexts_.emplace(id, std::move(c));
     return raw;
@@ -377,6 +379,7 @@ class CudaBackend final : public runtime::Backend {
   CudaOptions options_;
   bool sync_each_node_;
   std::unique_ptr<TuningCache> tuning_cache_;  // before contexts_: their policies point to it
+  mutable FirstRunMeasures first_run_measures_;  // so do they to this
   // Host buffers for inputs and outputs; shared with the tensors it gives out.
   std::shared_ptr<PinnedPool> pinned_ = PinnedPool::Create();
   mutable std::mutex mutex_;

@@ -41,6 +41,9 @@ struct CudaOptions {
   bool deterministic = false;  // exclude non-deterministic algorithms
   uint64_t memory_limit = 0;   // bytes a run may use on the device (0: what is free)
   bool tune = false;           // measure candidate algorithms of problems not in the tuning cache
+  // Without tune, measure on first use the products and convolutions whose
+  // library pick is often slow (WorthMeasuring, MeasuredUntuned).
+  bool measure_first_run = true;
   std::string tuning_cache;    // recorded choices (read; appended to when tuning); empty: none
   bool sync_each_node = false; // synchronise after every node (profiling; VIGIL_CUDA_SYNC=1 also does)
 };

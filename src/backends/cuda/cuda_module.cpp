@@ -65,6 +65,7 @@ int Create(const VigilBackendOptions* options, void** backend, void** status) {
     if (options->tuning_cache) o.tuning_cache = options->tuning_cache;
     o.sync_each_node = options->sync_each_node != 0;
     o.allow_tf32x3 = options->allow_tf32x3 != 0;
+    o.measure_first_run = options->measure_first_run != 0;
   }
   auto created = vigil::cuda::CreateCudaBackend(o);
   if (!created.ok()) {

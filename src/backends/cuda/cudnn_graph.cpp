@@ -465,7 +465,11 @@ Result<CudnnPlan> BuildCudnnPlan(cudnnHandle_t handle, std::vector<CudnnDescript
     size_t pick = 0;
     if (measure) {
       VIGIL_ASSIGN_OR_RETURN(pick, MeasureCandidates(plans, *tuning, record));
-      if (record) record->AddTuningTime(SecondsSince(start));
+      if (record) {
+        record->AddTuningTime(SecondsSince(start));
+      } else if (tuning->policy.first_run) {
+        tuning->policy.first_run->Add(FirstRunMeasures::Kind::kConvolution, SecondsSince(start));
+      }
     }
     return finish(std::move(plans[pick]));
   }

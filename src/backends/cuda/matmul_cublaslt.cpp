@@ -214,7 +214,12 @@ Status MeasureAlgos(CudaKernelContext& ctx, LtPlan& plan, bool bias_epilogue, bo
   }
   plan.algo = candidates[best].algo;
   plan.workspace = candidates[best].workspaceSize;
-  if (!cache) return Status::Ok();
+  if (!cache) {
+    if (FirstRunMeasures* counted = ctx.stream_context().tuning.first_run) {
+      counted->Add(FirstRunMeasures::Kind::kProduct, SecondsSince(start));
+    }
+    return Status::Ok();
+  }
   if (best_us >= 0) cache->Record(problem, AlgoText(plan.algo), best_us, first_us < 0 ? best_us : first_us);
   cache->AddTuningTime(SecondsSince(start));
   return Status::Ok();
@@ -227,12 +232,13 @@ Status MeasureAlgos(CudaKernelContext& ctx, LtPlan& plan, bool bias_epilogue, bo
 // GELU epilogue (ViT-B/16's MLP at batch 64): the first of 8 candidates
 // 123 us, the fastest 96 us. Products of at least 2^31 multiply-adds:
 // transformer layers at batch 64, not at batch 1. Not with `deterministic`
-// (the choice may differ from one session to the next), and
-// VIGIL_MEASURE_PRODUCTS=0 keeps the first pick (before/after measurements).
+// (the choice may differ from one session to the next), nor without the
+// session option measure_first_run; VIGIL_MEASURE_PRODUCTS=0 keeps the first
+// pick too (before/after measurements).
 constexpr double kMinMeasuredMacs = double(int64_t{1} << 31);
 
 bool WorthMeasuring(const ProductShape& s, ir::DataType dtype, const CudaOptions& options) {
-  if (dtype == ir::DataType::kInt8 || options.deterministic) return false;
+  if (dtype == ir::DataType::kInt8 || options.deterministic || !options.measure_first_run) return false;
   const double m = double(s.d.cols), n = double(s.d.rows);
   const double k = double(s.op_x == CUBLAS_OP_N ? s.x.cols : s.x.rows);
   return m * n * k * double(s.batch) >= kMinMeasuredMacs && DevSwitchOn("VIGIL_MEASURE_PRODUCTS");

@@ -5,6 +5,8 @@
 #include <memory>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "backends/cuda/cuda_check.h"
 
 namespace vigil::cuda {
@@ -66,6 +68,21 @@ Result<bool> StreamRecording(cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   VIGIL_CUDA_CALL(cudaStreamIsCapturing(stream, &status));
   return status != cudaStreamCaptureStatusNone;
+}
+
+void FirstRunMeasures::Add(Kind kind, double seconds) {
+  (kind == Kind::kConvolution ? convolutions_ : products_).fetch_add(1, std::memory_order_relaxed);
+  microseconds_.fetch_add(static_cast<int64_t>(seconds * 1e6), std::memory_order_relaxed);
+}
+
+std::string FirstRunMeasures::Summary() const {
+  const int64_t convolutions = convolutions_.load(std::memory_order_relaxed);
+  const int64_t products = products_.load(std::memory_order_relaxed);
+  if (convolutions == 0 && products == 0) return "";
+  return fmt::format("first runs measured the candidates of {} convolution(s) and {} matrix product(s) whose "
+                     "library pick is often slow ({:.2f} s, kept for the session); --no-measure-first-run "
+                     "(measure_first_run = 0) takes the libraries' first picks instead, for a faster first result",
+                     convolutions, products, static_cast<double>(microseconds_.load(std::memory_order_relaxed)) / 1e6);
 }
 
 }  // namespace vigil::cuda

@@ -5,7 +5,9 @@
 // The choices go into the session's TuningCache (tuning_cache.h).
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -17,6 +19,24 @@ namespace vigil::cuda {
 
 class TuningCache;
 
+// What first runs measured without autotuning (the session option
+// measure_first_run: the products and convolutions whose library pick is
+// often slow), counted over every thread of the backend and said in its
+// notes, so that a user who sees a slow first result learns why and how to
+// skip it.
+class FirstRunMeasures {
+ public:
+  enum class Kind { kConvolution, kProduct };
+  void Add(Kind kind, double seconds);
+  // "" when nothing was measured.
+  std::string Summary() const;
+
+ private:
+  std::atomic<int64_t> convolutions_{0};
+  std::atomic<int64_t> products_{0};
+  std::atomic<int64_t> microseconds_{0};
+};
+
 // How a kernel picks an algorithm for its problem: `cache` null means the
 // libraries' heuristics decide (their first pick); otherwise a recorded
 // choice is used when there is one, and with `measure` the candidates of a
@@ -24,6 +44,7 @@ class TuningCache;
 struct TuningPolicy {
   TuningCache* cache = nullptr;
   bool measure = false;
+  FirstRunMeasures* first_run = nullptr;  // counts measuring done without `measure` (null: not counted)
 };
 
 // Candidates measured per problem (the heuristics' best first).

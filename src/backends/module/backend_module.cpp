@@ -127,7 +127,8 @@ Result<LoadedBackend> LoadCudaBackend(const CudaBackendOptions& options) {
                         options.tuning_cache.empty() ? nullptr : options.tuning_cache.c_str(),
                         options.sync_each_node ? 1 : 0,
                         doctor::CxxRuntimeMarker(),
-                        options.allow_tf32x3 ? 1 : 0};
+                        options.allow_tf32x3 ? 1 : 0,
+                        options.measure_first_run ? 1 : 0};
   void* backend = nullptr;
   void* status = nullptr;
   if (entry->create(&c, &backend, &status) != 0 || !backend) {

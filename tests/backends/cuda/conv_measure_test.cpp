@@ -99,5 +99,45 @@ TEST(CudaConvMeasure, MemoryBoundExactFloat32ConvolutionsMatchTheCpu) {
                 "Relu");
 }
 
+// The session option measure_first_run (on by default) decides whether such
+// a convolution is measured, and the backend's notes say what was: one
+// convolution on a fresh backend with it on, nothing with it off. Both match
+// the CPU.
+TEST(CudaConvMeasure, TheOptionDecidesAndTheBackendSaysWhatWasMeasured) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  runtime::Tensor x = RandomTensor(kF32, {4, 128, 128, 64}, 21), w = RandomTensor(kF32, {64, 1, 1, 64}, 22);
+  runtime::Tensor b = RandomTensor(kF32, {64}, 23);
+  ASSERT_TRUE(MemoryBoundLargeConv({4, 64, 128, 128}, {64, 64, 1, 1}, {4, 64, 128, 128}, {1, 1}));
+  ir::Model m = ConvNhwcModel(x, w, &b, {StringAttr("activation", "Relu")});
+  auto want = RunWithLayout(m, {cpu::MakeCpuBackend()}, x);
+  ASSERT_EQ(want.size(), 1u);
+  for (bool measure : {true, false}) {
+    SCOPED_TRACE(measure ? "measure_first_run on" : "measure_first_run off");
+    backends::CudaBackendOptions o;
+    o.measure_first_run = measure;
+    auto loaded = backends::LoadCudaBackend(o);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    std::vector<std::string> placement;
+    auto got = RunWithLayout(m, {loaded->backend, cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kAsModel,
+                             &placement);
+    ASSERT_EQ(placement.size(), 1u);
+    EXPECT_EQ(placement[0], "ConvNhwc 'conv_nhwc' on cuda");
+    ASSERT_EQ(got.size(), 1u);
+    runtime::TensorComparison cmp = runtime::CompareTensors(want[0].tensor, got[0].tensor, 1e300, 1e300);
+    EXPECT_EQ(cmp.nan_mismatches, 0u) << cmp.Describe();
+    EXPECT_LE(cmp.rel_l2_error, ConvTolerance(kF32)) << cmp.Describe();
+    const std::vector<std::string> notes = loaded->backend->Notes();
+    if (measure) {
+      ASSERT_EQ(notes.size(), 1u);
+      EXPECT_NE(notes[0].find("measured the candidates of 1 convolution(s) and 0 matrix product(s)"),
+                std::string::npos)
+          << notes[0];
+      EXPECT_NE(notes[0].find("--no-measure-first-run"), std::string::npos) << notes[0];
+    } else {
+      EXPECT_TRUE(notes.empty()) << notes[0];
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vigil::cuda::testing

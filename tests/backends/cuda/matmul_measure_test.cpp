@@ -95,5 +95,35 @@ TEST(CudaMatMulMeasure, LargeProductsMeasureTheirAlgorithmAndStayExact) {
   }
 }
 
+// With the session option measure_first_run off, the same product keeps the
+// heuristics' pick, and the backend's notes say nothing was measured; on (a
+// fresh backend), they count the one product.
+TEST(CudaMatMulMeasure, TheOptionDecidesAndTheBackendSaysWhatWasMeasured) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  const float range = 1.7f / std::sqrt(static_cast<float>(kK));
+  runtime::Tensor a = RandomTensor(DataType::kFloat16, {kM, kK}, 9200, -1.7f, 1.7f);
+  runtime::Tensor w = RandomTensor(DataType::kFloat16, {kK, kN}, 9201, -range, range);
+  runtime::Tensor b = RandomTensor(DataType::kFloat16, {kN}, 9202, -0.5f, 0.5f);
+  for (bool measure : {true, false}) {
+    SCOPED_TRACE(measure ? "measure_first_run on" : "measure_first_run off");
+    backends::CudaBackendOptions o;
+    o.measure_first_run = measure;
+    auto loaded = backends::LoadCudaBackend(o);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    auto y = RunNodeFromHost(*loaded->backend, Product(false), 1, {&a, &w, &b});
+    ASSERT_TRUE(y.ok()) << y.status().ToString();
+    uint64_t bad = 0;
+    EXPECT_LE(SampledError(*y, a, w, b, false, &bad), 2e-3);
+    EXPECT_EQ(bad, 0u);
+    const std::vector<std::string> notes = loaded->backend->Notes();
+    if (measure) {
+      ASSERT_EQ(notes.size(), 1u);
+      EXPECT_NE(notes[0].find("0 convolution(s) and 1 matrix product(s)"), std::string::npos) << notes[0];
+    } else {
+      EXPECT_TRUE(notes.empty()) << notes[0];
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vigil::cuda
