@@ -1,11 +1,13 @@
 // Schemas and shape inference of the convolution and pooling ops: Conv,
 // ConvTranspose, DeformConv, CausalConvWithState, MaxPool, AveragePool,
-// LpPool, their Global variants and MaxUnpool. The window arithmetic lives in conv_geometry.cpp, shared with the
+// LpPool, their Global variants and MaxUnpool, and vigil's FusedConv. The window arithmetic lives in conv_geometry.cpp, shared with the
 // kernels.
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "ir/fuse_conv_epilogue.h"
+#include "ir/layout_nhwc.h"  // kVigilDomain, kConvNhwcRelu, kConvNhwcRelu6
 #include "ops/attributes.h"
 #include "ops/conv_geometry.h"
 #include "ops/linear_shapes.h"
@@ -126,6 +128,35 @@ Status InferConvShape(InferenceContext& ctx, const ConvOperands& operands, ir::D
 }
 
 Status InferConv(InferenceContext& ctx) { return InferConvShape(ctx, {}, ir::DataType::kUndefined); }
+
+// ai.vigil.FusedConv (ir/fuse_conv_epilogue.h): Conv's output; Z (input 3)
+// of exactly that type; `activation` '', 'Relu' or 'Relu6'.
+Status InferFusedConv(InferenceContext& ctx) {
+  VIGIL_RETURN_IF_ERROR(InferConvShape(ctx, {}, ir::DataType::kUndefined));
+  VIGIL_ASSIGN_OR_RETURN(std::string act, StringAttr(ctx.node(), "activation", ""));
+  if (!act.empty() && act != ir::kConvNhwcRelu && act != ir::kConvNhwcRelu6) {
+    return ctx.Fail("activation is '{}', expected '', 'Relu' or 'Relu6'", act);
+  }
+  const ir::TypeInfo* z = ctx.has_input(3) ? ctx.input_type(3) : nullptr;
+  const ir::TypeInfo* y = ctx.outputs().empty() ? nullptr : &ctx.outputs()[0];
+  if (!IsTensorType(z) || !IsTensorType(y)) return Status::Ok();
+  if (z->elem_type != y->elem_type) {
+    return ctx.Fail("input 3 (Z) has dtype {}, the convolution's result {}; they must match",
+                    ir::DataTypeName(z->elem_type), ir::DataTypeName(y->elem_type));
+  }
+  if (!HasRank(z) || !HasRank(y)) return Status::Ok();
+  const auto& zd = z->shape.dims;
+  const auto& yd = y->shape.dims;
+  bool same = zd.size() == yd.size();
+  for (size_t i = 0; same && i < zd.size(); ++i) {
+    same = !zd[i].is_known() || !yd[i].is_known() || *zd[i].value == *yd[i].value;
+  }
+  if (!same) {
+    return ctx.Fail("input 3 (Z) has shape {}, it must be the convolution's result's, {} (no broadcasting)",
+                    ir::ShapeToString(z->shape), ir::ShapeToString(y->shape));
+  }
+  return Status::Ok();
+}
 
 // DeformConv: Conv's output shape (its window attributes, no auto_pad);
 // input 2 (offset) holds offset_group * prod(kernel) * spatial-rank channels
@@ -401,6 +432,7 @@ Status InferCausalConvWithState(InferenceContext& ctx) {
 
 const OpSchema kConvPoolSchemas[] = {
     {"", "Conv", 1, kLatest, 2, 3, 1, 1, InferConv},
+    {ir::kVigilDomain, ir::kFusedConvOp, 1, kLatest, 2, 4, 1, 1, InferFusedConv},
     {"", "ConvTranspose", 1, kLatest, 2, 3, 1, 1, InferConvTranspose},
     {"", "DeformConv", 19, kLatest, 3, 5, 1, 1, InferDeformConv},
     {"", "CausalConvWithState", 27, kLatest, 2, 4, 1, 2, InferCausalConvWithState},

@@ -15,6 +15,7 @@
 #include "base/dev_switch.h"
 #include "ir/attention_layout.h"
 #include "ir/fuse_attention.h"
+#include "ir/fuse_conv_epilogue.h"
 #include "ir/expand_flex_attention.h"
 #include "ir/fuse_gelu.h"
 #include "ir/fuse_hardswish.h"
@@ -347,6 +348,26 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
     VIGIL_ASSIGN_OR_RETURN(inferred, InferGraph(state->model, relaid_order, {}, folding));
     state->model = ApplyFolding(state->model, inferred);
     AlignInitializers(state->model.graph);
+  }
+  // A convolution the layout pass left in the model's layout (NCHW: 1D and
+  // 3D ones, float32 where channels-last is not chosen, --layout nchw) takes
+  // its residual Add and its Relu or Clip(0, 6) into one ai.vigil.FusedConv
+  // where the device runs it (ir/fuse_conv_epilogue.h): one pass over its
+  // result instead of three. VIGIL_FUSE_CONV_EPILOGUE=0 keeps them apart,
+  // for before/after measurements. The fused node writes the value it
+  // replaces, whose inferred type stays valid.
+  if (state->options.backends[0]->device() != Device::kHost && DevSwitchOn("VIGIL_FUSE_CONV_EPILOGUE")) {
+    const Backend& device = *state->options.backends[0];
+    auto device_takes = [&](const ir::Node& fused) {
+      NodeTypes types;
+      for (const std::string& in : fused.inputs) {
+        auto it = inferred.types.find(in);
+        types.inputs.push_back(in.empty() || it == inferred.types.end() ? nullptr : &it->second);
+      }
+      return device.SupportsTyped(fused, ir::kVigilOpsetVersion, types, nullptr);
+    };
+    VIGIL_ASSIGN_OR_RETURN(size_t fused_convs, ir::FuseConvEpilogue(state->model, inferred.types, device_takes));
+    static_cast<void>(fused_convs);
   }
   if (state->options.fuse_activations) {
     // After the layout pass, which moves transposes through the chains; the

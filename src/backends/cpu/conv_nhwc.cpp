@@ -1,4 +1,6 @@
-// ai.vigil.ConvNhwc on the CPU (the op is described in ir/layout_nhwc.h):
+// ai.vigil.ConvNhwc on the CPU (the op is described in ir/layout_nhwc.h),
+// and at the end ai.vigil.FusedConv (ir/fuse_conv_epilogue.h), its NCHW
+// sibling, which shares the epilogue:
 // the reference for the CUDA kernel, the fallback where a device cannot run
 // a node, and, for float32 with oneDNN loaded, the CPU's own channels-last
 // convolution (fast::ConvDnnl, with its epilogue fused), which the
@@ -187,6 +189,22 @@ Status ConvNhwcKernel(KernelContext& ctx) {
   std::vector<int64_t> shape{y_nchw.dim(0), y_nchw.dim(2), y_nchw.dim(3), y_nchw.dim(1)};
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, y_nchw.dtype(), std::move(shape)));
   VIGIL_RETURN_IF_ERROR(Permute4D(ctx, y_nchw, ir::kToNhwc, *y));
+  const runtime::Tensor* z = ctx.input(3);
+  if (z || !activation.empty()) VIGIL_RETURN_IF_ERROR(ApplyEpilogue(ctx, *y, z, activation));
+  return Status::Ok();
+}
+
+// ai.vigil.FusedConv (ir/fuse_conv_epilogue.h): the ONNX Conv kernel on
+// the node as it is (it reads X, W and B), then Z added and the activation
+// applied, each rounded to Y's dtype as the separate ONNX ops would.
+Status FusedConvKernel(KernelContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(std::string activation, ops::StringAttr(ctx.node(), "activation", ""));
+  if (!activation.empty() && activation != ir::kConvNhwcRelu && activation != ir::kConvNhwcRelu6) {
+    return AttributeError(ctx, "activation is '{}', expected '', 'Relu' or 'Relu6'", activation);
+  }
+  VIGIL_RETURN_IF_ERROR(ConvKernel(ctx));
+  runtime::Tensor* y = ctx.produced_output(0);
+  if (!y) return InternalError("{}: FusedConv has no output", ops::NodeLabel(ctx.node()));
   const runtime::Tensor* z = ctx.input(3);
   if (z || !activation.empty()) VIGIL_RETURN_IF_ERROR(ApplyEpilogue(ctx, *y, z, activation));
   return Status::Ok();

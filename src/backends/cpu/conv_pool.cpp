@@ -20,6 +20,7 @@ std::span<const KernelDef> ConvPoolKernels() {
       {"", "GlobalLpPool", 1, kLatest, GlobalLpPoolKernel},
       {"", "MaxUnpool", 9, kLatest, MaxUnpoolKernel},
       {"ai.vigil", "ConvNhwc", 1, kLatest, ConvNhwcKernel},  // conv_nhwc.cpp
+      {"ai.vigil", "FusedConv", 1, kLatest, FusedConvKernel},  // conv_nhwc.cpp
       {"ai.vigil", "MaxPoolNhwc", 1, kLatest, MaxPoolNhwcKernel},  // pool_nhwc.cpp
       {"ai.vigil", "AveragePoolNhwc", 1, kLatest, AveragePoolNhwcKernel},
       {"ai.vigil", "GlobalAveragePoolNhwc", 1, kLatest, GlobalAveragePoolNhwcKernel},

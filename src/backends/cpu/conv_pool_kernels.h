@@ -54,6 +54,7 @@ Status DeformConvKernel(KernelContext& ctx);  // deform_conv.cpp
 Status CausalConvWithStateKernel(KernelContext& ctx);  // causal_conv.cpp
 // ai.vigil.ConvNhwc (conv_nhwc.cpp): Conv on channels-last tensors.
 Status ConvNhwcKernel(KernelContext& ctx);
+Status FusedConvKernel(KernelContext& ctx);  // ai.vigil.FusedConv, conv_nhwc.cpp
 Status MaxPoolKernel(KernelContext& ctx);
 Status AveragePoolKernel(KernelContext& ctx);
 Status LpPoolKernel(KernelContext& ctx);

@@ -47,6 +47,10 @@ class KernelContext {
   // Sets output i to an existing tensor (e.g. Identity, Reshape: a view that
   // shares the input's storage). The data must not be modified afterwards.
   Status SetOutput(size_t i, runtime::Tensor tensor);
+  // Output i as Output or SetOutput left it, for a kernel that runs another
+  // kernel on its context and then works on the result (FusedConv); an
+  // empty tensor before either.
+  runtime::Tensor* produced_output(size_t i) { return i < outputs_.size() ? &outputs_[i] : nullptr; }
 
   // InvalidModel/InvalidInput/Unsupported errors naming the node.
   template <typename... Args>

@@ -145,6 +145,7 @@ const KernelTypeConstraints kDeclarations[] = {
     {"", "GlobalLpPool", 1, kLatest, {{"T", In(0), kFloats}}},
     {"", "MaxUnpool", 9, kLatest, {{"T1", In(0), kFloats}, {"T2", In(1, 2), kInt64}}},
     {ir::kVigilDomain, "ConvNhwc", 1, kLatest, {{"T", In(0, 1, 2, 3), kFloats}}},
+    {ir::kVigilDomain, "FusedConv", 1, kLatest, {{"T", In(0, 1, 2, 3), kFloats}}},
     {ir::kVigilDomain, "QConv", 1, kLatest, {{"T", In(0, 1), Bit(D::kInt8)}, {"S", In(2, 3), Bit(D::kFloat32)}}},
     {ir::kVigilDomain, "QConvNhwc", 1, kLatest, {{"T", In(0, 1), Bit(D::kInt8)}, {"S", In(2, 3), Bit(D::kFloat32)}}},
     {ir::kVigilDomain, "QAdd", 1, kLatest, {{"T", In(0, 2), Bit(D::kInt8)}, {"S", In(1, 3, 4), Bit(D::kFloat32)}}},

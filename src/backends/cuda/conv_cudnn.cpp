@@ -19,6 +19,7 @@
 #include "backends/cuda/epilogue.h"
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/cudnn_graph.h"
+#include "ir/fuse_conv_epilogue.h"
 #include "ir/layout_nhwc.h"
 #include "ops/conv_geometry.h"
 #include "ops/shape_helpers.h"
@@ -251,7 +252,10 @@ Result<const CudnnPlan*> ConvPlan(CudaKernelContext& ctx, const ConvShape& s, ir
   return raw;
 }
 
-Status RunConv(CudaKernelContext& ctx, bool transpose) {
+// Conv or ConvTranspose through cuDNN in the model's layout, then the bias,
+// the residual `z` (FusedConv's input 3) and `act` in one pass.
+Status RunConv(CudaKernelContext& ctx, bool transpose, const runtime::Tensor* z = nullptr,
+               NhwcActivation act = NhwcActivation::kNone) {
   const runtime::Tensor& x = *ctx.input(0);
   const runtime::Tensor& w = *ctx.input(1);
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0));
@@ -265,13 +269,11 @@ Status RunConv(CudaKernelContext& ctx, bool transpose) {
   VIGIL_ASSIGN_OR_RETURN(const CudnnPlan* plan, ConvPlan(ctx, s, x.dtype(), transpose, {}, &operands));
   VIGIL_ASSIGN_OR_RETURN(void* workspace, ctx.stream_context().Workspace(static_cast<size_t>(plan->workspace_bytes)));
   VIGIL_RETURN_IF_ERROR(ExecuteCudnnPlan(ctx.stream_context().cudnn, *plan, operands.uids, operands.ptrs, workspace));
-  if (const runtime::Tensor* b = ctx.input(2)) {
-    int64_t spatial = 1;
-    for (size_t i = 2; i < y->rank(); ++i) spatial *= y->dim(i);
-    VIGIL_RETURN_IF_ERROR(LaunchChannelBiasAdd(y->raw_data(), b->raw_data(), y->dtype(), y->dim(0), y->dim(1),
-                                               spatial, ctx.stream()));
-  }
-  return Status::Ok();
+  int64_t spatial = 1;
+  for (size_t i = 2; i < y->rank(); ++i) spatial *= y->dim(i);
+  const runtime::Tensor* b = ctx.input(2);
+  return LaunchChannelEpilogue(y->raw_data(), b ? b->raw_data() : nullptr, z ? z->raw_data() : nullptr, y->dtype(),
+                               y->dim(0), y->dim(1), spatial, act, ctx.stream());
 }
 
 // The NHWC plan (with `epilogue` fused), or null when cuDNN cannot build it
@@ -317,7 +319,7 @@ Result<NhwcActivation> ActivationOf(const ir::Node& node, std::string_view name 
   if (a.empty()) return NhwcActivation::kNone;
   if (a == ir::kConvNhwcRelu) return NhwcActivation::kRelu;
   if (a == ir::kConvNhwcRelu6) return NhwcActivation::kRelu6;
-  return UnsupportedError("ConvNhwc {} '{}'", name, a);
+  return UnsupportedError("{} {} '{}'", node.op_type, name, a);
 }
 
 Status ConvNhwc(CudaKernelContext& ctx) {
@@ -403,6 +405,21 @@ Status ConvNhwc(CudaKernelContext& ctx) {
 Status Conv(CudaKernelContext& ctx) { return RunConv(ctx, false); }
 Status ConvTranspose(CudaKernelContext& ctx) { return RunConv(ctx, true); }
 
+// ai.vigil.FusedConv (ir/fuse_conv_epilogue.h): Conv, then bias, Z and the
+// activation in one pass.
+Status FusedConv(CudaKernelContext& ctx) {
+  VIGIL_ASSIGN_OR_RETURN(NhwcActivation act, ActivationOf(ctx.node()));
+  const runtime::Tensor* z = ctx.input(3);
+  if (z) {
+    const std::vector<int64_t>* planned = ctx.PlannedDims(0);
+    if (z->dtype() != ctx.input(0)->dtype() || (planned && z->shape() != *planned)) {
+      return ctx.Fail("input 3 (Z) is {}, it must have the output's dtype and shape (no broadcasting)",
+                      z->Describe());
+    }
+  }
+  return RunConv(ctx, false, z, act);
+}
+
 bool ConvSupported(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
   if (!AllInputsFloat(node, types, why_not)) return false;
   const ir::TypeInfo* x = types.inputs.empty() ? nullptr : types.inputs[0];
@@ -446,6 +463,15 @@ bool ConvNhwcSupported(const ir::Node& node, const runtime::NodeTypes& types, st
   return true;
 }
 
+bool FusedConvSupported(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
+  if (!ConvSupported(node, types, why_not)) return false;
+  if (!ActivationOf(node).ok()) {
+    if (why_not) *why_not = "activation other than Relu and Relu6";
+    return false;
+  }
+  return true;
+}
+
 bool ConvTransposeSupported(const ir::Node& node, const runtime::NodeTypes& types, std::string* why_not) {
   if (!ConvSupported(node, types, why_not)) return false;
   if (ops::HasAttr(node, "output_shape")) {
@@ -461,6 +487,7 @@ std::span<const CudaKernelDef> ConvCudaKernels() {
   static const CudaKernelDef kDefs[] = {
       {"", "Conv", 1, kLatest, Conv, ConvSupported, 0},
       {"", "ConvTranspose", 1, kLatest, ConvTranspose, ConvTransposeSupported, 0},
+      {ir::kVigilDomain, ir::kFusedConvOp, 1, kLatest, FusedConv, FusedConvSupported, 0},
       {ir::kVigilDomain, ir::kConvNhwcOp, 1, kLatest, ConvNhwc, ConvNhwcSupported, 0},
   };
   return kDefs;

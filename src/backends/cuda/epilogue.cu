@@ -6,27 +6,40 @@
 namespace vigil::cuda {
 namespace {
 
+// Channels-first epilogue: y [N, C, spatial] = act(y + bias[c] + z), bias
+// and z each optional, in float32 (one rounding to T). act: 0 none, 1 Relu,
+// 2 Relu6 (NhwcActivation); NaN stays NaN.
 template <typename T>
-__global__ void ChannelBiasAdd(T* y, const T* bias, int64_t total, int64_t channels, int64_t spatial) {
+__device__ __forceinline__ void ChannelEpilogueAt(T* y, const T* bias, const T* z, int64_t i, int64_t c, int act) {
+  float v = ToFloat(y[i]);
+  if (bias) v += ToFloat(bias[c]);
+  if (z) v += ToFloat(z[i]);
+  if (act != 0) v = v < 0.f ? 0.f : v;
+  if (act == 2) v = v > 6.f ? 6.f : v;
+  y[i] = FromFloat<T>(v);
+}
+
+template <typename T>
+__global__ void ChannelEpilogue(T* y, const T* bias, const T* z, int64_t total, int64_t channels, int64_t spatial,
+                                int act) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    int64_t c = (i / spatial) % channels;
-    y[i] = FromFloat<T>(ToFloat(y[i]) + ToFloat(bias[c]));
+    ChannelEpilogueAt(y, bias, z, i, (i / spatial) % channels, act);
   }
 }
 
 // The same for tensors below 2^30 elements, the channel found with two
-// multiply-high divisions instead of two 64-bit divisions: those made this
-// pass 96 us a call against NhwcBiasActivation's 58, which does more
+// multiply-high divisions instead of two 64-bit divisions: those made the
+// bias pass 96 us a call against NhwcBiasActivation's 58, which does more
 // (ResNet-50 float32 at batch 64 on NCHW, bench/results/exact_conv_measure_h200.md).
 // On an H200, --layout nchw float32: ResNet-50 batch 64 21.96 -> 20.25 ms,
 // MobileNetV2 batch 64 6.62 -> 5.58 ms, batch 1 0.568 -> 0.531 ms
 // (tools/device/module_ab.sh).
 template <typename T>
-__global__ void ChannelBiasAdd32(T* y, const T* bias, uint32_t total, FastDivmod spatial, FastDivmod channels) {
+__global__ void ChannelEpilogue32(T* y, const T* bias, const T* z, uint32_t total, FastDivmod spatial,
+                                  FastDivmod channels, int act) {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-    const uint32_t c = channels.Mod(spatial.Div(i));
-    y[i] = FromFloat<T>(ToFloat(y[i]) + ToFloat(bias[c]));
+    ChannelEpilogueAt(y, bias, z, i, channels.Mod(spatial.Div(i)), act);
   }
 }
 
@@ -124,24 +137,27 @@ Status LaunchBroadcastCopy(void* dst, const void* src, ir::DataType dtype, const
   return Status::Ok();
 }
 
-Status LaunchChannelBiasAdd(void* y, const void* bias, ir::DataType dtype, int64_t batch, int64_t channels,
-                            int64_t spatial, cudaStream_t stream) {
-  int64_t total = batch * channels * spatial;
-  if (total == 0) return Status::Ok();
+Status LaunchChannelEpilogue(void* y, const void* bias, const void* z, ir::DataType dtype, int64_t batch,
+                             int64_t channels, int64_t spatial, NhwcActivation act, cudaStream_t stream) {
+  const int64_t total = batch * channels * spatial;
+  if (total == 0 || (!bias && !z && act == NhwcActivation::kNone)) return Status::Ok();
+  const int a = static_cast<int>(act);
   bool ok = DispatchFloat(dtype, [&](auto t) {
     using T = decltype(t);
+    T* yp = static_cast<T*>(y);
+    const T* bp = static_cast<const T*>(bias);
+    const T* zp = static_cast<const T*>(z);
     // The grid-stride index stays below total + grid size: within 2^31.
-    if (total < (int64_t{1} << 30) && channels > 0 && spatial > 0) {
-      ChannelBiasAdd32<T><<<BlocksFor(total), 256, 0, stream>>>(
-          static_cast<T*>(y), static_cast<const T*>(bias), static_cast<uint32_t>(total),
-          FastDivmod(static_cast<uint32_t>(spatial)), FastDivmod(static_cast<uint32_t>(channels)));
+    if (total < (int64_t{1} << 30)) {
+      ChannelEpilogue32<T><<<BlocksFor(total), 256, 0, stream>>>(
+          yp, bp, zp, static_cast<uint32_t>(total), FastDivmod(static_cast<uint32_t>(spatial)),
+          FastDivmod(static_cast<uint32_t>(channels)), a);
     } else {
-      ChannelBiasAdd<T><<<BlocksFor(total), 256, 0, stream>>>(static_cast<T*>(y), static_cast<const T*>(bias),
-                                                               total, channels, spatial);
+      ChannelEpilogue<T><<<BlocksFor(total), 256, 0, stream>>>(yp, bp, zp, total, channels, spatial, a);
     }
   });
-  if (!ok) return InternalError("channel bias: dtype {} is not a float dtype", ir::DataTypeName(dtype));
-  VIGIL_CHECK_LAUNCH("ChannelBiasAdd");
+  if (!ok) return InternalError("channel epilogue: dtype {} is not a float dtype", ir::DataTypeName(dtype));
+  VIGIL_CHECK_LAUNCH("ChannelEpilogue");
   return Status::Ok();
 }
 

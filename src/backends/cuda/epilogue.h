@@ -1,6 +1,6 @@
-// Small kernels that finish a library call (epilogue.cu): the channel bias
-// of Conv/ConvTranspose after cuDNN (NCHW, and NHWC with a fused residual
-// and activation), the
+// Small kernels that finish a library call (epilogue.cu): the channel bias,
+// residual and activation of Conv/ConvTranspose/FusedConv (NCHW) and
+// ConvNhwc after cuDNN, the
 // layout transposes of ConvNhwc's NCHW fallback, and Gemm's broadcast C
 // before cuBLASLt.
 #pragma once
@@ -15,11 +15,14 @@
 
 namespace vigil::cuda {
 
-Status LaunchChannelBiasAdd(void* y, const void* bias, ir::DataType dtype, int64_t batch, int64_t channels,
-                            int64_t spatial, cudaStream_t stream);
-
-// ConvNhwc's activations: none, max(v, 0), min(max(v, 0), 6).
+// ConvNhwc's and FusedConv's activations: none, max(v, 0), min(max(v, 0), 6).
 enum class NhwcActivation { kNone, kRelu, kRelu6 };
+
+// Channels-first epilogue of Conv, ConvTranspose and FusedConv: y is [batch,
+// channels, spatial]; y = act(y + bias[c] + z) with bias and z (y's shape)
+// each optional, in float32 and one pass (one rounding to the dtype).
+Status LaunchChannelEpilogue(void* y, const void* bias, const void* z, ir::DataType dtype, int64_t batch,
+                             int64_t channels, int64_t spatial, NhwcActivation act, cudaStream_t stream);
 
 // Channels-last epilogue of ConvNhwc: y is [rows, channels] (rows = N*H*W);
 // y = act(y + bias[c] + z) with bias and z (same shape as y) each optional,

@@ -4,7 +4,9 @@
 // activations (against ONNX Add, Relu and Clip run after the Conv), its
 // input_activation (against Relu/Clip run on X before), and its shape
 // inference and errors; and its optimised float32 path (oneDNN in NHWC, the
-// epilogue as post-ops) against that reference, NaN included.
+// epilogue as post-ops) against that reference, NaN included. Then
+// ai.vigil.FusedConv, its NCHW sibling of any rank, against the same
+// reference, on its reference and optimised paths.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,6 +20,7 @@
 #include "backends/cpu/fast/kernel_cache.h"
 #include "backends/cpu/float_kernel_test_util.h"
 #include "backends/cpu/kernel_test_util.h"
+#include "ir/fuse_conv_epilogue.h"
 #include "ir/layout_nhwc.h"
 
 namespace vigil::cpu {
@@ -327,6 +330,89 @@ TEST(ConvNhwc, RefusesBadOperandsAndAttributes) {
   EXPECT_EQ(out->at(0).shape.dims[0].param, "N");
   EXPECT_EQ(*out->at(0).shape.dims[1].value, 5);
   EXPECT_EQ(*out->at(0).shape.dims[3].value, 4);
+}
+
+// FusedConv on X [x] and W [w] (NCHW, any rank), with Z and `act` as
+// given, against ONNX Conv, Add, Relu/Clip run one after the other: bit for
+// bit on the reference path, within float32 rounding of the sums on the
+// optimised one (oneDNN where loaded).
+void CheckFused(const Shape& xs, const Shape& ws, std::vector<ir::Attribute> attrs, DataType dtype, bool bias,
+                bool residual, const std::string& act) {
+  SCOPED_TRACE(::testing::Message() << "x " << ::testing::PrintToString(xs) << " w " << ::testing::PrintToString(ws)
+                                    << " " << ir::DataTypeName(dtype) << " bias " << bias << " residual " << residual
+                                    << " act '" << act << "'");
+  runtime::Tensor x = MakeFloat(dtype, xs, RoundTo(dtype, Random(Product(xs), 11)));
+  runtime::Tensor w = MakeFloat(dtype, ws, RoundTo(dtype, Random(Product(ws), 12)));
+  runtime::Tensor b = MakeFloat(dtype, {ws[0]}, RoundTo(dtype, Random(ws[0], 13)));
+  auto conv = kt::RunKernel(kt::MakeNode("Conv", {"x", "w", "b"}, {"y"}, attrs), 17, {&x, &w, bias ? &b : nullptr},
+                            /*optimised=*/false);
+  ASSERT_TRUE(conv.ok()) << conv.status().ToString();
+  const Shape y_shape = (*conv)[0].shape();
+  std::vector<double> zv = Random(Product(y_shape), 14);
+  for (double& v : zv) v *= 4;  // some sums pass 6
+  runtime::Tensor z = MakeFloat(dtype, y_shape, RoundTo(dtype, zv));
+  const std::vector<double> expected = ReadFloat(Reference(std::move((*conv)[0]), residual ? &z : nullptr, act));
+
+  if (!act.empty()) attrs.push_back(kt::StringAttr("activation", act));
+  ir::Node fused = kt::MakeNode(ir::kFusedConvOp, {"x", "w", bias ? "b" : ""}, {"y"}, attrs);
+  fused.domain = ir::kVigilDomain;
+  if (residual) fused.inputs.push_back("z");
+  const std::vector<const runtime::Tensor*> inputs{&x, &w, bias ? &b : nullptr, residual ? &z : nullptr};
+  auto got = kt::RunKernel(fused, 1, inputs, /*optimised=*/false);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ((*got)[0].shape(), y_shape);
+  ExpectClose(ReadFloat((*got)[0]), expected, 0, 0);  // the same operations in the same order
+  auto fast = kt::RunKernel(fused, 1, inputs, /*optimised=*/true);
+  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+  int64_t terms = 1;
+  for (size_t i = 1; i < ws.size(); ++i) terms *= ws[i];
+  const double tol = dtype == DataType::kFloat32 ? 1e-5 : 0;  // other dtypes run the reference either way
+  ExpectClose(ReadFloat((*fast)[0]), expected, tol, tol * std::sqrt(static_cast<double>(terms)));
+
+  std::vector<ir::TypeInfo> types;
+  for (const runtime::Tensor* t : inputs) types.push_back(t ? ops::TensorType(dtype, t->shape()) : ir::TypeInfo{});
+  auto inferred = kt::InferNode(fused, 1, {&types[0], &types[1], bias ? &types[2] : nullptr,
+                                           residual ? &types[3] : nullptr});
+  ASSERT_TRUE(inferred.ok()) << inferred.status().ToString();
+  EXPECT_EQ(DimsOf((*inferred)[0]), DimsOf(ops::TensorType(dtype, y_shape)));
+}
+
+TEST(FusedConv, MatchesConvAddActivationOnOddSizes) {
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16}) {
+    // 2D, 13 -> 127 channels, padded; 1D 127 -> 13 strided; 3D; grouped.
+    CheckFused({2, 13, 9, 7}, {127, 13, 3, 3}, {kt::IntsAttr("pads", {1, 1, 1, 1})}, dtype, true, true, "Relu");
+    CheckFused({3, 127, 17}, {13, 127, 3}, {kt::IntsAttr("strides", {2})}, dtype, true, true, "Relu6");
+    CheckFused({1, 5, 6, 7, 5}, {13, 5, 3, 3, 3}, {}, dtype, false, true, "");
+    CheckFused({2, 12, 9, 11}, {18, 4, 3, 3}, {kt::IntAttr("group", 3)}, dtype, true, false, "Relu");
+  }
+}
+
+TEST(FusedConv, RefusesABadResidualOrActivation) {
+  runtime::Tensor x = MakeFloat(DataType::kFloat32, {1, 3, 5, 5}, Random(75, 1));
+  runtime::Tensor w = MakeFloat(DataType::kFloat32, {4, 3, 3, 3}, Random(108, 2));
+  runtime::Tensor z = MakeFloat(DataType::kFloat32, {1, 1, 3, 3}, Random(9, 3));  // Y is [1, 4, 3, 3]
+  ir::Node n = kt::MakeNode(ir::kFusedConvOp, {"x", "w", "", "z"}, {"y"});
+  n.domain = ir::kVigilDomain;
+  auto bad = kt::RunKernel(n, 1, {&x, &w, nullptr, &z});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().summary().find("Z"), std::string::npos) << bad.status().ToString();
+  ir::TypeInfo tx = Type(DataType::kFloat32, {K(1), K(3), K(5), K(5)});
+  ir::TypeInfo tw = Type(DataType::kFloat32, {K(4), K(3), K(3), K(3)});
+  ir::TypeInfo tz = Type(DataType::kFloat32, {K(1), K(1), K(3), K(3)});
+  auto inferred = kt::InferNode(n, 1, {&tx, &tw, nullptr, &tz});
+  ASSERT_FALSE(inferred.ok());
+  EXPECT_NE(inferred.status().summary().find("input 3 (Z)"), std::string::npos) << inferred.status().ToString();
+  ir::TypeInfo tz16 = Type(DataType::kFloat16, {K(1), K(4), K(3), K(3)});
+  EXPECT_FALSE(kt::InferNode(n, 1, {&tx, &tw, nullptr, &tz16}).ok());
+  ir::TypeInfo good = Type(DataType::kFloat32, {K(1), K(4), K(3), K(3)});
+  EXPECT_TRUE(kt::InferNode(n, 1, {&tx, &tw, nullptr, &good}).ok());
+
+  ir::Node tanh = kt::MakeNode(ir::kFusedConvOp, {"x", "w"}, {"y"}, {kt::StringAttr("activation", "Tanh")});
+  tanh.domain = ir::kVigilDomain;
+  auto refused = kt::RunKernel(tanh, 1, {&x, &w});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().summary().find("activation"), std::string::npos);
+  EXPECT_FALSE(kt::InferNode(tanh, 1, {&tx, &tw}).ok());
 }
 
 }  // namespace

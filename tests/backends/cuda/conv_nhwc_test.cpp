@@ -197,8 +197,18 @@ TEST(CudaConvNhwc, SessionLayoutPassMatchesTheCpu) {
     std::vector<std::string> as_model;
     auto nchw =
         RunWithLayout(m, {CudaBackendForTests(), cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kAsModel, &as_model);
-    for (const std::string& p : as_model) EXPECT_EQ(p.find("ConvNhwc"), std::string::npos) << p;
-    EXPECT_EQ(as_model.size(), m.graph.nodes.size());  // --layout nchw: nothing rewritten
+    // --layout nchw: no convolution moves; each stays a Conv, or a FusedConv
+    // with its Add and Relu (ir/fuse_conv_epilogue.h), on the GPU.
+    size_t nchw_convs = 0;
+    for (const std::string& p : as_model) {
+      EXPECT_EQ(p.find("ConvNhwc"), std::string::npos) << p;
+      EXPECT_EQ(p.find("Transpose"), std::string::npos) << p;
+      if (p.rfind("Conv ", 0) == 0 || p.rfind("FusedConv ", 0) == 0) {
+        ++nchw_convs;
+        EXPECT_NE(p.find(" on cuda"), std::string::npos) << p;
+      }
+    }
+    EXPECT_EQ(nchw_convs, 5u);
     ExpectClose(nchw, want, 1e-2, fmt::format("NCHW session, {}", ir::DataTypeName(t)));
   }
 }
