@@ -135,12 +135,17 @@ Result<AssembledSession> AssembleSession(ir::Model model, const SessionConfig& c
     options.backends.push_back(loaded.backend);
     options.no_fallback = !config.cpu_fallback();
     options.conv_layout = config.layout;
-    // float32 convolutions run channels-last too: cuDNN's TF32 tensor-core
-    // engines want NHWC as its float16 ones do, and on an H200 its exact
-    // float32 engines were faster NHWC as well (bench/results/
-    // issue19_h200_tf32_nhwc_bert.md). VIGIL_NHWC_FLOAT32=0 keeps float32
-    // NCHW, to measure the difference.
-    options.nhwc_float32 = DevSwitchOn("VIGIL_NHWC_FLOAT32");
+    // float32 convolutions run channels-last with TF32: cuDNN's TF32
+    // tensor-core engines want NHWC as its float16 ones do (bench/results/
+    // issue19_h200_tf32_nhwc_bert.md). Without TF32 they stay NCHW: cuDNN's
+    // exact float32 engines are NCHW kernels, which it wraps in transposes
+    // when given NHWC, and NCHW convolutions take their bias, residual and
+    // activation in one pass (ai.vigil.FusedConv) since 2026-11-28
+    // (bench/results/exact_float32_nchw_h200.md). VIGIL_NHWC_FLOAT32=0 keeps
+    // every float32 convolution NCHW, VIGIL_EXACT_FLOAT32_NCHW=0 moves exact
+    // ones channels-last as before, to measure the difference.
+    options.nhwc_float32 = DevSwitchOn("VIGIL_NHWC_FLOAT32") &&
+                           (config.allow_tf32 || !DevSwitchOn("VIGIL_EXACT_FLOAT32_NCHW"));
     options.device_graphs = config.cuda_graphs;
   }
   if (!config.wants_cuda()) {
