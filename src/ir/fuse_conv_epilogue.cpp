@@ -46,18 +46,9 @@ class ConvEpilogueMatcher {
     const Node& n = g_.nodes[r];
     if (!IsDefaultDomain(n) || n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0] != value) return nullptr;
     if (n.op_type == "Relu" && n.inputs.size() == 1) return kConvNhwcRelu;
-    if (n.op_type != "Clip") return nullptr;
-    std::optional<double> lo, hi;
-    if (model_.OpsetVersion("") < 11) {
-      const Attribute* mn = n.FindAttribute("min");
-      const Attribute* mx = n.FindAttribute("max");
-      if (mn && mn->type == AttributeType::kFloat) lo = mn->f;
-      if (mx && mx->type == AttributeType::kFloat) hi = mx->f;
-    } else if (n.inputs.size() == 3 && !n.inputs[1].empty() && !n.inputs[2].empty()) {
-      lo = FloatConstant(idx_, n.inputs[1]);
-      hi = FloatConstant(idx_, n.inputs[2]);
-    }
-    return lo && hi && *lo == 0.0 && *hi == 6.0 ? kConvNhwcRelu6 : nullptr;
+    const bool relu6 = IsClipZeroSix(n, model_.OpsetVersion(""),
+                                     [this](const std::string& name) { return FloatConstant(idx_, name); });
+    return relu6 ? kConvNhwcRelu6 : nullptr;
   }
 
   const Graph& graph() const { return g_; }

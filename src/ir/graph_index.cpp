@@ -40,6 +40,24 @@ const std::string* OtherOperand(const Node& n, const std::string& value) {
   return nullptr;
 }
 
+bool IsClipZeroSix(const Node& clip, int64_t opset,
+                   const std::function<std::optional<double>(const std::string&)>& scalar) {
+  if (clip.op_type != "Clip" || !(clip.domain.empty() || clip.domain == "ai.onnx") || clip.outputs.size() != 1) {
+    return false;
+  }
+  std::optional<double> lo, hi;
+  if (opset < 11) {
+    const Attribute* mn = clip.FindAttribute("min");
+    const Attribute* mx = clip.FindAttribute("max");
+    if (mn && mn->type == AttributeType::kFloat) lo = mn->f;
+    if (mx && mx->type == AttributeType::kFloat) hi = mx->f;
+  } else if (clip.inputs.size() == 3 && !clip.inputs[1].empty() && !clip.inputs[2].empty()) {
+    lo = scalar(clip.inputs[1]);
+    hi = scalar(clip.inputs[2]);
+  }
+  return lo && hi && *lo == 0.0 && *hi == 6.0;
+}
+
 void DropFusedNodes(Model& model, const std::vector<bool>& remove) {
   Graph& g = model.graph;
   std::vector<Node> kept;

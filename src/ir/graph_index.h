@@ -4,6 +4,8 @@
 // graph outputs.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -34,6 +36,11 @@ std::optional<double> FloatConstant(const GraphIndex& idx, const std::string& na
 // The operand of the binary node `n` other than `value` (which must be one
 // of its two inputs), or null.
 const std::string* OtherOperand(const Node& n, const std::string& value);
+// Whether `clip` is a default-domain Clip(0, 6) with one output: its min and
+// max inputs read through `scalar` (a 1-element constant's value, or
+// nullopt) from `opset` 11, its attributes before.
+bool IsClipZeroSix(const Node& clip, int64_t opset,
+                   const std::function<std::optional<double>(const std::string&)>& scalar);
 // The end of a fusion pass that wrote ai.vigil nodes: drops the nodes marked
 // in `remove` (one flag per node of the main graph, order kept) and adds
 // the opset import of "ai.vigil" when the model has none.

@@ -11,6 +11,7 @@
 #include "ir/extract_subgraph.h"
 #include "ir/fuse_qdq.h"
 #include "ir/layout_nhwc_pool.h"
+#include "ir/graph_index.h"  // IsClipZeroSix
 #include "ir/use_index.h"
 #include "ir/validate.h"
 
@@ -568,20 +569,10 @@ void NhwcRewriter::FuseResiduals() {
 // Clip(0, 6): min and max constant 1-element initializers (opset >= 11), or
 // attributes (before opset 11).
 bool NhwcRewriter::IsRelu6(const Node& clip) const {
-  if (clip.op_type != "Clip" || !IsDefaultDomain(clip.domain) || clip.outputs.size() != 1) return false;
-  std::optional<double> lo, hi;
-  if (model_.OpsetVersion("") < 11) {
-    const Attribute* mn = clip.FindAttribute("min");
-    const Attribute* mx = clip.FindAttribute("max");
-    if (mn && mn->type == AttributeType::kFloat) lo = mn->f;
-    if (mx && mx->type == AttributeType::kFloat) hi = mx->f;
-  } else if (clip.inputs.size() == 3 && !clip.inputs[1].empty() && !clip.inputs[2].empty()) {
-    const Tensor* mn = Constant(clip.inputs[1]);
-    const Tensor* mx = Constant(clip.inputs[2]);
-    if (mn) lo = ScalarOf(*mn);
-    if (mx) hi = ScalarOf(*mx);
-  }
-  return lo && hi && *lo == 0.0 && *hi == 6.0;
+  return IsClipZeroSix(clip, model_.OpsetVersion(""), [this](const std::string& name) -> std::optional<double> {
+    const Tensor* t = Constant(name);
+    return t ? ScalarOf(*t) : std::nullopt;
+  });
 }
 
 void NhwcRewriter::FuseActivations(bool relu, bool relu6) {
