@@ -35,7 +35,7 @@ class ConvEpilogueMatcher {
     if (!z || z->empty()) return std::nullopt;
     const TypeInfo* yt = TypeOf(value);
     const TypeInfo* zt = TypeOf(*z);
-    if (!yt || !zt || yt->elem_type != zt->elem_type || !FullyKnownAndEqual(yt->shape, zt->shape)) {
+    if (!yt || !zt || yt->elem_type != zt->elem_type || !SameDims(yt->shape, zt->shape)) {
       return std::nullopt;
     }
     return *z;
@@ -57,13 +57,6 @@ class ConvEpilogueMatcher {
   const TypeInfo* TypeOf(const std::string& v) const {
     auto it = types_.find(v);
     return it == types_.end() || it->second.kind != TypeInfo::Kind::kTensor ? nullptr : &it->second;
-  }
-  static bool FullyKnownAndEqual(const Shape& a, const Shape& b) {
-    if (!a.rank_known || !b.rank_known || a.dims.size() != b.dims.size()) return false;
-    for (size_t i = 0; i < a.dims.size(); ++i) {
-      if (!a.dims[i].is_known() || !b.dims[i].is_known() || *a.dims[i].value != *b.dims[i].value) return false;
-    }
-    return true;
   }
 
   const Model& model_;

@@ -30,7 +30,9 @@ using FusedConvAcceptor = std::function<bool(const Node& fused)>;
 
 // Rewrites each default-domain Conv of the main graph whose result's only
 // reader (not a graph output, not read inside a subgraph) is an Add of it
-// and a value of exactly its type (per `types`), a Relu, or a Clip(0, 6),
+// and a value of exactly its type (per `types`: the same dtype, and dims
+// proven equal, ir::SameDims: the same numbers or named symbols), a Relu,
+// or a Clip(0, 6),
 // or that Add followed by such an activation as its result's only reader,
 // into one FusedConv where `accept` takes it. The fused node takes the
 // place of the last node it absorbs (every input it reads comes before

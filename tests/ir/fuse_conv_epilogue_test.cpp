@@ -144,6 +144,22 @@ TEST(FuseConvEpilogue, KeepsAResultReadTwiceOrThatIsAGraphOutput) {
   EXPECT_EQ(add_twice.graph.nodes[2].op_type, "Relu");
 }
 
+// A dynamic batch: the result and the residual share the named dim "N".
+TEST(FuseConvEpilogue, FusesAResidualWithTheSameSymbolicBatch) {
+  Model m = Residual();
+  auto types = Types(m);
+  for (const char* name : {"c", "r"}) {
+    types[name].shape.dims[0] = Dim::Symbolic("N");
+  }
+  EXPECT_EQ(Fuse(m, types), 1u);
+  ASSERT_EQ(m.graph.nodes.size(), 2u);
+  EXPECT_EQ(m.graph.nodes[1].inputs, (std::vector<std::string>{"x", "w", "b", "r"}));
+  // Two different symbols are not proven equal: the Add stays.
+  Model other = Residual();
+  types["r"].shape.dims[0] = Dim::Symbolic("M");
+  EXPECT_EQ(Fuse(other, types), 0u);
+}
+
 TEST(FuseConvEpilogue, UnknownShapesAndARefusingDeviceKeepTheResidual) {
   Model unknown = Residual();
   auto types = Types(unknown);
