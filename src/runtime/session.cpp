@@ -43,6 +43,20 @@ namespace {
 constexpr uint64_t kLoadFoldLimit = uint64_t{64} << 20;
 constexpr uint64_t kPlanFoldLimit = 4096;
 
+// Whether `device` takes a node a fusion pass would write, with its inputs'
+// and outputs' types as inferred (an omitted input or an unknown type: null).
+bool DeviceTakesFused(const Backend& device, const std::unordered_map<std::string, ir::TypeInfo>& inferred,
+                      const ir::Node& fused) {
+  auto type = [&](const std::string& v) -> const ir::TypeInfo* {
+    auto it = inferred.find(v);
+    return v.empty() || it == inferred.end() ? nullptr : &it->second;
+  };
+  NodeTypes types;
+  for (const std::string& in : fused.inputs) types.inputs.push_back(type(in));
+  for (const std::string& out : fused.outputs) types.outputs.push_back(type(out));
+  return device.SupportsTyped(fused, ir::kVigilOpsetVersion, types, nullptr);
+}
+
 const Backend* FindCpu(const SessionOptions& options) {
   for (const auto& b : options.backends) {
     if (b && b->name() == "cpu") return b.get();
@@ -298,16 +312,7 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
     // device takes the 4-input node: cuBLASLt adds R as its C matrix.
     // VIGIL_FUSE_RESIDUAL=0 keeps the Adds, for before/after measurements.
     const Backend& device = *state->options.backends[0];
-    auto device_takes = [&](const ir::Node& fused) {
-      auto type = [&](const std::string& v) -> const ir::TypeInfo* {
-        auto it = inferred.types.find(v);
-        return it == inferred.types.end() ? nullptr : &it->second;
-      };
-      NodeTypes types;
-      for (const std::string& in : fused.inputs) types.inputs.push_back(type(in));
-      for (const std::string& out : fused.outputs) types.outputs.push_back(type(out));
-      return device.SupportsTyped(fused, ir::kVigilOpsetVersion, types, nullptr);
-    };
+    auto device_takes = [&](const ir::Node& fused) { return DeviceTakesFused(device, inferred.types, fused); };
     size_t residual = 0;
     if (DevSwitchOn("VIGIL_FUSE_RESIDUAL")) {
       VIGIL_ASSIGN_OR_RETURN(residual, ir::FuseResidualAdd(state->model, inferred.types, device_takes));
@@ -358,14 +363,7 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
   // replaces, whose inferred type stays valid.
   if (state->options.backends[0]->device() != Device::kHost && DevSwitchOn("VIGIL_FUSE_CONV_EPILOGUE")) {
     const Backend& device = *state->options.backends[0];
-    auto device_takes = [&](const ir::Node& fused) {
-      NodeTypes types;
-      for (const std::string& in : fused.inputs) {
-        auto it = inferred.types.find(in);
-        types.inputs.push_back(in.empty() || it == inferred.types.end() ? nullptr : &it->second);
-      }
-      return device.SupportsTyped(fused, ir::kVigilOpsetVersion, types, nullptr);
-    };
+    auto device_takes = [&](const ir::Node& fused) { return DeviceTakesFused(device, inferred.types, fused); };
     VIGIL_ASSIGN_OR_RETURN(size_t fused_convs, ir::FuseConvEpilogue(state->model, inferred.types, device_takes));
     static_cast<void>(fused_convs);
   }
