@@ -41,8 +41,8 @@ extern "C" {
 #endif
 
 /* The interface version this header describes; see vigil_api_version(). */
-/* 3: vigil_session_options.measure_first_run. */
-#define VIGIL_API_VERSION 3
+/* 3: vigil_session_options.measure_first_run. 4: tf32x3_convolutions. */
+#define VIGIL_API_VERSION 4
 
 /* ---- Status ----------------------------------------------------------- */
 
@@ -251,6 +251,17 @@ typedef struct vigil_session_options {
    * slower). deterministic measures nothing either way. Default 1.
    * (API version 3.) */
   int measure_first_run;
+  /* Without allow_tf32, float32 convolutions run as three TF32 tensor-core
+   * convolutions of split operands, as allow_tf32x3 does for products, in
+   * channels-last layout: 1.4x to 2x faster on ResNet-50 on an H200, but
+   * tensor cores truncate where they add, and the error grows with a
+   * convolution's reduction and with the depth of the network: 3.2e-4
+   * relative on a random-weight ResNet-50 and 5.5e-5 on MobileNetV2, against
+   * about 2e-5 on CUDA cores and 2e-2 with TF32 (docs/cuda.md, "Numerics").
+   * vigil bench measures both on the model. Default 0. (API version 4; it
+   * takes bytes that were padding before, so the struct's size is
+   * unchanged.) */
+  int tf32x3_convolutions;
 } vigil_session_options;
 
 VIGIL_EXPORT void vigil_session_options_init(vigil_session_options* options);

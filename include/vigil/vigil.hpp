@@ -260,6 +260,7 @@ struct SessionOptions {
   bool run_as_float16 = false;  // float32 model computed in float16 (vigil.h)
   bool allow_tf32x3 = true;     // large float32 products as 3xTF32 without TF32 (vigil.h)
   bool measure_first_run = true;  // without tune, measure the slow-pick operations on first run (vigil.h)
+  bool tf32x3_convolutions = false;  // without allow_tf32, float32 convolutions as 3xTF32 (vigil.h)
 };
 
 // A model input or output as the model declares it.
@@ -299,6 +300,7 @@ class CSessionOptions {
     c_.run_as_float16 = o.run_as_float16;
     c_.allow_tf32x3 = o.allow_tf32x3;
     c_.measure_first_run = o.measure_first_run;
+    c_.tf32x3_convolutions = o.tf32x3_convolutions;
   }
   CSessionOptions(const CSessionOptions&) = delete;
   CSessionOptions& operator=(const CSessionOptions&) = delete;

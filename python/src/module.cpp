@@ -73,6 +73,7 @@ struct OptionsArg {
       else if (key == "run_as_float16") c.run_as_float16 = nb::cast<bool>(v);
       else if (key == "allow_tf32x3") c.allow_tf32x3 = nb::cast<bool>(v);
       else if (key == "measure_first_run") c.measure_first_run = nb::cast<bool>(v);
+      else if (key == "tf32x3_convolutions") c.tf32x3_convolutions = nb::cast<bool>(v);
       else throw nb::key_error(("unknown vigil_session_options field '" + key + "'").c_str());
     }
   }

@@ -13,8 +13,10 @@ namespace vigil::api {
 
 // The sizes vigil_session_options has had, oldest first: API version 2 as
 // first released (up to enable_profiling), then run_as_float16,
-// allow_tf32x3, and measure_first_run (API version 3). A caller's struct
-// of an older size is read up to its end; later fields keep their defaults.
+// allow_tf32x3, and measure_first_run (API version 3); tf32x3_convolutions
+// (API version 4) took the padding after it, so the size did not change.
+// A caller's struct of an older size is read up to its end; later fields
+// keep their defaults.
 bool KnownOptionsSize(uint32_t size) {
   constexpr size_t kSizes[] = {offsetof(vigil_session_options, run_as_float16),
                                offsetof(vigil_session_options, allow_tf32x3),
@@ -70,6 +72,7 @@ Result<SessionConfig> ConfigFromOptions(const vigil_session_options* caller) {
   c.run_as_float16 = o->run_as_float16 != 0;
   c.allow_tf32x3 = o->allow_tf32x3 != 0;
   c.measure_first_run = o->measure_first_run != 0;
+  c.tf32x3_convolutions = o->tf32x3_convolutions != 0;
   return c;
 }
 

@@ -147,7 +147,8 @@ std::string EncodeConfig(const SessionConfig& c) {
                       {"intra_op_num_threads", c.intra_op_num_threads},
                       {"run_as_float16", c.run_as_float16},
                       {"allow_tf32x3", c.allow_tf32x3},
-                      {"measure_first_run", c.measure_first_run}};
+                      {"measure_first_run", c.measure_first_run},
+                      {"tf32x3_convolutions", c.tf32x3_convolutions}};
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -178,6 +179,7 @@ Result<SessionConfig> DecodeConfig(std::string_view text) {
     c.run_as_float16 = j.at("run_as_float16").get<bool>();
     c.allow_tf32x3 = j.at("allow_tf32x3").get<bool>();
     c.measure_first_run = j.at("measure_first_run").get<bool>();
+    c.tf32x3_convolutions = j.at("tf32x3_convolutions").get<bool>();
   } catch (const nlohmann::json::exception& e) {
     return InvalidInputError("the isolated worker's --config is incomplete: {}", e.what());
   }

@@ -4,6 +4,7 @@
 
 #include "api/model_json.h"
 #include "api/node_shapes.h"
+#include "ir/fuse_conv_epilogue.h"
 #include "ir/layout_nhwc.h"
 #include "ir/model_stats.h"
 #include "ops/missing_op.h"
@@ -73,15 +74,19 @@ nlohmann::json DescribeSession(const AssembledSession& a) {
 }
 
 nlohmann::json SessionNotesJson(const AssembledSession& a) {
-  size_t nhwc = 0, transposes = 0;
+  size_t nhwc = 0, transposes = 0, convolutions = 0;
   for (const ir::Node& n : a.session->model().graph.nodes) {
-    nhwc += n.op_type == ir::kConvNhwcOp && n.domain == ir::kVigilDomain;
+    const bool vigil_op = n.domain == ir::kVigilDomain;
+    nhwc += n.op_type == ir::kConvNhwcOp && vigil_op;
     transposes += n.op_type == "Transpose";
+    convolutions += vigil_op ? n.op_type == ir::kConvNhwcOp || n.op_type == ir::kFusedConvOp
+                             : n.domain.empty() && n.op_type == "Conv";
   }
   nlohmann::json j = DescribeSession(a);
   j["cuda_module"] = a.cuda_module_path;
   j["cuda_stack"] = a.cuda_description;
   j["nhwc_convolutions"] = nhwc;
+  j["convolutions"] = convolutions;  // Conv, FusedConv and ConvNhwc nodes of the main graph
   j["transposes"] = transposes;
   j["cuda_graphs"] = a.session->DeviceGraphNotes();
   j["backend_notes"] = a.session->BackendNotes();

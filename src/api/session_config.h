@@ -42,6 +42,8 @@ struct SessionConfig {
   // Without tune, the operations whose library pick is often slow are
   // measured on their first run (vigil.h).
   bool measure_first_run = true;
+  // Without allow_tf32, float32 convolutions as 3xTF32 (vigil.h).
+  bool tf32x3_convolutions = false;
 
   bool wants_cuda() const;
   bool cpu_fallback() const;

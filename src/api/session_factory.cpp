@@ -106,6 +106,7 @@ Result<backends::LoadedBackend> LoadCuda(const SessionConfig& config) {
   cuda.allow_tf32 = config.allow_tf32;
   cuda.allow_tf32x3 = config.allow_tf32x3;
   cuda.measure_first_run = config.measure_first_run;
+  cuda.tf32x3_convolutions = config.tf32x3_convolutions;
   cuda.deterministic = config.deterministic;
   cuda.tune = config.tune;
   cuda.tuning_cache = config.tuning_cache_file;
@@ -144,8 +145,11 @@ Result<AssembledSession> AssembleSession(ir::Model model, const SessionConfig& c
     // (bench/results/exact_float32_nchw_h200.md). VIGIL_NHWC_FLOAT32=0 keeps
     // every float32 convolution NCHW, VIGIL_EXACT_FLOAT32_NCHW=0 moves exact
     // ones channels-last as before, to measure the difference.
+    // With tf32x3_convolutions they run on TF32 tensor cores, which want
+    // NHWC as TF32 does (bench/results/conv_tf32x3_h200.md).
     options.nhwc_float32 = DevSwitchOn("VIGIL_NHWC_FLOAT32") &&
-                           (config.allow_tf32 || !DevSwitchOn("VIGIL_EXACT_FLOAT32_NCHW"));
+                           (config.allow_tf32 || config.tf32x3_convolutions ||
+                            !DevSwitchOn("VIGIL_EXACT_FLOAT32_NCHW"));
     options.device_graphs = config.cuda_graphs;
   }
   if (!config.wants_cuda()) {

@@ -32,6 +32,7 @@ struct CompareOptions {
   // Passed to whichever side runs on cuda.
   bool tf32 = false;
   bool no_tf32x3 = false;
+  bool tf32x3_convs = false;
   bool deterministic = false;
   std::string layout = "auto";
   bool no_fallback = false;
@@ -68,6 +69,7 @@ BackendChoice ChoiceFor(const std::string& backend, const CompareOptions& opt) {
   if (backend == "cuda") {
     c.tf32 = opt.tf32;
     c.no_tf32x3 = opt.no_tf32x3;
+    c.tf32x3_convs = opt.tf32x3_convs;
     c.deterministic = opt.deterministic;
     c.no_fallback = opt.no_fallback;
     c.gpu_mem_limit = opt.gpu_mem_limit;
@@ -299,6 +301,8 @@ Command AddCompareCommand(CLI::App& parent) {
   sub->add_flag("--tf32", opt->tf32, "for the cuda side: let float32 convolutions and products use TF32");
   sub->add_flag("--no-tf32x3", opt->no_tf32x3,
                 "for the cuda side: every float32 matrix product on CUDA cores (none as 3xTF32; docs/cuda.md)");
+  sub->add_flag("--tf32x3-convs", opt->tf32x3_convs,
+                "for the cuda side: float32 convolutions as 3xTF32, channels-last (docs/cuda.md, Numerics)");
   sub->add_flag("--deterministic", opt->deterministic, "for the cuda side: only deterministic algorithms");
   sub->add_option("--layout", opt->layout,
                   "for the cuda side: auto (2D convolutions run channels-last) or nchw (as the model says)")

@@ -51,6 +51,7 @@ struct BackendChoice {
   bool fp16 = false;            // compute a float32 model in float16 (run_as_float16)
   bool no_tf32x3 = false;       // float32 products on CUDA cores only (allow_tf32x3 = false)
   bool no_measure_first_run = false;  // every operation on the library's first pick (measure_first_run = false)
+  bool tf32x3_convs = false;    // float32 convolutions as 3xTF32 (tf32x3_convolutions)
   bool deterministic = false;
   std::string gpu_mem_limit;  // "512M", "2G", bytes; empty = free memory
   int device = 0;

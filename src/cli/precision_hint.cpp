@@ -54,6 +54,14 @@ void Compare(const std::vector<vigil::Value>& got, const std::vector<vigil::Valu
 
 }  // namespace
 
+// The session notes' count of convolution nodes (0 when absent).
+size_t ConvolutionCount(const std::string& notes_json) {
+  nlohmann::json notes = nlohmann::json::parse(notes_json, nullptr, false);
+  if (!notes.is_object()) return 0;
+  auto it = notes.find("convolutions");
+  return it != notes.end() && it->is_number_unsigned() ? it->get<size_t>() : 0;
+}
+
 size_t Int8NodeCount(const std::string& notes_json) {
   nlohmann::json notes = nlohmann::json::parse(notes_json, nullptr, false);
   if (!notes.is_object()) return 0;
@@ -102,6 +110,9 @@ std::vector<PrecisionOption> MeasurePrecisionOptions(
   // The default runs large float32 products as 3xTF32: what CUDA cores
   // alone would cost, and how far the default is from them.
   if (!choice.no_tf32x3) flags.push_back("--no-tf32x3");
+  // Convolutions as 3xTF32 are off by default (their error grows with a
+  // network's depth): what they would gain on this model, and cost.
+  if (!choice.tf32x3_convs && ConvolutionCount(baseline.NotesJson()) > 0) flags.push_back("--tf32x3-convs");
   for (const char* flag : flags) {
     PrecisionOption o;
     o.flag = flag;
@@ -109,6 +120,7 @@ std::vector<PrecisionOption> MeasurePrecisionOptions(
     variant.tf32 = o.flag == "--tf32";
     variant.fp16 = o.flag == "--fp16";
     variant.no_tf32x3 = choice.no_tf32x3 || o.flag == "--no-tf32x3";
+    variant.tf32x3_convs = choice.tf32x3_convs || o.flag == "--tf32x3-convs";
     try {
       vigil::Session session(model_path, ToSessionOptions(variant));
       Compare(session.Run(inputs), want, &o);
@@ -139,7 +151,8 @@ std::vector<std::string> PrecisionOptionLines(const std::string& gpu, double bas
                                 o.nonfinite ? ", and some become NaN or infinite" : ""));
   }
   lines.push_back("  (the default: no TF32, large float32 matrix products as 3xTF32 (near float32's accuracy); "
-                  "--no-tf32x3 computes every float32 product on CUDA cores; docs/cuda.md, Numerics)");
+                  "--no-tf32x3 computes every float32 product on CUDA cores, --tf32x3-convs runs convolutions as "
+                  "3xTF32 too; docs/cuda.md, Numerics)");
   return lines;
 }
 

@@ -20,6 +20,8 @@ namespace vigil::cli {
 // session's NotesJson() ("int8_convolutions", "int8_matmuls"); 0 when
 // the notes are not JSON.
 size_t Int8NodeCount(const std::string& notes_json);
+// The number of convolution nodes the session notes count (0 when absent).
+size_t ConvolutionCount(const std::string& notes_json);
 
 // "" when the hint applies to `session` (created with `choice`): CUDA
 // backend, neither --tf32 nor --fp16, a float32 output, no QDQ node run in

@@ -21,6 +21,7 @@ vigil::SessionOptions ToSessionOptions(const BackendChoice& c) {
   o.run_as_float16 = c.fp16;
   o.allow_tf32x3 = !c.no_tf32x3;
   o.measure_first_run = !c.no_measure_first_run;
+  o.tf32x3_convolutions = c.tf32x3_convs;
   o.deterministic = c.deterministic;
   if (!c.gpu_mem_limit.empty()) ParseByteSize(c.gpu_mem_limit, &o.gpu_mem_limit);  // checked when parsed
   o.layout = c.layout == "nchw" ? vigil::Layout::kNchw : vigil::Layout::kAuto;

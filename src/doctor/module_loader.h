@@ -33,6 +33,7 @@ struct VigilBackendOptions {
   const void* cxx_runtime_marker;
   int allow_tf32x3;                  // 0/1: large float32 products as 3xTF32 without TF32 (ABI 5)
   int measure_first_run;             // 0/1: measure the slow-pick operations on first run without tune (ABI 6)
+  int tf32x3_convolutions;           // 0/1: float32 convolutions as 3xTF32 without TF32 (ABI 7)
 };
 
 // What a backend module's entry function returns. Plain C so that modules
@@ -63,8 +64,8 @@ namespace vigil::doctor {
 
 // 3: VigilBackendOptions gained tune and tuning_cache.
 // 4: sync_each_node and cxx_runtime_marker.
-// 5: allow_tf32x3. 6: measure_first_run.
-inline constexpr int kBackendAbiVersion = 6;
+// 5: allow_tf32x3. 6: measure_first_run. 7: tf32x3_convolutions.
+inline constexpr int kBackendAbiVersion = 7;
 
 // The address of the C++ runtime's operator new as this binary sees it: the
 // same in two binaries only when they share one copy of libstdc++.

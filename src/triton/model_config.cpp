@@ -105,6 +105,10 @@ const std::vector<ParameterSpec>& ParameterSpecs() {
        [](const std::string& v, const std::string&, SessionSettings* s) { return ParseBool(v, &s->allow_tf32x3); }},
       {"measure_first_run", "true or false",
        [](const std::string& v, const std::string&, SessionSettings* s) { return ParseBool(v, &s->measure_first_run); }},
+      {"tf32x3_convolutions", "true or false",
+       [](const std::string& v, const std::string&, SessionSettings* s) {
+         return ParseBool(v, &s->tf32x3_convolutions);
+       }},
       {"deterministic", "true or false",
        [](const std::string& v, const std::string&, SessionSettings* s) { return ParseBool(v, &s->deterministic); }},
       {"cuda_graphs", "true or false",
@@ -545,6 +549,7 @@ void MakeSessionOptions(const SessionSettings& s, bool gpu, int device_id, Sessi
   o.run_as_float16 = s.run_as_float16;
   o.allow_tf32x3 = s.allow_tf32x3;
   o.measure_first_run = s.measure_first_run;
+  o.tf32x3_convolutions = s.tf32x3_convolutions;
   o.deterministic = s.deterministic;
   o.gpu_mem_limit = s.gpu_mem_limit;
   o.layout = s.layout;

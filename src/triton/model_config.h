@@ -42,6 +42,7 @@ struct SessionSettings {
   bool run_as_float16 = false;  // a float32 model computed in float16
   bool allow_tf32x3 = true;     // large float32 products as 3xTF32 without TF32
   bool measure_first_run = true;  // without tune, measure the slow-pick operations on first run
+  bool tf32x3_convolutions = false;  // without TF32, float32 convolutions as 3xTF32
   bool deterministic = false;
   bool cuda_graphs = false;
   bool tune = false;

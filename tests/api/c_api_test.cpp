@@ -279,6 +279,26 @@ TEST(CApi, OlderOptionsStructsAreReadUpToTheirSize) {
   EXPECT_EQ(session, nullptr);
 }
 
+// 3xTF32 convolutions are off unless turned on, in C and in C++; the field
+// took bytes that were padding, so the struct kept its size, and a CPU
+// session takes the option (it is the CUDA backend's) and runs as before.
+TEST(CApi, Tf32x3ConvolutionsAreOffByDefaultInBothInterfaces) {
+  static_assert(offsetof(vigil_session_options, tf32x3_convolutions) + sizeof(int) <= sizeof(vigil_session_options));
+  vigil_session_options o;
+  std::memset(&o, 0xff, sizeof o);
+  vigil_session_options_init(&o);
+  EXPECT_EQ(o.tf32x3_convolutions, 0);
+  vigil::SessionOptions cpp;
+  EXPECT_FALSE(cpp.tf32x3_convolutions);
+  EXPECT_EQ(vigil::CSessionOptions(cpp).get()->tf32x3_convolutions, 0);
+  cpp.tf32x3_convolutions = true;
+  EXPECT_EQ(vigil::CSessionOptions(cpp).get()->tf32x3_convolutions, 1);
+  const std::vector<float> plain = MobileNetOutput(o);
+  ASSERT_FALSE(plain.empty());
+  o.tf32x3_convolutions = 1;
+  EXPECT_EQ(MobileNetOutput(o), plain);
+}
+
 TEST(CApi, ThreadCountsGiveTheSameOutputs) {
   Loaded d = MobileNetData();
   for (int threads : {1, 3}) {

@@ -154,6 +154,19 @@ def test_measure_first_run_is_on_unless_turned_off():
     np.testing.assert_array_equal(off, on)
 
 
+def test_tf32x3_convolutions_are_off_unless_turned_on():
+    assert vigil.SessionOptions().to_vigil()["tf32x3_convolutions"] is False
+    options = vigil.SessionOptions(tf32x3_convolutions=True)
+    assert options.to_vigil()["tf32x3_convolutions"] is True
+    with pytest.raises(TypeError):
+        vigil.SessionOptions(tf32x3_convolutions="maybe")
+    # The key reaches the library, and a CPU session runs as before.
+    x = np.random.default_rng(6).standard_normal([1, 3, 96, 96]).astype(np.float32)
+    on = vigil.InferenceSession(MOBILENET, sess_options=options).run(None, {"input_0": x})[0]
+    off = vigil.InferenceSession(MOBILENET).run(None, {"input_0": x})[0]
+    np.testing.assert_array_equal(on, off)
+
+
 def test_run_as_float16_computes_a_float32_model_in_float16():
     # The tiny UNet (random weights) keeps its activations within float16's
     # range; its outputs stay float32, near the exact run's but not equal.

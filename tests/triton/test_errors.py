@@ -106,7 +106,7 @@ EXPECTED_LOAD_ERRORS = {
     "bad_batch": ["model 'bad_batch' version 1: max_batch_size is 4, but the model cannot take a batch along dim 0"],
 }
 # Every key the docs promise (docs/triton.md), listed in the unknown-key message.
-PARAMETERS = ["no_fallback", "allow_tf32", "allow_tf32x3", "run_as_float16", "measure_first_run", "deterministic", "gpu_mem_limit", "cuda_graphs", "layout",
+PARAMETERS = ["no_fallback", "allow_tf32", "allow_tf32x3", "run_as_float16", "measure_first_run", "tf32x3_convolutions", "deterministic", "gpu_mem_limit", "cuda_graphs", "layout",
               "tuning_cache_file", "intra_op_num_threads", "isolate"]
 
 

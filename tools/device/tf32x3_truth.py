@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """How far vigil's float32 products are from the exact evaluation, for each
 way vigil can compute them on the GPU: 3xTF32 (the default without TF32),
-CUDA cores only (--no-tf32x3) and TF32 (--tf32), next to vigil's CPU
+CUDA cores only (--no-tf32x3), TF32 (--tf32) and 3xTF32 convolutions as
+well as products (--tf32x3-convs), next to vigil's CPU
 reference in float32. Runs on the GPU machine after bench/export_models.py
 wrote MODEL_fp32.onnx into /tmp/peer.
 
@@ -22,7 +23,8 @@ import onnx
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ort_accuracy_ttfr import inputs_for, rel_l2, run_vigil, save_inputs, widen  # noqa: E402
 
-WAYS = [("3xTF32 (default)", []), ("CUDA cores (--no-tf32x3)", ["--no-tf32x3"]), ("TF32 (--tf32)", ["--tf32"])]
+WAYS = [("3xTF32 (default)", []), ("CUDA cores (--no-tf32x3)", ["--no-tf32x3"]), ("TF32 (--tf32)", ["--tf32"]),
+        ("3xTF32 convolutions too (--tf32x3-convs)", ["--tf32x3-convs"])]
 
 
 def main():

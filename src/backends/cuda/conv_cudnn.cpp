@@ -17,6 +17,7 @@
 #include "backends/cuda/conv_measure_rule.h"
 #include "backends/cuda/conv_patch.h"
 #include "backends/cuda/epilogue.h"
+#include "backends/cuda/split_tf32.h"
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/cudnn_graph.h"
 #include "ir/fuse_conv_epilogue.h"
@@ -177,13 +178,21 @@ Status RunCandidate(CudaKernelContext& ctx, const ConvOperands& o, const CudnnPl
   return ExecuteCudnnPlan(ctx.stream_context().cudnn, plan, o.uids, ptrs, space);
 }
 
+// The plan cache's key of a forward convolution (with `epilogue` fused, or
+// `split`: its operands are split TF32 ones, RunSplitConv).
+std::string ForwardKey(const ConvShape& s, ir::DataType dtype, const Epilogue& epilogue, bool split) {
+  return Key("fprop", s, dtype) + epilogue.name() + (split ? "|3xtf32" : "");
+}
+
 // The cuDNN plan for one convolution shape (with `epilogue` fused, forward
 // only), built on first use per thread: the heuristics' first pick, or with
 // autotuning the recorded or the fastest measured on `operands` (null: not
-// measured).
+// measured). `split`: X and W are split TF32 operands (RunSplitConv), run
+// on TF32 tensor cores.
 Result<const CudnnPlan*> ConvPlan(CudaKernelContext& ctx, const ConvShape& s, ir::DataType dtype, bool transpose,
-                                  Epilogue epilogue = {}, const ConvOperands* operands = nullptr) {
-  std::string key = Key(transpose ? "dgrad" : "fprop", s, dtype) + epilogue.name();
+                                  Epilogue epilogue = {}, const ConvOperands* operands = nullptr,
+                                  bool split = false) {
+  std::string key = transpose ? Key("dgrad", s, dtype) : ForwardKey(s, dtype, epilogue, split);
   auto& cache = ctx.stream_context().plans;
   if (auto it = cache.find(key); it != cache.end()) return static_cast<const CudnnPlan*>(it->second.get());
 
@@ -221,10 +230,12 @@ Result<const CudnnPlan*> ConvPlan(CudaKernelContext& ctx, const ConvShape& s, ir
     VIGIL_RETURN_IF_ERROR(op.Finalize());
   }
 
-  std::string what = fmt::format("{}{} {} {} {}D x[{}] w[{}]", transpose ? "ConvTranspose" : "Conv", epilogue.name(),
+  std::string what = fmt::format("{}{}{} {} {} {}D x[{}] w[{}]", split ? "3xTF32 " : "",
+                                 transpose ? "ConvTranspose" : "Conv", epilogue.name(),
                                  ir::DataTypeName(dtype), s.nhwc ? "NHWC" : "NCHW", s.strides.size(),
                                  fmt::join(s.x, ","), fmt::join(s.w, ","));
-  PlanFilter filter{ctx.options().allow_tf32, ctx.options().deterministic, dtype == ir::DataType::kFloat32};
+  PlanFilter filter{ctx.options().allow_tf32 || split, ctx.options().deterministic, dtype == ir::DataType::kFloat32,
+                    split};
   std::vector<CudnnDescriptor> ops;
   ops.push_back(std::move(op));
   std::vector<CudnnDescriptor> keep;
@@ -242,7 +253,7 @@ Result<const CudnnPlan*> ConvPlan(CudaKernelContext& ctx, const ConvShape& s, ir
   tuning.problem = fmt::format("cudnn|{}|tf32={}|det={}", key, int{filter.allow_tf32}, int{filter.deterministic});
   tuning.stream = ctx.stream();
   if (operands) tuning.run = [&ctx, operands](const CudnnPlan& p) { return RunCandidate(ctx, *operands, p); };
-  tuning.measure_unrecorded = operands && !transpose && MeasuredUntuned(s, dtype, ctx.options());
+  tuning.measure_unrecorded = operands && !transpose && !split && MeasuredUntuned(s, dtype, ctx.options());
   Result<CudnnPlan> plan = BuildCudnnPlan(ctx.stream_context().cudnn, std::move(ops), std::move(keep), filter, what,
                                           tuning.policy.cache || tuning.measure_unrecorded ? &tuning : nullptr);
   if (!plan.ok()) return std::move(plan).TakeStatus().WithContext(ops::NodeLabel(ctx.node()));
@@ -250,6 +261,93 @@ Result<const CudnnPlan*> ConvPlan(CudaKernelContext& ctx, const ConvShape& s, ir
   const CudnnPlan* raw = shared.get();
   cache.emplace(key, std::move(shared));
   return raw;
+}
+
+// Whether this convolution runs as 3xTF32 (conv_measure_rule.h): float32
+// without TF32, the session option tf32x3_convolutions on, group 1, and
+// SplitConvPays.
+bool WantsSplitConv(const CudaKernelContext& ctx, const ConvShape& s, ir::DataType dtype, int64_t group) {
+  const CudaOptions& o = ctx.options();
+  if (dtype != ir::DataType::kFloat32 || o.allow_tf32 || !o.tf32x3_convolutions || group != 1) return false;
+  return SplitConvPays(s.x, s.w, s.y, s.strides);
+}
+
+// The tripled input of one slice of the batch, and the tripled weights,
+// share the operand scratch (StreamContext::OperandScratch), as the split
+// products do (matmul_cublaslt.cpp).
+constexpr size_t kMaxSplitConvScratch = size_t{256} << 20;
+
+int64_t DimProduct(const std::vector<int64_t>& v, size_t from) {
+  int64_t p = 1;
+  for (size_t i = from; i < v.size(); ++i) p *= v[i];
+  return p;
+}
+
+// The split plan for `t` (tripled channels), or null where cuDNN has none
+// here; remembered per thread, as NhwcPlanOrNull does.
+const CudnnPlan* SplitPlanOrNull(CudaKernelContext& ctx, const ConvShape& t, const ConvOperands& operands) {
+  Result<const CudnnPlan*> plan = ConvPlan(ctx, t, ir::DataType::kFloat32, false, {}, &operands, true);
+  if (plan.ok()) return *plan;
+  ctx.stream_context().plans.emplace(ForwardKey(t, ir::DataType::kFloat32, {}, true), nullptr);
+  return nullptr;
+}
+
+// Y = conv(X, W) for float32 X, W, Y of shape `s` (NCHW or NHWC, group 1)
+// as one TF32 convolution of the split operands: X3 = [x_hi | x_lo | x_hi]
+// and W3 = [w_hi | w_hi | w_lo] along the input channels (split_tf32.h),
+// in slices of the batch so that the tripled slice fits the scratch beside
+// the tripled weights. No bias or activation. *done stays false, with only
+// scratch written, where one image does not fit or cuDNN has no engine.
+Status RunSplitConv(CudaKernelContext& ctx, const ConvShape& s, const void* x, const void* w, void* y, bool* done) {
+  *done = false;
+  const int64_t n = s.x[0], c = s.x[1], m = s.w[0];
+  const int64_t image = DimProduct(s.x, 1), out_image = DimProduct(s.y, 1), spatial = DimProduct(s.x, 2);
+  const int64_t taps = DimProduct(s.w, 2);
+  const size_t w3_bytes = AlignUp(size_t{12} * size_t(m * c * taps));
+  const size_t x3_image = size_t{12} * size_t(image);
+  if (n <= 0 || w3_bytes + x3_image > kMaxSplitConvScratch) return Status::Ok();
+  // Even slices: the largest count that fits, spread over as few slices.
+  const int64_t most = std::min<int64_t>(n, int64_t((kMaxSplitConvScratch - w3_bytes) / x3_image));
+  const int64_t slices = (n + most - 1) / most;
+  const int64_t slice = (n + slices - 1) / slices;
+  VIGIL_ASSIGN_OR_RETURN(void* scratch, ctx.stream_context().OperandScratch(w3_bytes + x3_image * size_t(slice)));
+  auto* w3 = static_cast<float*>(scratch);
+  float* x3 = w3 + w3_bytes / sizeof(float);
+  auto split_x = [&](int64_t n0, int64_t count) {
+    const float* xs = static_cast<const float*>(x) + n0 * image;
+    return s.nhwc ? LaunchSplitTf32(xs, x3, 1, count * spatial, c, true, 1, ctx.stream())
+                  : LaunchSplitTf32(xs, x3, count, c, spatial, false, 1, ctx.stream());
+  };
+  // W [M, C, taps] (NCHW) or [M, taps, C] (NHWC): the lo parts in segment 2.
+  VIGIL_RETURN_IF_ERROR(s.nhwc ? LaunchSplitTf32(static_cast<const float*>(w), w3, 1, m * taps, c, true, 2, ctx.stream())
+                               : LaunchSplitTf32(static_cast<const float*>(w), w3, m, c, taps, false, 2, ctx.stream()));
+  VIGIL_RETURN_IF_ERROR(split_x(0, slice));
+  // The plans of both slice sizes before any convolution is queued.
+  ConvShape t = s;
+  t.x[1] *= 3;
+  t.w[1] *= 3;
+  auto operands_of = [&](int64_t n0, int64_t count) {
+    return ConvOperands{{kX, kW, kY}, {x3, w3, static_cast<float*>(y) + n0 * out_image}, kY,
+                        AlignUp(size_t(count * out_image) * sizeof(float))};
+  };
+  const CudnnPlan* plans[2] = {nullptr, nullptr};
+  const int64_t last = n - (slices - 1) * slice;
+  for (int i = 0; i < (last == slice ? 1 : 2); ++i) {
+    t.x[0] = t.y[0] = i == 0 ? slice : last;
+    plans[i] = SplitPlanOrNull(ctx, t, operands_of(0, t.x[0]));
+    if (!plans[i]) return Status::Ok();
+  }
+  if (!plans[1]) plans[1] = plans[0];
+  for (int64_t n0 = 0; n0 < n; n0 += slice) {
+    const int64_t count = std::min(slice, n - n0);
+    if (n0 > 0) VIGIL_RETURN_IF_ERROR(split_x(n0, count));
+    const CudnnPlan& plan = *plans[count == slice ? 0 : 1];
+    VIGIL_ASSIGN_OR_RETURN(void* workspace, ctx.stream_context().Workspace(static_cast<size_t>(plan.workspace_bytes)));
+    const ConvOperands o = operands_of(n0, count);
+    VIGIL_RETURN_IF_ERROR(ExecuteCudnnPlan(ctx.stream_context().cudnn, plan, o.uids, o.ptrs, workspace));
+  }
+  *done = true;
+  return Status::Ok();
 }
 
 // Conv or ConvTranspose through cuDNN in the model's layout, then the bias,
@@ -264,11 +362,21 @@ Status RunConv(CudaKernelContext& ctx, bool transpose, const runtime::Tensor* z 
   // For ConvTranspose the node's output is the convolution's input (dx).
   void* fwd_x = transpose ? y->raw_data() : const_cast<void*>(x.raw_data());
   void* fwd_y = transpose ? const_cast<void*>(x.raw_data()) : y->raw_data();
-  const ConvOperands operands{{kX, kW, kY}, {fwd_x, const_cast<void*>(w.raw_data()), fwd_y}, transpose ? kX : kY,
-                              AlignUp(y->byte_size())};
-  VIGIL_ASSIGN_OR_RETURN(const CudnnPlan* plan, ConvPlan(ctx, s, x.dtype(), transpose, {}, &operands));
-  VIGIL_ASSIGN_OR_RETURN(void* workspace, ctx.stream_context().Workspace(static_cast<size_t>(plan->workspace_bytes)));
-  VIGIL_RETURN_IF_ERROR(ExecuteCudnnPlan(ctx.stream_context().cudnn, *plan, operands.uids, operands.ptrs, workspace));
+  bool done = false;
+  if (!transpose) {
+    VIGIL_ASSIGN_OR_RETURN(int64_t group, ops::IntAttr(ctx.node(), "group", 1));
+    if (WantsSplitConv(ctx, s, x.dtype(), group)) {
+      VIGIL_RETURN_IF_ERROR(RunSplitConv(ctx, s, x.raw_data(), w.raw_data(), y->raw_data(), &done));
+    }
+  }
+  if (!done) {
+    const ConvOperands operands{{kX, kW, kY}, {fwd_x, const_cast<void*>(w.raw_data()), fwd_y}, transpose ? kX : kY,
+                                AlignUp(y->byte_size())};
+    VIGIL_ASSIGN_OR_RETURN(const CudnnPlan* plan, ConvPlan(ctx, s, x.dtype(), transpose, {}, &operands));
+    VIGIL_ASSIGN_OR_RETURN(void* workspace,
+                           ctx.stream_context().Workspace(static_cast<size_t>(plan->workspace_bytes)));
+    VIGIL_RETURN_IF_ERROR(ExecuteCudnnPlan(ctx.stream_context().cudnn, *plan, operands.uids, operands.ptrs, workspace));
+  }
   int64_t spatial = 1;
   for (size_t i = 2; i < y->rank(); ++i) spatial *= y->dim(i);
   const runtime::Tensor* b = ctx.input(2);
@@ -284,7 +392,7 @@ const CudnnPlan* NhwcPlanOrNull(CudaKernelContext& ctx, const ConvShape& s, ir::
                                 const ConvOperands& operands) {
   Result<const CudnnPlan*> plan = ConvPlan(ctx, s, dtype, false, epilogue, &operands);
   if (plan.ok()) return *plan;
-  ctx.stream_context().plans.emplace(Key("fprop", s, dtype) + epilogue.name(), nullptr);
+  ctx.stream_context().plans.emplace(ForwardKey(s, dtype, epilogue, false), nullptr);
   return nullptr;
 }
 
@@ -358,6 +466,15 @@ Status ConvNhwc(CudaKernelContext& ctx) {
       p && PatchGemmEnabled()) {
     return RunPatchConv(ctx, *p, x.dtype(), xp, wp, b ? b->raw_data() : nullptr, z ? z->raw_data() : nullptr,
                         y->raw_data(), act);
+  }
+  // 3xTF32 (WantsSplitConv), then the epilogue kernel.
+  if (WantsSplitConv(ctx, s, x.dtype(), group)) {
+    bool done = false;
+    VIGIL_RETURN_IF_ERROR(RunSplitConv(ctx, s, xp, wp, y->raw_data(), &done));
+    if (done) {
+      return LaunchNhwcBiasActivation(y->raw_data(), b ? b->raw_data() : nullptr, z ? z->raw_data() : nullptr,
+                                      y->dtype(), y->dim(0) * y->dim(1) * y->dim(2), y->dim(3), act, ctx.stream());
+    }
   }
   // ReLU6 (RELU_FWD with an upper clip) is left to the epilogue kernel: with
   // cuDNN 9.14 on an H100 the fused conv+bias+clipped-ReLU engines were about

@@ -1,3 +1,8 @@
+// Two rules for float32 convolutions without TF32, plain C++ so that they
+// are tested without a GPU: which measure cuDNN's candidates on their first
+// run (MemoryBoundLargeConv), and which run as 3xTF32 with the session
+// option tf32x3_convolutions (SplitConvPays).
+//
 // Which exact float32 convolutions (TF32 off) measure cuDNN's candidate
 // engines on their first run without --tune (conv_cudnn.cpp): the large
 // (at least 2^28 multiply-adds: batch 64 of an ImageNet CNN, nothing at
@@ -50,6 +55,38 @@ inline bool MemoryBoundLargeConv(const std::vector<int64_t>& x, const std::vecto
   for (int64_t d : y) macs *= double(d);
   for (size_t i = 1; i < w.size(); ++i) macs *= double(w[i]);
   return macs >= kMinMeasuredConvMacs;
+}
+
+
+// Which float32 convolutions run as 3xTF32 when the session option
+// tf32x3_convolutions is on (TF32 off; split_tf32.h): X is split into
+// [x_hi | x_lo | x_hi] along its channels, W into [w_hi | w_hi | w_lo], and
+// one TF32 tensor-core convolution of 3C input channels computes
+// x_hi·w_hi + x_lo·w_hi + x_hi·w_lo. The split costs a pass that reads X
+// once and writes it three times, and the convolution reads three times
+// the input; what the tensor cores save grows with the multiply-adds per
+// input element, M * kernel taps / strides, so a large convolution splits
+// only with at least 256 of them. A small one (under 2^27 multiply-adds:
+// every convolution of a CNN at batch 1) is bound by launches, not bytes,
+// and splits whatever its shape: in NHWC that also saves the transposes
+// cuDNN's exact float32 engines run around themselves. Under 2^20 nothing
+// splits. Measured on an H200: bench/results/conv_tf32x3_h200.md.
+inline constexpr double kMinSplitConvMacsPerInput = 256;
+inline constexpr double kMinSplitConvMacs = double(int64_t{1} << 20);
+inline constexpr double kSmallSplitConvMacs = double(int64_t{1} << 27);
+
+// Whether a float32 convolution (group 1) with these logical NCHW dims runs
+// split.
+inline bool SplitConvPays(const std::vector<int64_t>& x, const std::vector<int64_t>& w,
+                          const std::vector<int64_t>& y, const std::vector<int64_t>& strides) {
+  if (x.size() < 3 || w.size() != x.size() || y.size() != x.size() || w[0] <= 0) return false;
+  double per_input = double(w[0]), macs = 1;
+  for (size_t i = 2; i < w.size(); ++i) per_input *= double(w[i]);
+  for (int64_t s : strides) per_input /= double(s > 0 ? s : 1);
+  for (int64_t d : y) macs *= double(d);
+  for (size_t i = 1; i < w.size(); ++i) macs *= double(w[i]);
+  if (!(macs >= kMinSplitConvMacs)) return false;
+  return macs < kSmallSplitConvMacs || per_input >= kMinSplitConvMacsPerInput;
 }
 
 }  // namespace vigil::cuda

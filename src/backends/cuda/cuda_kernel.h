@@ -38,6 +38,9 @@ struct CudaOptions {
   // Without TF32, large fp32 products run as three TF32 products of split
   // operands (split_tf32.h), near float32's accuracy; false: FFMA only.
   bool allow_tf32x3 = true;
+  // Without TF32, float32 convolutions as 3xTF32 too (conv_measure_rule.h,
+  // SplitConvPays); off by default: the error grows with depth.
+  bool tf32x3_convolutions = false;
   bool deterministic = false;  // exclude non-deterministic algorithms
   uint64_t memory_limit = 0;   // bytes a run may use on the device (0: what is free)
   bool tune = false;           // measure candidate algorithms of problems not in the tuning cache

@@ -66,6 +66,7 @@ int Create(const VigilBackendOptions* options, void** backend, void** status) {
     o.sync_each_node = options->sync_each_node != 0;
     o.allow_tf32x3 = options->allow_tf32x3 != 0;
     o.measure_first_run = options->measure_first_run != 0;
+    o.tf32x3_convolutions = options->tf32x3_convolutions != 0;
   }
   auto created = vigil::cuda::CreateCudaBackend(o);
   if (!created.ok()) {

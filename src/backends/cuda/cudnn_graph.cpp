@@ -222,6 +222,13 @@ bool Acceptable(const CudnnDescriptor& config, const PlanFilter& filter, std::st
       *why = "accumulates in reduced precision";
       return false;
     }
+    if (filter.split_operands &&
+        (notes[i] == CUDNN_NUMERICAL_NOTE_FFT || notes[i] == CUDNN_NUMERICAL_NOTE_WINOGRAD ||
+         notes[i] == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4 || notes[i] == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6 ||
+         notes[i] == CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13 || notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS)) {
+      *why = "transforms or down-converts its inputs (split TF32 operands)";
+      return false;
+    }
     if (filter.deterministic && notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) {
       *why = "non-deterministic";
       return false;

@@ -79,6 +79,10 @@ struct PlanFilter {
   bool allow_tf32 = false;     // float32 graphs only
   bool deterministic = false;
   bool float32 = false;        // the graph computes on float32 data
+  // The float32 inputs are split TF32 operands (split_tf32.h): TF32 tensor
+  // cores are wanted, but no engine that transforms its inputs (FFT,
+  // Winograd) or converts them further, which would round the lo parts away.
+  bool split_operands = false;
 };
 
 // A finalized execution plan and what it needs to run.

@@ -128,7 +128,8 @@ Result<LoadedBackend> LoadCudaBackend(const CudaBackendOptions& options) {
                         options.sync_each_node ? 1 : 0,
                         doctor::CxxRuntimeMarker(),
                         options.allow_tf32x3 ? 1 : 0,
-                        options.measure_first_run ? 1 : 0};
+                        options.measure_first_run ? 1 : 0,
+                        options.tf32x3_convolutions ? 1 : 0};
   void* backend = nullptr;
   void* status = nullptr;
   if (entry->create(&c, &backend, &status) != 0 || !backend) {

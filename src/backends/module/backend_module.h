@@ -23,6 +23,7 @@ struct CudaBackendOptions {
   uint64_t memory_limit = 0;  // bytes (0: free device memory)
   bool tune = false;          // autotuning: measure candidate algorithms (docs/tuning.md)
   bool measure_first_run = true;  // without tune, measure the slow-pick operations once (docs/tuning.md)
+  bool tf32x3_convolutions = false;  // without allow_tf32, float32 convolutions as 3xTF32 (docs/cuda.md)
   std::string tuning_cache;   // file of recorded algorithm choices; empty: none
   bool sync_each_node = false;  // synchronise after every node (profiling, fault location)
   std::string module_path;    // libvigil_cuda.so to load; empty: CudaModuleCandidates()

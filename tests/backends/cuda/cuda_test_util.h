@@ -40,21 +40,31 @@ inline std::shared_ptr<const runtime::Backend> CudaBackendForTests(std::string* 
   return backend;
 }
 
-// How float32 products and attention run: the tests' default (allow_tf32x3
-// on: three TF32 products of split operands), CUDA cores only (allow_tf32x3
-// off), or TF32 allowed (one TF32 product). One backend of each per program.
-enum class Way { kTf32x3, kFfma, kTf32 };
+// How float32 products, attention and convolutions run: the tests' default
+// (allow_tf32x3 on: three TF32 products of split operands; convolutions on
+// CUDA cores), CUDA cores only (allow_tf32x3 off), TF32 allowed (one TF32
+// product), or the default plus tf32x3_convolutions (convolutions split
+// too). One backend of each per program.
+enum class Way { kTf32x3, kFfma, kTf32, kTf32x3Convs };
 
 inline std::shared_ptr<const runtime::Backend> Backend(Way way) {
-  auto load = [](bool tf32x3, bool tf32) -> std::shared_ptr<const runtime::Backend> {
+  auto load = [](bool tf32x3, bool tf32, bool convs) -> std::shared_ptr<const runtime::Backend> {
     backends::CudaBackendOptions o;
     o.allow_tf32x3 = tf32x3;
     o.allow_tf32 = tf32;
+    o.tf32x3_convolutions = convs;
     auto loaded = backends::LoadCudaBackend(o);
     return loaded.ok() ? loaded->backend : nullptr;
   };
-  static std::shared_ptr<const runtime::Backend> ffma = load(false, false), tf32 = load(true, true);
-  return way == Way::kTf32x3 ? CudaBackendForTests() : way == Way::kFfma ? ffma : tf32;
+  static std::shared_ptr<const runtime::Backend> ffma = load(false, false, false), tf32 = load(true, true, false),
+                                                 convs = load(true, false, true);
+  switch (way) {
+    case Way::kTf32x3: return CudaBackendForTests();
+    case Way::kFfma: return ffma;
+    case Way::kTf32: return tf32;
+    case Way::kTf32x3Convs: return convs;
+  }
+  return nullptr;
 }
 
 #define VIGIL_SKIP_WITHOUT_CUDA()                                                  \

@@ -30,6 +30,6 @@ static int Probe(char* message, size_t size) {
 }
 
 #if FAKE_MODULE_KIND != 1
-static const struct VigilBackendEntry kEntry = {FAKE_MODULE_KIND == 2 ? 99 : 6, "cuda", Probe, 0, NULL, NULL, NULL};
+static const struct VigilBackendEntry kEntry = {FAKE_MODULE_KIND == 2 ? 99 : 7, "cuda", Probe, 0, NULL, NULL, NULL};
 const struct VigilBackendEntry* vigil_backend_entry(void) { return &kEntry; }
 #endif
