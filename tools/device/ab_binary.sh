@@ -13,18 +13,8 @@ new=${2:?new vigil}
 out=${3:?output dir}
 cases=${4:?cases}
 mkdir -p "$out" /tmp/peer
-declare -A want
-for c in $cases; do
-  IFS=: read -r m d n t <<<"$c"
-  want["$m:$d"]=1
-done
-for md in "${!want[@]}"; do
-  IFS=: read -r m d <<<"$md"
-  [ -f "/tmp/peer/${m}_$d.onnx" ] || python3 bench/export_models.py /tmp/peer --models "$m" --dtype "$d" >/dev/null 2>&1 ||
-    echo "export of $m $d failed"
-done
-python3 "$(dirname "$0")/bert_inputs.py" /tmp/peer
-p50() { python3 -c "import json,sys; print(f\"{json.load(sys.stdin)['p50_ms']:.3f}\")" 2>/dev/null || echo error; }
+. "$(dirname "$0")/bench_cases.sh"
+export_cases "$cases"
 {
 echo "| case | before | after | before | after | before/after |"
 echo "|---|---|---|---|---|---|"

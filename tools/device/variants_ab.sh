@@ -18,24 +18,8 @@ shift 3
 mkdir -p "$out" /tmp/peer
 export PYTHONUNBUFFERED=1 VIGIL_CUDA_MODULE=$b/libvigil_cuda.so
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-declare -A want
-for c in $cases; do
-  IFS=: read -r m d n t <<<"$c"
-  want["$m:$d"]=1
-done
-for md in "${!want[@]}"; do
-  IFS=: read -r m d <<<"$md"
-  [ -f "/tmp/peer/${m}_$d.onnx" ] || python3 bench/export_models.py /tmp/peer --models "$m" --dtype "$d" >/dev/null ||
-    echo "export of $m $d failed"
-done
-python3 "$(dirname "$0")/bert_inputs.py" /tmp/peer
-args_of() {  # MODEL DTYPE BATCH TF32
-  local a=(/tmp/peer/${1}_$2.onnx --backend cuda --no-fallback --dim N=$3 --inputs-on-device ${AB_EXTRA:-})
-  [ "$1" = bert_base ] && a+=(-i input_ids=/tmp/peer/bert_ids_$3.npy -i attention_mask=/tmp/peer/bert_mask_$3.npy)
-  [ "$4" = tf32 ] && a+=(--tf32)
-  echo "${a[@]}"
-}
-p50() { python3 -c "import json,sys; j=json.load(sys.stdin); print(f\"{j['p50_ms']:.3f}\")" 2>/dev/null || echo error; }
+. "$(dirname "$0")/bench_cases.sh"
+export_cases "$cases"
 names=()
 for v in "$@"; do names+=("${v%%=*}"); done
 {
@@ -43,7 +27,7 @@ printf '| case |'; for nm in "${names[@]}"; do printf ' %s | %s |' "$nm" "$nm"; 
 printf '|---|'; for _ in "${names[@]}"; do printf -- '---|---|'; done; echo
 for c in $cases; do
   IFS=: read -r m d n t <<<"$c"
-  read -r -a a <<<"$(args_of "$m" "$d" "$n" "${t:-}")"
+  read -r -a a <<<"$(bench_args "$m" "$d" "$n" "${t:-}")"
   declare -A r=()
   for i in 1 2; do
     for v in "$@"; do
