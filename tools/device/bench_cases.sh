@@ -1,5 +1,5 @@
-# Sourced by the device A/B scripts (ab_probe.sh, ab_binary.sh,
-# variants_ab.sh): their cases, MODEL:DTYPE:BATCH[:tf32], as `vigil bench`
+# Sourced by the device A/B scripts (ab_probe.sh, ab_binary.sh, module_ab.sh,
+# first_result_ab.sh, variants_ab.sh): their cases, MODEL:DTYPE:BATCH[:tf32], as `vigil bench`
 # runs them on bench/export_models.py's exports in /tmp/peer.
 
 # Exports each MODEL:DTYPE of the cases that /tmp/peer lacks, and BERT's

@@ -15,13 +15,8 @@ variants=${3:?variants}
 cases=${4:?cases}
 mkdir -p "$out" /tmp/peer
 export VIGIL_CUDA_MODULE=$b/libvigil_cuda.so
-declare -A want
-for c in $cases; do IFS=: read -r m d n <<<"$c"; want["$m:$d"]=1; done
-for md in "${!want[@]}"; do
-  IFS=: read -r m d <<<"$md"
-  [ -f /tmp/peer/${m}_$d.onnx ] || python3 bench/export_models.py /tmp/peer --models "$m" --dtype "$d" >/dev/null 2>&1 ||
-    echo "export of $m $d failed"
-done
+. "$(dirname "$0")/bench_cases.sh"
+export_cases "$cases"
 fields() { python3 -c "
 import json,sys
 try:

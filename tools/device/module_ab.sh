@@ -14,16 +14,8 @@ out=${4:?output dir}
 cases=${5:?cases}
 flags=${6:-}
 mkdir -p "$out" /tmp/peer
-declare -A want
-for c in $cases; do IFS=: read -r m d n <<<"$c"; want["$m:$d"]=1; done
-for md in "${!want[@]}"; do
-  IFS=: read -r m d <<<"$md"
-  [ -f /tmp/peer/${m}_$d.onnx ] || python3 bench/export_models.py /tmp/peer --models "$m" --dtype "$d" >/dev/null 2>&1 ||
-    echo "export of $m $d failed"
-done
-p50() { python3 -c "import json,sys
-try: print(f\"{json.load(sys.stdin)['p50_ms']:.3f}\")
-except Exception: print('error')"; }
+. "$(dirname "$0")/bench_cases.sh"
+export_cases "$cases"
 {
 echo "| case | old | new | old | new | old/new |"
 echo "|---|---|---|---|---|---|"

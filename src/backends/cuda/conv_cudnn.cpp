@@ -363,7 +363,7 @@ Status RunConv(CudaKernelContext& ctx, bool transpose, const runtime::Tensor* z 
   void* fwd_x = transpose ? y->raw_data() : const_cast<void*>(x.raw_data());
   void* fwd_y = transpose ? const_cast<void*>(x.raw_data()) : y->raw_data();
   bool done = false;
-  if (!transpose) {
+  if (!transpose && ctx.options().tf32x3_convolutions) {  // the group is read only where a split may follow
     VIGIL_ASSIGN_OR_RETURN(int64_t group, ops::IntAttr(ctx.node(), "group", 1));
     if (WantsSplitConv(ctx, s, x.dtype(), group)) {
       VIGIL_RETURN_IF_ERROR(RunSplitConv(ctx, s, x.raw_data(), w.raw_data(), y->raw_data(), &done));
