@@ -136,20 +136,19 @@ Result<AssembledSession> AssembleSession(ir::Model model, const SessionConfig& c
     options.backends.push_back(loaded.backend);
     options.no_fallback = !config.cpu_fallback();
     options.conv_layout = config.layout;
-    // float32 convolutions run channels-last with TF32: cuDNN's TF32
+    // float32 convolutions run channels-last: with TF32, cuDNN's TF32
     // tensor-core engines want NHWC as its float16 ones do (bench/results/
-    // issue19_h200_tf32_nhwc_bert.md). Without TF32 they stay NCHW: cuDNN's
-    // exact float32 engines are NCHW kernels, which it wraps in transposes
-    // when given NHWC, and NCHW convolutions take their bias, residual and
-    // activation in one pass (ai.vigil.FusedConv) since 2026-11-28
-    // (bench/results/exact_float32_nchw_h200.md). VIGIL_NHWC_FLOAT32=0 keeps
-    // every float32 convolution NCHW, VIGIL_EXACT_FLOAT32_NCHW=0 moves exact
-    // ones channels-last as before, to measure the difference.
-    // With tf32x3_convolutions they run on TF32 tensor cores, which want
-    // NHWC as TF32 does (bench/results/conv_tf32x3_h200.md).
+    // issue19_h200_tf32_nhwc_bert.md), and so do 3xTF32 ones
+    // (tf32x3_convolutions; bench/results/conv_tf32x3_h200.md). Exact ones
+    // (TF32 off) run there as cuBLASLt products with their bias, residual
+    // and Relu fused (conv_gemm.h), all but the 3x3 ones of stride 1 over
+    // many pixels, which cuDNN keeps (bench/results/conv_gemm_h200.md).
+    // VIGIL_NHWC_FLOAT32=0 keeps every float32 convolution NCHW;
+    // VIGIL_CONV_GEMM=0 keeps exact ones NCHW on cuDNN, with their epilogue
+    // in one pass (ai.vigil.FusedConv), as before 2026-11-28
+    // (bench/results/exact_float32_nchw_h200.md), to measure the difference.
     options.nhwc_float32 = DevSwitchOn("VIGIL_NHWC_FLOAT32") &&
-                           (config.allow_tf32 || config.tf32x3_convolutions ||
-                            !DevSwitchOn("VIGIL_EXACT_FLOAT32_NCHW"));
+                           (config.allow_tf32 || config.tf32x3_convolutions || DevSwitchOn("VIGIL_CONV_GEMM"));
     options.device_graphs = config.cuda_graphs;
   }
   if (!config.wants_cuda()) {

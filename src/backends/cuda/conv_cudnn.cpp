@@ -14,6 +14,7 @@
 
 #include "base/dev_switch.h"
 #include "backends/cuda/conv_depthwise.h"
+#include "backends/cuda/conv_gemm.h"
 #include "backends/cuda/conv_measure_rule.h"
 #include "backends/cuda/conv_patch.h"
 #include "backends/cuda/epilogue.h"
@@ -468,12 +469,23 @@ Status ConvNhwc(CudaKernelContext& ctx) {
                         y->raw_data(), act);
   }
   // 3xTF32 (WantsSplitConv), then the epilogue kernel.
+  const bool exact_float32 = x.dtype() == ir::DataType::kFloat32 && !ctx.options().allow_tf32;
   if (WantsSplitConv(ctx, s, x.dtype(), group)) {
     bool done = false;
     VIGIL_RETURN_IF_ERROR(RunSplitConv(ctx, s, xp, wp, y->raw_data(), &done));
     if (done) {
       return LaunchNhwcBiasActivation(y->raw_data(), b ? b->raw_data() : nullptr, z ? z->raw_data() : nullptr,
                                       y->dtype(), y->dim(0) * y->dim(1) * y->dim(2), y->dim(3), act, ctx.stream());
+    }
+  }
+  // Exact float32 as a cuBLASLt product with its epilogue, where that beats
+  // cuDNN (conv_gemm.h, GemmConvPays).
+  if (exact_float32 && GemmConvEnabled() && GemmConvPays(s.w, s.y, s.strides)) {
+    if (auto g = GemmConvShapeOf(x.shape(), w.shape(), y->shape(), group, s.strides, s.pre, s.post, s.dilations)) {
+      bool done = false;
+      VIGIL_RETURN_IF_ERROR(RunGemmConv(ctx, *g, x.dtype(), xp, wp, b ? b->raw_data() : nullptr,
+                                        z ? z->raw_data() : nullptr, y->raw_data(), act, &done));
+      if (done) return Status::Ok();
     }
   }
   // ReLU6 (RELU_FWD with an upper clip) is left to the epilogue kernel: with
@@ -488,7 +500,6 @@ Status ConvNhwc(CudaKernelContext& ctx) {
   // (bench/results/issue19_h200_fp16_option.md). With --tune or a tuning
   // cache, or where the convolution is measured anyway (MeasuredUntuned), the
   // fused engines are candidates again.
-  const bool exact_float32 = x.dtype() == ir::DataType::kFloat32 && !ctx.options().allow_tf32;
   if (epilogue.any() && FusionEnabled() && act != NhwcActivation::kRelu6 &&
       !(exact_float32 && !ctx.stream_context().tuning.cache && !MeasuredUntuned(s, x.dtype(), ctx.options()))) {
     ConvOperands fused_operands{{kX, kW, kY}, {xp, wp, y->raw_data()}, kY, AlignUp(y->byte_size())};

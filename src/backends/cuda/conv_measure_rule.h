@@ -1,7 +1,8 @@
-// Two rules for float32 convolutions without TF32, plain C++ so that they
+// Three rules for float32 convolutions without TF32, plain C++ so that they
 // are tested without a GPU: which measure cuDNN's candidates on their first
-// run (MemoryBoundLargeConv), and which run as 3xTF32 with the session
-// option tf32x3_convolutions (SplitConvPays).
+// run (MemoryBoundLargeConv), which run as 3xTF32 with the session
+// option tf32x3_convolutions (SplitConvPays), and which run as cuBLASLt
+// products (GemmConvPays).
 //
 // Which exact float32 convolutions (TF32 off) measure cuDNN's candidate
 // engines on their first run without --tune (conv_cudnn.cpp): the large
@@ -87,6 +88,28 @@ inline bool SplitConvPays(const std::vector<int64_t>& x, const std::vector<int64
   for (size_t i = 1; i < w.size(); ++i) macs *= double(w[i]);
   if (!(macs >= kMinSplitConvMacs)) return false;
   return macs < kSmallSplitConvMacs || per_input >= kMinSplitConvMacsPerInput;
+}
+
+// Which exact float32 channels-last convolutions (group 1, 2-D) run as
+// cuBLASLt products (conv_gemm.h) rather than through cuDNN: all but those
+// with a kernel larger than 1x1, stride 1 and at least 8192 output pixels
+// (N*OH*OW). For those cuDNN's Winograd and FFT engines do fewer
+// multiplications than a product: on an H200 (batch 64, GPU time,
+// tools/device/conv_gemm_probe.py) ResNet-50's 3x3 128 -> 128 on 28x28 took
+// 0.21 ms channels-last through cuDNN and 0.34 ms as the product alone, its
+// 256 -> 256 on 14x14 (12544 pixels) 0.23 and 0.33; on 7x7 (3136 pixels)
+// the product won, 0.32 against 0.50, as every strided and 1x1 one did, and
+// every convolution at batch 1.
+inline constexpr double kMinCudnnConvPixels = 8192;
+
+// Whether a convolution with these logical NCHW dims runs as a product.
+inline bool GemmConvPays(const std::vector<int64_t>& w, const std::vector<int64_t>& y,
+                         const std::vector<int64_t>& strides) {
+  if (w.size() != 4 || y.size() != 4 || strides.size() != 2) return false;
+  const bool pointwise = w[2] == 1 && w[3] == 1;
+  const bool strided = strides[0] > 1 || strides[1] > 1;
+  const double pixels = double(y[0]) * double(y[2]) * double(y[3]);
+  return pointwise || strided || pixels < kMinCudnnConvPixels;
 }
 
 }  // namespace vigil::cuda

@@ -21,6 +21,22 @@ inline constexpr size_t kMaxLtWorkspace = size_t{32} << 20;
 Status RowMajorGemm(CudaKernelContext& ctx, ir::DataType dtype, int64_t m, int64_t n, int64_t k, const void* a,
                     bool trans_a, const void* b, bool trans_b, void* c, float alpha, float beta);
 
+// What RowMajorGemmNT adds to the product, in cuBLASLt's epilogue: bias [N]
+// on every row, the residual R [M, N] (Y's layout) as cuBLASLt's C with
+// beta 1, then max(., 0) with `relu`; null pointers add nothing.
+struct ProductEpilogue {
+  const void* bias = nullptr;
+  const void* residual = nullptr;
+  bool relu = false;
+};
+
+// Y[M,N] = relu?(A[M,K] · B[N,K]ᵀ + bias + R), all row-major on the device
+// and of `dtype`, Y written once (conv_gemm.h's convolutions). `exact`:
+// a float32 product on CUDA cores, without TF32 or the 3xTF32 split that
+// the session's options allow other products.
+Status RowMajorGemmNT(CudaKernelContext& ctx, ir::DataType dtype, int64_t m, int64_t n, int64_t k, const void* a,
+                      const void* b_nk, void* y, const ProductEpilogue& epilogue, bool exact);
+
 // C[M,N] = A[M,K] · B[N,K]ᵀ, all row-major on the device, A and B int8, C
 // int32: the exact sum, on cuBLASLt's int8 engines (int32 accumulation).
 // K a multiple of 4 and the pointers 16-byte aligned give the int8 tensor

@@ -49,7 +49,10 @@ TEST(ConvMeasureRule, LargeMemoryBoundConvolutionsOnly) {
 }
 
 // One exact float32 ConvNhwc (bias, residual Z, `act`) on the GPU against
-// the CPU, with the measuring on (default) and off.
+// the CPU, with the measuring on (default) and off. By default these
+// convolutions run as cuBLASLt products (conv_gemm.h); the tests here keep
+// them on cuDNN (VIGIL_CONV_GEMM=0), whose measuring they test, as NCHW
+// sessions and convolutions the products leave to cuDNN run it.
 void CheckMeasured(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& w_shape,
                    std::vector<ir::Attribute> attrs, const std::string& act) {
   runtime::Tensor x = RandomTensor(kF32, x_shape, 11), w = RandomTensor(kF32, w_shape, 12);
@@ -70,6 +73,7 @@ void CheckMeasured(const std::vector<int64_t>& x_shape, const std::vector<int64_
   ir::Model m = ConvNhwcModel(x, w, &b, attrs, &z);
   auto want = RunWithLayout(m, {cpu::MakeCpuBackend()}, x);
   ASSERT_EQ(want.size(), 1u);
+  ScopedSwitchOff cudnn("VIGIL_CONV_GEMM");
   for (const char* measure : {"", "0"}) {
     if (*measure) setenv("VIGIL_MEASURE_CONVS", measure, 1);
     std::vector<std::string> placement;
@@ -100,7 +104,7 @@ TEST(CudaConvMeasure, MemoryBoundExactFloat32ConvolutionsMatchTheCpu) {
 }
 
 // The session option measure_first_run (on by default) decides whether such
-// a convolution is measured, and the backend's notes say what was: one
+// a convolution is measured (on cuDNN), and the backend's notes say what was: one
 // convolution on a fresh backend with it on, nothing with it off. Both match
 // the CPU.
 TEST(CudaConvMeasure, TheOptionDecidesAndTheBackendSaysWhatWasMeasured) {
@@ -111,6 +115,7 @@ TEST(CudaConvMeasure, TheOptionDecidesAndTheBackendSaysWhatWasMeasured) {
   ir::Model m = ConvNhwcModel(x, w, &b, {StringAttr("activation", "Relu")});
   auto want = RunWithLayout(m, {cpu::MakeCpuBackend()}, x);
   ASSERT_EQ(want.size(), 1u);
+  ScopedSwitchOff cudnn("VIGIL_CONV_GEMM");  // cuDNN's measuring, as CheckMeasured says
   for (bool measure : {true, false}) {
     SCOPED_TRACE(measure ? "measure_first_run on" : "measure_first_run off");
     backends::CudaBackendOptions o;

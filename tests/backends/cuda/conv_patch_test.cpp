@@ -20,6 +20,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backends/cuda/conv_patch.h"
+#include "backends/cuda/poisoned_gather.h"
 #endif
 
 namespace vigil::cuda::testing {
@@ -278,27 +279,10 @@ void CheckGather(const GatherCase& g, size_t shift) {
   ASSERT_TRUE(s.has_value()) << what;
   runtime::Tensor x = RandomTensor(g.t, g.k.x, 5);
   const std::vector<uint8_t> want = HostPatches(*s, x);
-  constexpr size_t kGuard = 64;
-  void *xd = nullptr, *pd = nullptr;
-  ASSERT_EQ(cudaMalloc(&xd, x.byte_size() + shift), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&pd, want.size() + shift + kGuard), cudaSuccess);
-  uint8_t* xs = static_cast<uint8_t*>(xd) + shift;
-  uint8_t* ps = static_cast<uint8_t*>(pd) + shift;
-  EXPECT_EQ(cudaMemcpy(xs, x.raw_data(), x.byte_size(), cudaMemcpyHostToDevice), cudaSuccess);
-  EXPECT_EQ(cudaMemset(pd, 0xFF, want.size() + shift + kGuard), cudaSuccess);
-  EXPECT_EQ(PatchGatherUnitBytes(*s, g.t, xs, ps), shift == 0 ? g.unit : ir::DataTypeBits(g.t) / 8) << what;
-  Status st = LaunchPatchGather(*s, g.t, xs, ps, nullptr);
-  EXPECT_TRUE(st.ok()) << what << ": " << st.ToString();
-  std::vector<uint8_t> got(want.size() + kGuard);
-  EXPECT_EQ(cudaMemcpy(got.data(), ps, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-  cudaFree(xd);
-  cudaFree(pd);
-  size_t wrong = 0;
-  for (size_t i = 0; i < want.size(); ++i) wrong += got[i] != want[i];
-  EXPECT_EQ(wrong, 0u) << what << ": bytes of P that differ from X's patches (0xFF: not written)";
-  for (size_t i = want.size(); i < got.size(); ++i) {
-    ASSERT_EQ(got[i], 0xFF) << what << ": byte " << i - want.size() << " past P was written";
-  }
+  ExpectGatherWrites(x, want, shift, what, [&](const void* xs, void* ps) {
+    EXPECT_EQ(PatchGatherUnitBytes(*s, g.t, xs, ps), shift == 0 ? g.unit : ir::DataTypeBits(g.t) / 8) << what;
+    return LaunchPatchGather(*s, g.t, xs, ps, nullptr);
+  });
 }
 
 TEST(CudaConvPatch, GatherWritesEveryElementOfAPoisonedBuffer) {

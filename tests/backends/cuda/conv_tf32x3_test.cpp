@@ -20,20 +20,18 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
-#include "backends/cpu/kernel_test_util.h"
+#include "backends/cuda/conv_case.h"
 #include "backends/cuda/conv_measure_rule.h"
-#include "backends/cuda/cuda_test_util.h"
-#include "ir/fuse_conv_epilogue.h"
-#include "ir/layout_nhwc.h"
-#include "runtime/tensor_compare.h"  // ElementAsDouble
 
 namespace vigil::cuda {
 namespace {
 
 using ir::DataType;
 using testing::Backend;
-using testing::PoisonedDeviceOutputs;
-using testing::RandomTensor;
+using testing::ConvCase;
+using testing::ConvCaseRelL2;
+using testing::MakeConvCase;
+using testing::RunConvCase;
 using testing::Way;
 
 constexpr DataType kF32 = DataType::kFloat32;
@@ -66,121 +64,13 @@ TEST(ConvSplitRule, EnoughWorkPerInputElement) {
   EXPECT_FALSE(SplitConvPays({64, 64, 56, 56}, {0, 64, 3, 3}, {64, 0, 56, 56}, {1, 1}));
 }
 
-double At(const runtime::Tensor& t, int64_t i) { return runtime::ElementAsDouble(t, static_cast<uint64_t>(i)); }
-
-struct ConvCase {
-  std::string label;
-  ir::Node node;
-  std::vector<runtime::Tensor> inputs;
-  std::vector<int64_t> checked;  // flat output indices with a reference
-  std::vector<double> want;
-};
-
-// A 2D convolution of X [N, C, H, W] by W [M, C, kH, kW] (logical dims;
-// stored channels-last when `nhwc`), square stride and symmetric padding,
-// optional bias, residual Z and Relu. The float64 reference is computed for
-// the output images `images` (all when empty) at every `every`-th element.
+// The cases below, as ConvSpec (conv_case.h) with an optional Relu.
 ConvCase MakeCase(const char* op, bool nhwc, std::vector<int64_t> xd, std::vector<int64_t> wd, int64_t stride,
                   int64_t pad, bool bias, bool residual, bool relu, uint32_t seed, std::vector<int64_t> images = {},
                   int64_t every = 1) {
-  const int64_t n = xd[0], c = xd[1], h = xd[2], w = xd[3], m = wd[0], kh = wd[2], kw = wd[3];
-  const int64_t oh = (h + 2 * pad - kh) / stride + 1, ow = (w + 2 * pad - kw) / stride + 1;
-  ConvCase k;
-  k.label = fmt::format("{} {} x[{}] w[{}] stride {} pad {}{}{}{}", op, nhwc ? "NHWC" : "NCHW", fmt::join(xd, ","),
-                        fmt::join(wd, ","), stride, pad, bias ? " +bias" : "", residual ? " +z" : "",
-                        relu ? " relu" : "");
-  auto stored = [&](const std::vector<int64_t>& d) {
-    return nhwc ? std::vector<int64_t>{d[0], d[2], d[3], d[1]} : d;
-  };
-  runtime::Tensor x = RandomTensor(kF32, stored(xd), seed);
-  runtime::Tensor wt = RandomTensor(kF32, stored(wd), seed + 1);
-  runtime::Tensor b = RandomTensor(kF32, {m}, seed + 2);
-  runtime::Tensor z = RandomTensor(kF32, stored({n, m, oh, ow}), seed + 3);
-  auto xi = [&](int64_t i, int64_t ch, int64_t y, int64_t xx) {
-    return nhwc ? ((i * h + y) * w + xx) * c + ch : ((i * c + ch) * h + y) * w + xx;
-  };
-  auto wi = [&](int64_t o, int64_t ch, int64_t y, int64_t xx) {
-    return nhwc ? ((o * kh + y) * kw + xx) * c + ch : ((o * c + ch) * kh + y) * kw + xx;
-  };
-  auto yi = [&](int64_t i, int64_t o, int64_t y, int64_t xx) {
-    return nhwc ? ((i * oh + y) * ow + xx) * m + o : ((i * m + o) * oh + y) * ow + xx;
-  };
-  if (images.empty()) {
-    for (int64_t i = 0; i < n; ++i) images.push_back(i);
-  }
-  int64_t counter = 0;
-  for (int64_t i : images) {
-    for (int64_t o = 0; o < m; ++o) {
-      for (int64_t y = 0; y < oh; ++y) {
-        for (int64_t xx = 0; xx < ow; ++xx) {
-          if (counter++ % every != 0) continue;
-          double acc = 0;
-          for (int64_t ch = 0; ch < c; ++ch) {
-            for (int64_t r = 0; r < kh; ++r) {
-              const int64_t iy = y * stride - pad + r;
-              if (iy < 0 || iy >= h) continue;
-              for (int64_t s = 0; s < kw; ++s) {
-                const int64_t ix = xx * stride - pad + s;
-                if (ix < 0 || ix >= w) continue;
-                acc += At(x, xi(i, ch, iy, ix)) * At(wt, wi(o, ch, r, s));
-              }
-            }
-          }
-          if (bias) acc += At(b, o);
-          if (residual) acc += At(z, yi(i, o, y, xx));
-          if (relu) acc = std::max(acc, 0.0);
-          k.checked.push_back(yi(i, o, y, xx));
-          k.want.push_back(acc);
-        }
-      }
-    }
-  }
-  std::vector<ir::Attribute> attrs = {cpu::testing::IntsAttr("strides", {stride, stride}),
-                                      cpu::testing::IntsAttr("pads", {pad, pad, pad, pad})};
-  if (relu) attrs.push_back(cpu::testing::StringAttr("activation", "Relu"));
-  std::vector<std::string> names = {"x", "w"};
-  k.inputs = {std::move(x), std::move(wt)};
-  if (bias || residual) {
-    names.push_back(bias ? "b" : "");
-    k.inputs.push_back(std::move(b));
-  }
-  if (residual) {
-    names.push_back("z");
-    k.inputs.push_back(std::move(z));
-  }
-  k.node = cpu::testing::MakeNode(op, names, {"y"}, attrs);
-  if (std::string(op) != "Conv") k.node.domain = ir::kVigilDomain;
-  return k;
-}
-
-// Runs `node` on `backend` (inputs copied to the device; an input with an
-// empty name is passed as absent) and returns its output on the host,
-// poisoned with NaN before the run.
-Result<runtime::Tensor> RunNode(const runtime::Backend& backend, const ConvCase& k) {
-  std::vector<runtime::Tensor> device;
-  for (const runtime::Tensor& h : k.inputs) {
-    VIGIL_ASSIGN_OR_RETURN(runtime::Tensor d, backend.ToDevice(h));
-    device.push_back(std::move(d));
-  }
-  std::vector<const runtime::Tensor*> inputs;
-  for (size_t i = 0; i < device.size(); ++i) inputs.push_back(k.node.inputs[i].empty() ? nullptr : &device[i]);
-  std::vector<runtime::Tensor> outputs;
-  PoisonedDeviceOutputs allocator(backend);
-  VIGIL_RETURN_IF_ERROR(backend.Run(k.node, 13, inputs, outputs, allocator));
-  VIGIL_RETURN_IF_ERROR(backend.Synchronize());
-  if (outputs.size() != 1) return InternalError("{} outputs", outputs.size());
-  return backend.ToHost(outputs[0]);
-}
-
-double RelL2(const runtime::Tensor& y, const ConvCase& k) {
-  double err = 0, norm = 0;
-  for (size_t i = 0; i < k.checked.size(); ++i) {
-    const double g = At(y, k.checked[i]);
-    EXPECT_TRUE(std::isfinite(g)) << "element " << k.checked[i] << " is " << g;
-    err += (g - k.want[i]) * (g - k.want[i]);
-    norm += k.want[i] * k.want[i];
-  }
-  return std::sqrt(err / std::max(norm, 1e-300));
+  return MakeConvCase({.op = op, .nhwc = nhwc, .x = std::move(xd), .w = std::move(wd), .stride = stride, .pad = pad,
+                       .bias = bias, .residual = residual, .act = relu ? "Relu" : "", .seed = seed,
+                       .images = std::move(images), .every = every});
 }
 
 // The bounds, as for the split products (matmul_tf32x3_test.cpp): at least
@@ -195,13 +85,13 @@ void ExpectSplitAccuracy(const ConvCase& k, bool* tf32_compared = nullptr) {
   SCOPED_TRACE(k.label);
   auto on = Backend(Way::kTf32x3Convs), off = Backend(Way::kTf32x3), tf32 = Backend(Way::kTf32);
   ASSERT_TRUE(on && off && tf32);
-  auto split = RunNode(*on, k);
+  auto split = RunConvCase(*on, k);
   ASSERT_TRUE(split.ok()) << split.status().ToString();
-  auto ffma = RunNode(*off, k);
+  auto ffma = RunConvCase(*off, k);
   ASSERT_TRUE(ffma.ok()) << ffma.status().ToString();
-  auto single = RunNode(*tf32, k);
+  auto single = RunConvCase(*tf32, k);
   ASSERT_TRUE(single.ok()) << single.status().ToString();
-  const double e_split = RelL2(*split, k), e_ffma = RelL2(*ffma, k), e_tf32 = RelL2(*single, k);
+  const double e_split = ConvCaseRelL2(*split, k), e_ffma = ConvCaseRelL2(*ffma, k), e_tf32 = ConvCaseRelL2(*single, k);
   const bool tf32_lost_bits = e_tf32 > 10 * e_ffma;
   if (tf32_compared) *tf32_compared = tf32_lost_bits;
   if (tf32_lost_bits) {

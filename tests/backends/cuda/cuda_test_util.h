@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -23,6 +25,30 @@
 #include "runtime/tensor_compare.h"
 
 namespace vigil::cuda::testing {
+
+// Turns a developer switch (base/dev_switch.h) off for the scope, and
+// restores what the variable was after, also when an assertion returns
+// early.
+class ScopedSwitchOff {
+ public:
+  explicit ScopedSwitchOff(const char* name) : name_(name) {
+    if (const char* v = std::getenv(name)) old_ = v;
+    setenv(name, "0", 1);
+  }
+  ~ScopedSwitchOff() {
+    if (old_) {
+      setenv(name_.c_str(), old_->c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+  ScopedSwitchOff(const ScopedSwitchOff&) = delete;
+  ScopedSwitchOff& operator=(const ScopedSwitchOff&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
 
 // The CUDA backend, loaded once per test program; null (with the reason in
 // `why`) where it cannot run.
