@@ -1,4 +1,5 @@
 // vigil.h: session options, creation, model interface, check, plan, run.
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 
@@ -11,21 +12,56 @@
 
 namespace vigil::api {
 
-// The sizes vigil_session_options has had, oldest first: API version 2 as
-// first released (up to enable_profiling), then run_as_float16,
-// allow_tf32x3, and measure_first_run (API version 3); tf32x3_convolutions
-// (API version 4) took the padding after it, so the size did not change.
-// A caller's struct of an older size is read up to its end; later fields
-// keep their defaults.
+// The sizes vigil_session_options has had (on LP64, where the struct is
+// 8-byte aligned), oldest first: API version 2 as first released (up to
+// enable_profiling: 120 bytes), then with run_as_float16 (128, its last 4
+// bytes padding), with allow_tf32x3 (128, filling them), with
+// measure_first_run (API version 3: 136, the last 4 bytes padding), and
+// with tf32x3_convolutions (API version 4: 136, filling them). A caller's
+// struct of an older size is read up to its end and later fields keep
+// their defaults; bytes that were padding in the caller's version are read
+// as the field that later took them (its init wrote zeros there, so a
+// 128-byte struct of the run_as_float16 version reads allow_tf32x3 as 0:
+// every float32 product on CUDA cores).
+constexpr size_t kOptionsAlign = alignof(vigil_session_options);
+constexpr size_t EndOfVersion(size_t first_later_field) {
+  return (first_later_field + kOptionsAlign - 1) / kOptionsAlign * kOptionsAlign;
+}
+// The size the unsized vigil_session_options_init writes: API versions 3 and 4's.
+constexpr size_t kUnsizedInitBytes = EndOfVersion(offsetof(vigil_session_options, tf32x3_convolutions));
+static_assert(sizeof(vigil_session_options) == kUnsizedInitBytes,
+              "a new field: keep the unsized init at its old size (kUnsizedInitBytes) and list the new size below");
+
 bool KnownOptionsSize(uint32_t size) {
-  constexpr size_t kSizes[] = {offsetof(vigil_session_options, run_as_float16),
-                               offsetof(vigil_session_options, allow_tf32x3),
-                               offsetof(vigil_session_options, measure_first_run), sizeof(vigil_session_options)};
+  constexpr size_t kSizes[] = {EndOfVersion(offsetof(vigil_session_options, run_as_float16)),
+                               EndOfVersion(offsetof(vigil_session_options, measure_first_run)),
+                               sizeof(vigil_session_options)};
   for (size_t known : kSizes) {
     if (size == known) return true;
   }
   return false;
 }
+
+// Sets field `f` of `o` to `v` where the caller's `size` holds it.
+#define VIGIL_SET_IF_HELD(o, size, f, v)                                  \
+  do {                                                                    \
+    if (offsetof(vigil_session_options, f) + sizeof((o)->f) <= (size)) { \
+      (o)->f = (v);                                                       \
+    }                                                                     \
+  } while (0)
+
+// The defaults, writing no byte at or past `size`.
+void InitOptions(vigil_session_options* o, size_t size) {
+  if (!o) return;
+  const size_t ours = std::min(size, sizeof(vigil_session_options));
+  std::memset(o, 0, size > sizeof(vigil_session_options) ? size : ours);
+  VIGIL_SET_IF_HELD(o, ours, struct_size, static_cast<uint32_t>(ours));
+  VIGIL_SET_IF_HELD(o, ours, layout, VIGIL_LAYOUT_AUTO);
+  VIGIL_SET_IF_HELD(o, ours, constant_folding, 1);
+  VIGIL_SET_IF_HELD(o, ours, allow_tf32x3, 1);
+  VIGIL_SET_IF_HELD(o, ours, measure_first_run, 1);
+}
+#undef VIGIL_SET_IF_HELD
 
 Result<SessionConfig> ConfigFromOptions(const vigil_session_options* caller) {
   SessionConfig c;
@@ -240,15 +276,11 @@ using vigil::api::NullArgument;
 
 extern "C" {
 
-void vigil_session_options_init(vigil_session_options* o) {
-  if (!o) return;
-  std::memset(o, 0, sizeof(*o));
-  o->struct_size = sizeof(*o);
-  o->layout = VIGIL_LAYOUT_AUTO;
-  o->constant_folding = 1;
-  o->allow_tf32x3 = 1;
-  o->measure_first_run = 1;
-}
+void vigil_session_options_init_sized(vigil_session_options* o, size_t size) { vigil::api::InitOptions(o, size); }
+
+// The exported symbol of the unsized initialiser (the header's macro of the
+// same name is not expanded here).
+void(vigil_session_options_init)(vigil_session_options* o) { vigil::api::InitOptions(o, vigil::api::kUnsizedInitBytes); }
 
 vigil_status* vigil_session_create(const char* model_path, const vigil_session_options* options,
                                    vigil_session** session) {

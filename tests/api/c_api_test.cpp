@@ -268,7 +268,7 @@ TEST(CApi, OlderOptionsStructsAreReadUpToTheirSize) {
   o.struct_size = offsetof(vigil_session_options, measure_first_run);  // before API version 3
   EXPECT_EQ(MobileNetOutput(o), half);
 
-  o.struct_size = offsetof(vigil_session_options, run_as_float16) + 1;  // no version had this size
+  o.struct_size = offsetof(vigil_session_options, allow_tf32x3);  // 124: no version had this size
   vigil_session* session = nullptr;
   vigil_status* s = vigil_session_create(kMobileNet.c_str(), &o, &session);
   ASSERT_NE(s, nullptr);
@@ -277,6 +277,68 @@ TEST(CApi, OlderOptionsStructsAreReadUpToTheirSize) {
       << vigil_status_summary(s);
   vigil_status_release(s);
   EXPECT_EQ(session, nullptr);
+}
+
+// The sized initialiser (behind the vigil_session_options_init macro) writes
+// no byte at or past the caller's size: an older caller's struct of 120 or
+// 128 bytes gets the defaults it has room for, and the bytes after it are
+// untouched. A larger size (a newer caller) gets this library's fields and
+// size, zeros after. The unsized symbol of API versions 2 to 4 writes
+// versions 3 and 4's 136 bytes and no more.
+TEST(CApi, OptionsInitWritesNoMoreThanTheCallersStruct) {
+  constexpr size_t kBuffer = 256;
+  struct Case {
+    size_t size;
+    uint32_t struct_size;
+    int allow_tf32x3, measure_first_run;  // -1: past the size, not written
+  };
+  static_assert(sizeof(vigil_session_options) == 136, "a new field: add its size to these cases");
+  for (const Case& c : {Case{120, 120, -1, -1}, Case{128, 128, 1, -1}, Case{136, 136, 1, 1},
+                        Case{200, 136, 1, 1}}) {
+    SCOPED_TRACE(c.size);
+    alignas(vigil_session_options) unsigned char buffer[kBuffer];
+    std::memset(buffer, 0xAB, sizeof buffer);
+    auto* o = reinterpret_cast<vigil_session_options*>(buffer);
+    vigil_session_options_init_sized(o, c.size);
+    EXPECT_EQ(o->struct_size, c.struct_size);
+    EXPECT_EQ(o->layout, VIGIL_LAYOUT_AUTO);
+    EXPECT_EQ(o->constant_folding, 1);
+    EXPECT_EQ(o->backend_count, 0u);
+    EXPECT_EQ(o->enable_profiling, 0);
+    if (c.allow_tf32x3 >= 0) {
+      EXPECT_EQ(o->allow_tf32x3, c.allow_tf32x3);
+    }
+    if (c.measure_first_run >= 0) {
+      EXPECT_EQ(o->measure_first_run, c.measure_first_run);
+    }
+    for (size_t i = sizeof(vigil_session_options); i < c.size; ++i) ASSERT_EQ(buffer[i], 0) << "byte " << i;
+    for (size_t i = c.size; i < kBuffer; ++i) ASSERT_EQ(buffer[i], 0xAB) << "byte " << i << " past the caller's struct";
+    // What the sized init gives an older caller is a struct the library takes.
+    vigil_session* session = nullptr;
+    vigil_status* s = vigil_session_create(kMobileNet.c_str(), o, &session);
+    EXPECT_EQ(s, nullptr) << vigil_status_text(s);
+    vigil_status_release(s);
+    vigil_session_release(session);
+  }
+  // Sizes too small for struct_size itself: nothing past them is written.
+  alignas(vigil_session_options) unsigned char small[16];
+  std::memset(small, 0xAB, sizeof small);
+  vigil_session_options_init_sized(reinterpret_cast<vigil_session_options*>(small), 2);
+  EXPECT_EQ(small[0], 0);
+  EXPECT_EQ(small[1], 0);
+  EXPECT_EQ(small[2], 0xAB);
+  vigil_session_options_init_sized(nullptr, 136);  // accepted, does nothing
+  // The macro passes the caller's size.
+  vigil_session_options o;
+  vigil_session_options_init(&o);
+  EXPECT_EQ(o.struct_size, sizeof o);
+  // The exported unsized function, called as an old program calls it.
+  alignas(vigil_session_options) unsigned char old[kBuffer];
+  std::memset(old, 0xAB, sizeof old);
+  (vigil_session_options_init)(reinterpret_cast<vigil_session_options*>(old));
+  EXPECT_EQ(reinterpret_cast<vigil_session_options*>(old)->struct_size, 136u);
+  EXPECT_EQ(reinterpret_cast<vigil_session_options*>(old)->measure_first_run, 1);
+  for (size_t i = 136; i < kBuffer; ++i) ASSERT_EQ(old[i], 0xAB) << "byte " << i;
 }
 
 // 3xTF32 convolutions are off unless turned on, in C and in C++; the field
