@@ -6,7 +6,9 @@
 // convolutions run as 2D with a unit height. Tensors are NCHW as in ONNX,
 // except for ai.vigil.ConvNhwc (the layout pass's channels-last Conv,
 // ir/layout_nhwc.h): cuDNN gets the same logical NCHW dims with NHWC
-// strides, which is what its tensor-core engines want.
+// strides, which is what its tensor-core engines want. ConvNhwc hands some
+// shapes to other files: depthwise ones to conv_depthwise.h, patchify ones
+// to conv_patch.h, and most exact float32 ones to conv_gemm.h (products).
 #include <cstdlib>
 #include <string_view>
 
