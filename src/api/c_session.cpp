@@ -42,26 +42,23 @@ bool KnownOptionsSize(uint32_t size) {
   return false;
 }
 
-// Sets field `f` of `o` to `v` where the caller's `size` holds it.
-#define VIGIL_SET_IF_HELD(o, size, f, v)                                  \
-  do {                                                                    \
-    if (offsetof(vigil_session_options, f) + sizeof((o)->f) <= (size)) { \
-      (o)->f = (v);                                                       \
-    }                                                                     \
-  } while (0)
-
-// The defaults, writing no byte at or past `size`.
+// The defaults, writing no byte at or past `size`: the library's defaults
+// built whole, then as much of them as the caller's struct holds (a size
+// too small for struct_size itself gets zeros), and zeros past the
+// library's struct for a larger one.
 void InitOptions(vigil_session_options* o, size_t size) {
   if (!o) return;
-  const size_t ours = std::min(size, sizeof(vigil_session_options));
-  std::memset(o, 0, size > sizeof(vigil_session_options) ? size : ours);
-  VIGIL_SET_IF_HELD(o, ours, struct_size, static_cast<uint32_t>(ours));
-  VIGIL_SET_IF_HELD(o, ours, layout, VIGIL_LAYOUT_AUTO);
-  VIGIL_SET_IF_HELD(o, ours, constant_folding, 1);
-  VIGIL_SET_IF_HELD(o, ours, allow_tf32x3, 1);
-  VIGIL_SET_IF_HELD(o, ours, measure_first_run, 1);
+  vigil_session_options d;
+  std::memset(&d, 0, sizeof d);  // padding too: it is copied
+  const size_t ours = std::min(size, sizeof d);
+  d.struct_size = ours >= sizeof d.struct_size ? static_cast<uint32_t>(ours) : 0;
+  d.layout = VIGIL_LAYOUT_AUTO;
+  d.constant_folding = 1;
+  d.allow_tf32x3 = 1;
+  d.measure_first_run = 1;
+  std::memcpy(o, &d, ours);
+  if (size > sizeof d) std::memset(reinterpret_cast<unsigned char*>(o) + sizeof d, 0, size - sizeof d);
 }
-#undef VIGIL_SET_IF_HELD
 
 Result<SessionConfig> ConfigFromOptions(const vigil_session_options* caller) {
   SessionConfig c;

@@ -189,9 +189,10 @@ TEST(CudaConvGemm, ShapeOfTakesGroupOneConvolutionsWhoseDimsAgree) {
 TEST(CudaConvGemm, SwitchIsReadOnEveryCall) {
   unsetenv("VIGIL_CONV_GEMM");
   EXPECT_TRUE(GemmConvEnabled());
-  setenv("VIGIL_CONV_GEMM", "0", 1);
-  EXPECT_FALSE(GemmConvEnabled());
-  unsetenv("VIGIL_CONV_GEMM");
+  {
+    testing::ScopedSwitchOff off("VIGIL_CONV_GEMM");
+    EXPECT_FALSE(GemmConvEnabled());
+  }
   EXPECT_TRUE(GemmConvEnabled());
 }
 
