@@ -96,6 +96,12 @@ def build(name):
         m = tvm.vit_b_16()
         torch.nn.init.normal_(m.heads.head.weight, std=0.02)
         return m, "vit"
+    if name == "unet":
+        # The real-model checks' UNet (stride-1 3x3 convolutions at full
+        # resolution, 32 to 128 channels), fed the same 224x224 images.
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "models"))
+        from export_models import UNet
+        return calibrated(UNet(base=32)), "cnn"
     raise SystemExit(f"unknown model {name}")
 
 

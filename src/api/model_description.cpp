@@ -70,6 +70,7 @@ nlohmann::json DescribeSession(const AssembledSession& a) {
     if (!convs.empty()) out["int8_convolutions"] = convs;
     if (!products.empty()) out["int8_matmuls"] = products;
   }
+  if (!a.session->layout_note().empty()) out["layout"] = a.session->layout_note();
   return out;
 }
 

@@ -284,6 +284,7 @@ int RunBench(const BenchOptions& opt) {
       if (graphs.empty()) graphs = "not used: no device backend";
     }
     std::vector<std::string> backend_notes = notes.value("backend_notes", std::vector<std::string>{});
+    const std::string layout = notes.value("layout", std::string{});
     const double load_ms = Ms(loaded - start), first_ms = Ms(first_done - first_start);
     const double first_result_ms = Ms(first_done - start);
     const uint64_t arena = plan.value("arena_bytes", uint64_t{0}), peak = plan.value("peak_live_bytes", uint64_t{0});
@@ -303,7 +304,7 @@ int RunBench(const BenchOptions& opt) {
                           {"device_peak_live_bytes", dev_peak}, {"body_arena_bytes", body_arena},
                           {"body_device_arena_bytes", body_dev_arena}, {"unplanned_bodies", unplanned},
                           {"cuda_graphs", graphs},
-                          {"backend_notes", backend_notes}, {"providers", session.Backends()}};
+                          {"backend_notes", backend_notes}, {"layout", layout}, {"providers", session.Backends()}};
       if (hint_skipped.empty()) j["precision_options"] = PrecisionOptionsJson(precision);
       else j["precision_options_skipped"] = hint_skipped;
       std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
@@ -321,6 +322,7 @@ int RunBench(const BenchOptions& opt) {
                 opt.outputs_on_device ? "left on the device" : "copied to the host");
     if (opt.backend.backend != "cpu") std::printf("cuda graphs:  %s\n", graphs.c_str());
     for (const std::string& n : backend_notes) std::printf("backend:      %s\n", n.c_str());
+    if (!layout.empty()) std::printf("layout:       %s\n", layout.c_str());
     std::printf("memory plan:  arena %.2f MiB (peak live %.2f MiB)\n", arena / 1048576.0, peak / 1048576.0);
     if (dev_arena > 0) {
       std::printf("device plan:  arena %.2f MiB (peak live %.2f MiB)\n", dev_arena / 1048576.0, dev_peak / 1048576.0);

@@ -61,6 +61,7 @@ std::string PartitionText(const json& p, const std::string& backend) {
       if (!n.value("int8", false)) out += fmt::format("  {:<40} {}\n", Str(n, "node"), Str(n, "reason"));
     }
   }
+  if (p.contains("layout")) out += fmt::format("layout on {}: {}\n", backend, Str(p, "layout"));
   return out;
 }
 

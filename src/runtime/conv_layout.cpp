@@ -1,9 +1,12 @@
 #include "runtime/conv_layout.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <string_view>
 #include <utility>
+
+#include <fmt/format.h>
 
 #include "base/dev_switch.h"
 #include "ir/fuse_qdq.h"
@@ -40,11 +43,16 @@ const ir::Tensor* FindInitializer(const ir::Graph& g, const std::string& name) {
   return nullptr;
 }
 
+// What DeviceTakesNhwc asks the device: whether it prefers the ConvNhwc
+// (Backend::PrefersChannelsLast), or only whether it runs it at all
+// (Backend::SupportsTyped).
+enum class Ask { kPrefers, kRuns };
+
 // Whether `device` takes `conv` as a ConvNhwc (with `activation`, if set,
 // a residual input Z of Y's type when `residual`, and `input_activation`, if set).
 bool DeviceTakesNhwc(const ir::Node& conv, const std::unordered_map<std::string, ir::TypeInfo>& types,
                      const Backend& device, const std::string& activation, bool residual = false,
-                     const std::string& input_activation = "") {
+                     const std::string& input_activation = "", Ask ask = Ask::kPrefers) {
   const ir::TypeInfo* x = TypeOf(types, conv.inputs[0]);
   const ir::TypeInfo* w = TypeOf(types, conv.inputs[1]);
   const ir::TypeInfo* y = TypeOf(types, conv.outputs[0]);
@@ -80,7 +88,24 @@ bool DeviceTakesNhwc(const ir::Node& conv, const std::unordered_map<std::string,
     nt.inputs.push_back(&*yt);
   }
   nt.outputs = {yt ? &*yt : nullptr};
+  if (ask == Ask::kRuns) return device.SupportsTyped(probe, ir::kVigilOpsetVersion, nt, nullptr);
   return device.PrefersChannelsLast(probe, ir::kVigilOpsetVersion, nt);
+}
+
+// The multiply-adds of one image (batch index) of `conv`: Y's dims past the
+// batch times W's past the first; 0 where one of them is unknown.
+double MacsPerImage(const ir::Node& conv, const std::unordered_map<std::string, ir::TypeInfo>& types) {
+  const ir::TypeInfo* w = TypeOf(types, conv.inputs[1]);
+  const ir::TypeInfo* y = TypeOf(types, conv.outputs[0]);
+  if (!IsRank4Tensor(w) || !IsRank4Tensor(y)) return 0;
+  double macs = 1;
+  for (size_t i = 1; i < 4; ++i) {
+    const ir::Dim& yd = y->shape.dims[i];
+    const ir::Dim& wd = w->shape.dims[i];
+    if (!yd.is_known() || !wd.is_known()) return 0;
+    macs *= double(*yd.value) * double(*wd.value);
+  }
+  return macs;
 }
 
 // Whether `conv` (with `group` groups) is a depthwise convolution with
@@ -172,8 +197,13 @@ bool NhwcDtype(const ir::Node& conv, const std::unordered_map<std::string, ir::T
 }
 
 std::vector<size_t> SelectNhwcConvs(const ir::Model& model, const std::unordered_map<std::string, ir::TypeInfo>& types,
-                                    const Backend& device, bool float32) {
+                                    const Backend& device, bool float32, std::string* note) {
   std::vector<size_t> picked;
+  // A device's float32 convolutions: the ones it runs as ConvNhwc, and the
+  // multiply-adds per image of those and of the ones it prefers so.
+  std::vector<size_t> float32_runs;
+  double float32_macs = 0, preferred_macs = 0;
+  const bool device_float32 = float32 && device.device() != Device::kHost;
   const ir::Graph& g = model.graph;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& n = g.nodes[i];
@@ -195,15 +225,47 @@ std::vector<size_t> SelectNhwcConvs(const ir::Model& model, const std::unordered
     // NHWC from end to end, with no transposes around them.
     auto group = ops::IntAttr(n, "group", 1);
     if (!group.ok() || (*group != 1 && !IsDepthwise(n, types, *group))) continue;
-    if (NhwcDtype(n, types, float32) && DeviceTakesNhwc(n, types, device, "")) picked.push_back(i);
+    if (!NhwcDtype(n, types, float32)) continue;
+    const ir::TypeInfo* x = TypeOf(types, n.inputs[0]);
+    if (device_float32 && x && x->elem_type == ir::DataType::kFloat32) {
+      if (!DeviceTakesNhwc(n, types, device, "", false, "", Ask::kRuns)) continue;
+      float32_runs.push_back(i);
+      const double macs = MacsPerImage(n, types);
+      float32_macs += macs;
+      if (DeviceTakesNhwc(n, types, device, "")) preferred_macs += macs;
+      continue;
+    }
+    if (DeviceTakesNhwc(n, types, device, "")) picked.push_back(i);
+  }
+  // A device's float32 convolutions move together: one left NCHW among
+  // NHWC ones costs a transpose on each side. They move when the ones the
+  // device prefers channels-last (the CUDA backend: all but the exact
+  // float32 ones that cuDNN keeps, GemmConvPays) carry at least half of
+  // their multiply-adds, as far as the shapes are known; else all stay as
+  // the model has them. A UNet's full-resolution 3x3 convolutions run
+  // faster NCHW on cuDNN's exact engines than channels-last, where cuDNN
+  // wraps transposes around them; a ResNet-50's products win.
+  if (!float32_runs.empty()) {
+    const bool move = !(float32_macs > 0) || preferred_macs >= 0.5 * float32_macs;
+    if (move) picked.insert(picked.end(), float32_runs.begin(), float32_runs.end());
+    std::sort(picked.begin(), picked.end());
+    if (note) {
+      const double share = float32_macs > 0 ? 100.0 * preferred_macs / float32_macs : 100.0;
+      *note = move ? fmt::format("{} float32 convolutions run channels-last ({} prefers it for {:.0f}% of their "
+                                 "multiply-adds)",
+                                 float32_runs.size(), device.name(), share)
+                   : fmt::format("{} float32 convolutions stay NCHW: {} prefers channels-last for {:.0f}% of their "
+                                 "multiply-adds, under half",
+                                 float32_runs.size(), device.name(), share);
+    }
   }
   return picked;
 }
 
 Result<bool> ApplyConvLayout(ir::Model& model, const std::unordered_map<std::string, ir::TypeInfo>& types,
-                             ConvLayout layout, const Backend& first_backend, bool float32) {
+                             ConvLayout layout, const Backend& first_backend, bool float32, std::string* note) {
   if (layout == ConvLayout::kAsModel) return false;
-  std::vector<size_t> convs = SelectNhwcConvs(model, types, first_backend, float32);
+  std::vector<size_t> convs = SelectNhwcConvs(model, types, first_backend, float32, note);
   if (convs.empty()) return false;
   ir::NhwcOptions options;
   // The device fuses a following Relu, Clip(0, 6) or Add only where its

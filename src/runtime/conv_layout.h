@@ -38,9 +38,13 @@ enum class ConvLayout {
 // VIGIL_DEPTHWISE is "cudnn"; other grouped convolutions stay NCHW), and
 // `device` prefers the rewritten ConvNhwc node with those types
 // (Backend::PrefersChannelsLast); and every ai.vigil.QConv (which the QDQ
-// pass wrote after asking the device).
+// pass wrote after asking the device). A device's float32 convolutions are
+// taken together, all those it runs as ConvNhwc or none: all when the ones
+// it prefers channels-last carry at least half of their multiply-adds per
+// image (as far as the shapes are known). `note`, if given, gets a line
+// saying which way float32 convolutions went and why ("" if none were asked).
 std::vector<size_t> SelectNhwcConvs(const ir::Model& model, const std::unordered_map<std::string, ir::TypeInfo>& types,
-                                    const Backend& device, bool float32 = false);
+                                    const Backend& device, bool float32 = false, std::string* note = nullptr);
 
 // Whether `device` takes a node the QDQ fusion pass (ir/fuse_qdq.h) would
 // write, with those input and output types: QConv is asked as the QConvNhwc
@@ -51,9 +55,10 @@ bool DeviceTakesFusedQdq(const ir::Node& fused, const std::vector<const ir::Type
                          const ir::Model& model, std::string* why_not);
 
 // Applies `layout` to `model` (float32 convolutions too with `float32`, as
-// SelectNhwcConvs); returns whether the graph changed (its weight transposes
-// then still need constant folding).
+// SelectNhwcConvs, which writes `note`); returns whether the graph changed
+// (its weight transposes then still need constant folding).
 Result<bool> ApplyConvLayout(ir::Model& model, const std::unordered_map<std::string, ir::TypeInfo>& types,
-                             ConvLayout layout, const Backend& first_backend, bool float32 = false);
+                             ConvLayout layout, const Backend& first_backend, bool float32 = false,
+                             std::string* note = nullptr);
 
 }  // namespace vigil::runtime

@@ -128,6 +128,7 @@ struct Session::State {
   std::vector<const Backend*> node_backend;  // per node index of `model.graph.nodes`
   std::vector<NodePlacement> placement;
   std::vector<ir::QdqNote> int8_notes;
+  std::string layout_note;  // which way the device's float32 convolutions went (conv_layout.h)
   Float16Summary float16;
   std::unordered_map<size_t, std::string> fallback_reasons;  // node -> why the first backend refused it
   std::unordered_map<std::string, Tensor> constants;
@@ -344,7 +345,8 @@ Result<std::unique_ptr<Session>> Session::Create(ir::Model model, SessionOptions
     refold = refold && folding.evaluator != nullptr;
   }
   VIGIL_ASSIGN_OR_RETURN(bool relaid, ApplyConvLayout(state->model, inferred.types, state->options.conv_layout,
-                                                      *state->options.backends[0], state->options.nhwc_float32));
+                                                      *state->options.backends[0], state->options.nhwc_float32,
+                                                      &state->layout_note));
   if (relaid || refold) {
     // Again, for the new values' types and to fold the weight transposes
     // into KRSC initializers (and the DequantizeLinear nodes of weights the
@@ -464,6 +466,7 @@ const ModelInputs& Session::inputs() const { return state_->inputs; }
 const std::vector<ir::ValueInfo>& Session::outputs() const { return state_->outputs; }
 const std::vector<NodePlacement>& Session::placement() const { return state_->placement; }
 const std::vector<ir::QdqNote>& Session::int8_notes() const { return state_->int8_notes; }
+const std::string& Session::layout_note() const { return state_->layout_note; }
 const Float16Summary& Session::float16_summary() const { return state_->float16; }
 
 Result<DimBindings> Session::Check(std::vector<InputBinding>& inputs) const {

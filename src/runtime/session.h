@@ -110,6 +110,9 @@ class Session {
   // Each Conv, MatMul and Gemm of a QDQ chain on a device session: whether it runs in int8
   // (ir/fuse_qdq.h) and why not; empty for CPU sessions and float models.
   const std::vector<ir::QdqNote>& int8_notes() const;
+  // Which way the layout pass took the device's float32 convolutions, and
+  // why (runtime/conv_layout.h); empty when it was not asked.
+  const std::string& layout_note() const;
   // What SessionOptions::float16_inputs changed (all zero without it).
   const Float16Summary& float16_summary() const;
 

@@ -281,6 +281,62 @@ TEST(ConvLayout, Float32ConvsRunNhwcWhenTheSessionAllowsTf32) {
   ExpectFloat32MatchesTheCpu(**nhwc);
 }
 
+// A device's float32 convolutions move together, weighed by multiply-adds:
+// in SmallCnn conv0 carries 25,920 per image (69%), conv1 11,520 (31%).
+// Where the device prefers channels-last only for conv1, both stay NCHW;
+// only for conv0, both move (conv1 too, so that no transpose separates
+// them). Float16 convolutions are still taken one by one.
+SessionOptions PreferringOnly(const std::string& node_name, bool float32) {
+  auto device = std::make_shared<FakeDeviceBackend>();
+  device->prefers = [node_name](const ir::Node& n) { return n.name == node_name; };
+  SessionOptions o;
+  o.backends = {device, cpu::MakeCpuBackend()};
+  o.conv_layout = ConvLayout::kNhwcWhereFaster;
+  o.nhwc_float32 = float32;
+  return o;
+}
+
+TEST(ConvLayout, Float32ConvsMoveTogetherByTheShareTheDevicePrefers) {
+  auto minority = Session::Create(SmallCnn(DataType::kFloat32), PreferringOnly("conv1", true));
+  ASSERT_TRUE(minority.ok()) << minority.status().ToString();
+  EXPECT_EQ(Count((*minority)->model(), "ConvNhwc"), 0u);
+  EXPECT_EQ(NchwConvs((*minority)->model()), 2u);
+  EXPECT_EQ(Count((*minority)->model(), "Transpose"), 0u);
+  EXPECT_EQ((*minority)->layout_note(),
+            "2 float32 convolutions stay NCHW: fakegpu prefers channels-last for 31% of their multiply-adds, "
+            "under half");
+  ExpectFloat32MatchesTheCpu(**minority);
+
+  auto majority = Session::Create(SmallCnn(DataType::kFloat32), PreferringOnly("conv0", true));
+  ASSERT_TRUE(majority.ok()) << majority.status().ToString();
+  EXPECT_EQ(Count((*majority)->model(), "ConvNhwc"), 2u);
+  EXPECT_EQ(NchwConvs((*majority)->model()), 0u);
+  EXPECT_EQ((*majority)->layout_note(),
+            "2 float32 convolutions run channels-last (fakegpu prefers it for 69% of their multiply-adds)");
+  ExpectFloat32MatchesTheCpu(**majority);
+
+  auto half = Session::Create(SmallCnn(), PreferringOnly("conv1", true));
+  ASSERT_TRUE(half.ok()) << half.status().ToString();
+  EXPECT_EQ(Count((*half)->model(), "ConvNhwc"), 1u);
+  EXPECT_EQ(NchwConvs((*half)->model()), 1u);
+  EXPECT_EQ((*half)->layout_note(), "");
+  ExpectMatchesTheCpu(**half, SmallCnn());
+}
+
+// Where the spatial sizes are unknown there is nothing to weigh: the
+// device's float32 convolutions move, as the ones it runs.
+TEST(ConvLayout, Float32ConvsOfUnknownSizeMove) {
+  ir::Model m = SmallCnn(DataType::kFloat32);
+  m.graph.inputs[0].type.shape.dims[2] = ir::Dim::Symbolic("H");
+  m.graph.inputs[0].type.shape.dims[3] = ir::Dim::Symbolic("W");
+  auto s = Session::Create(std::move(m), PreferringOnly("conv1", true));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(Count((*s)->model(), "ConvNhwc"), 2u);
+  EXPECT_EQ((*s)->layout_note(),
+            "2 float32 convolutions run channels-last (fakegpu prefers it for 100% of their multiply-adds)");
+  ExpectFloat32MatchesTheCpu(**s);
+}
+
 TEST(ConvLayout, GroupedConvsStayNchw) {
   ir::Model m = SmallCnn();
   // conv1 becomes a grouped convolution (2 groups of 4 channels).

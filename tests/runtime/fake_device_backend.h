@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,12 @@ class FakeDeviceBackend : public Backend {
   Device device() const override { return Device::kCuda; }
   bool Supports(const ir::Node& node, int64_t opset) const override { return cpu_->Supports(node, opset); }
   bool InputOnHost(const ir::Node&, int64_t, size_t) const override { return false; }
+  // Where set, the channels-last nodes the device prefers among those it
+  // runs (the layout pass's question); unset: all of them.
+  std::function<bool(const ir::Node&)> prefers;
+  bool PrefersChannelsLast(const ir::Node& node, int64_t opset, const NodeTypes& types) const override {
+    return Backend::PrefersChannelsLast(node, opset, types) && (!prefers || prefers(node));
+  }
   Status Run(const ir::Node& node, int64_t opset, std::span<const Tensor* const> inputs, std::vector<Tensor>& outputs,
              OutputAllocator& allocator) const override {
     ++nodes_run;

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Would exact float32 convolutions run faster as cuBLAS products? A probe.
+"""Would convolutions run faster as cuBLAS products? A probe.
 
 For every non-depthwise convolution of a torchvision CNN (random weights),
-at the given batches, with TF32 off everywhere (cuDNN and cuBLAS), times
+at the given batches, in one precision (--precision: fp32 exact, TF32 off
+everywhere; tf32, TF32 on in cuDNN and cuBLAS; fp16, float16 data with
+float32 accumulation), times
 (CUDA events, median of --iters runs after warm-up):
   cudnn     the convolution through PyTorch's cuDNN (cudnn.benchmark on:
             its fastest exact engine), NCHW and channels-last;
@@ -61,12 +63,12 @@ def time_ms(fn, iters, reps=20):
     return statistics.median(times)
 
 
-def probe(key, batch, iters):
+def probe(key, batch, iters, dtype):
     (c, h, w_), wshape, stride, padding, groups = key
     m, _, kh, kw = wshape
     g = torch.Generator(device="cuda").manual_seed(1)
-    x = torch.randn(batch, c, h, w_, device="cuda", generator=g)
-    w = torch.randn(*wshape, device="cuda", generator=g) * (1.0 / (wshape[1] * kh * kw) ** 0.5)
+    x = torch.randn(batch, c, h, w_, device="cuda", generator=g).to(dtype)
+    w = (torch.randn(*wshape, device="cuda", generator=g) * (1.0 / (wshape[1] * kh * kw) ** 0.5)).to(dtype)
     conv = lambda a, b: torch.nn.functional.conv2d(a, b, None, stride, padding, 1, groups)
     ref = torch.nn.functional.conv2d(x.double(), w.double(), None, stride, padding, 1, groups)
     rel = lambda y: float((y.double() - ref).norm() / ref.norm())
@@ -110,12 +112,17 @@ def main():
     ap.add_argument("--models", nargs="+", default=["resnet50"])
     ap.add_argument("--batches", nargs="+", type=int, default=[1, 64])
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--precision", choices=["fp32", "tf32", "fp16"], default="fp32")
     args = ap.parse_args()
+    tf32 = args.precision == "tf32"
+    dtype = torch.float16 if args.precision == "fp16" else torch.float32
     torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
-    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, TF32 off")
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False  # float32 accumulation, as vigil's
+    torch.set_float32_matmul_precision("high" if tf32 else "highest")
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, "
+          f"{args.precision}")
     for name in args.models:
         shapes = conv_shapes(name)
         for batch in args.batches:
@@ -127,7 +134,7 @@ def main():
             for key, count in shapes.items():
                 if key[4] != 1:
                     continue  # grouped / depthwise: not one product
-                r = probe(key, batch, args.iters)
+                r = probe(key, batch, args.iters, dtype)
                 one = key[1][2] == 1 and key[1][3] == 1
                 best_c, best_g = min(r[0], r[1]), min(r[2], r[3])
                 tot["cudnn"] += count * best_c

@@ -37,7 +37,7 @@ has() { [[ " $steps " == *" $1 "* ]]; }
 {
   echo "== machine"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  VIGIL_VERBOSE=1 "$b/vigil" run examples/tiny_cnn.onnx --input examples/tiny_cnn_input.npy --backend cuda --no-fallback
+  "$b/vigil" run examples/tiny_cnn.onnx --input examples/tiny_cnn_input.npy --backend cuda --no-fallback
   if has tests && [ -x "$b/vigil_cuda_tests" ]; then
     echo "== vigil_cuda_tests"
     "$b/vigil_cuda_tests" > "$out/cuda_tests.txt" 2>&1

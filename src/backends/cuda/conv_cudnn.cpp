@@ -613,6 +613,27 @@ bool ConvTransposeSupported(const ir::Node& node, const runtime::NodeTypes& type
 
 }  // namespace
 
+bool ConvNhwcPrefersChannelsLast(const CudaOptions& options, const ir::Node& node, const runtime::NodeTypes& types) {
+  if (options.allow_tf32 || options.tf32x3_convolutions || !GemmConvEnabled()) return true;
+  if (types.inputs.size() < 2 || types.outputs.empty()) return true;
+  const ir::TypeInfo* x = types.inputs[0];
+  const ir::TypeInfo* w = types.inputs[1];
+  const ir::TypeInfo* y = types.outputs[0];
+  auto rank4 = [](const ir::TypeInfo* t) { return t && t->shape.rank_known && t->shape.dims.size() == 4; };
+  if (!rank4(x) || !rank4(w) || !rank4(y) || x->elem_type != ir::DataType::kFloat32) return true;
+  Result<int64_t> group = ops::IntAttr(node, "group", 1);
+  Result<std::vector<int64_t>> strides = ops::IntsAttr(node, "strides", {1, 1});
+  if (!group.ok() || *group != 1 || !strides.ok() || strides->size() != 2) return true;
+  const std::vector<ir::Dim>& wd = w->shape.dims;  // [M, kH, kW, C]
+  const std::vector<ir::Dim>& yd = y->shape.dims;  // [N, OH, OW, M]
+  for (const ir::Dim* d : {&wd[0], &wd[1], &wd[2], &wd[3], &yd[1], &yd[2]}) {
+    if (!d->is_known()) return true;
+  }
+  const int64_t batch = yd[0].is_known() ? *yd[0].value : 1;
+  return GemmConvPays({*wd[0].value, *wd[3].value, *wd[1].value, *wd[2].value},
+                      {batch, *wd[0].value, *yd[1].value, *yd[2].value}, *strides);
+}
+
 std::span<const CudaKernelDef> ConvCudaKernels() {
   static const CudaKernelDef kDefs[] = {
       {"", "Conv", 1, kLatest, Conv, ConvSupported, 0},

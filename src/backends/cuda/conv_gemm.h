@@ -37,9 +37,18 @@
 #include "base/status.h"
 #include "ir/dtype.h"
 
+namespace vigil::ir {
+struct Node;
+}  // namespace vigil::ir
+
+namespace vigil::runtime {
+struct NodeTypes;
+}  // namespace vigil::runtime
+
 namespace vigil::cuda {
 
 class CudaKernelContext;
+struct CudaOptions;
 
 // The geometry of one convolution as a product.
 struct GemmConvShape {
@@ -68,6 +77,17 @@ std::optional<GemmConvShape> GemmConvShapeOf(const std::vector<int64_t>& x, cons
                                              const std::vector<int64_t>& pads_begin,
                                              const std::vector<int64_t>& pads_end,
                                              const std::vector<int64_t>& dilations);
+
+// Whether a ConvNhwc `node` with these (NHWC) types runs at least as well
+// channels-last as the NCHW Conv it replaces, under the session's
+// `options` (CudaBackend::PrefersChannelsLast; the layout pass weighs the
+// answers per model, runtime/conv_layout.h). Yes, but for the exact
+// float32 ones (TF32 and tf32x3_convolutions off) that ConvNhwc hands to
+// cuDNN, GemmConvPays being false at their batch (1 where unknown):
+// cuDNN's exact engines take NCHW only and wrap transposes around an NHWC
+// convolution. A UNet at 224x224 ran 13-33% slower channels-last on an
+// H200 (bench/results/conv_gemm_h200.md). Defined in conv_cudnn.cpp.
+bool ConvNhwcPrefersChannelsLast(const CudaOptions& options, const ir::Node& node, const runtime::NodeTypes& types);
 
 // Whether exact float32 convolutions run as products: the developer switch
 // VIGIL_CONV_GEMM is not "0" (which keeps them NCHW on cuDNN, as before, to

@@ -8,9 +8,11 @@
 
 #include <fmt/format.h>
 
+#include "backends/cuda/conv_gemm.h"
 #include "backends/cuda/cudnn_log.h"
 #include "backends/cuda/pinned_pool.h"
 #include "backends/cuda/tuning_cache.h"
+#include "ir/layout_nhwc.h"
 
 namespace vigil::cuda {
 namespace {
@@ -113,6 +115,12 @@ class CudaBackend final : public runtime::Backend {
     }
     if (def->supports && !def->supports(node, types, why_not)) return false;
     return !def->worth_it || def->worth_it(options_, types, why_not);
+  }
+
+  bool PrefersChannelsLast(const ir::Node& node, int64_t opset, const runtime::NodeTypes& types) const override {
+    if (!SupportsTyped(node, opset, types, nullptr)) return false;
+    return node.domain != ir::kVigilDomain || node.op_type != ir::kConvNhwcOp ||
+           ConvNhwcPrefersChannelsLast(options_, node, types);
   }
 
   bool InputOnHost(const ir::Node& node, int64_t opset, size_t i) const override {

@@ -147,6 +147,50 @@ TEST(CudaConvGemm, LargeGatherRunsInSlices) {
                  .bias = true, .residual = true, .seed = 31, .every = 7});
 }
 
+// The backend's answer to the layout pass (CudaBackend::PrefersChannelsLast,
+// ConvNhwcPrefersChannelsLast): an exact float32 ConvNhwc is better
+// channels-last where it runs as a product, and not where cuDNN keeps it
+// (a 3x3 of stride 1 over 8192 or more pixels, the batch 1 where unknown);
+// float16 ones, and float32 ones with TF32 or split convolutions, always.
+bool Prefers(Way way, ir::DataType t, ir::Dim n, int64_t hw, int64_t k, int64_t stride) {
+  const int64_t out = (hw + 2 * (k / 2) - k) / stride + 1;
+  ir::Node node;
+  node.domain = ir::kVigilDomain;
+  node.op_type = kNhwc;
+  node.inputs = {"x", "w"};
+  node.outputs = {"y"};
+  node.attributes = {cpu::testing::IntsAttr("strides", {stride, stride}),
+                     cpu::testing::IntsAttr("pads", {k / 2, k / 2, k / 2, k / 2})};
+  auto type = [&](std::vector<ir::Dim> dims) { return ops::TensorType(t, std::move(dims)); };
+  using D = ir::Dim;
+  const ir::TypeInfo x = type({n, D::Known(hw), D::Known(hw), D::Known(32)});
+  const ir::TypeInfo w = type({D::Known(64), D::Known(k), D::Known(k), D::Known(32)});
+  const ir::TypeInfo y = type({n, D::Known(out), D::Known(out), D::Known(64)});
+  return Backend(way)->PrefersChannelsLast(node, ir::kVigilOpsetVersion, {{&x, &w}, {&y}});
+}
+
+TEST(CudaConvGemm, CudnnKeptExactConvolutionsPreferNchw) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  const ir::Dim batch = ir::Dim::Symbolic("N");
+  constexpr ir::DataType f32 = ir::DataType::kFloat32, f16 = ir::DataType::kFloat16;
+  // 96x96 = 9216 pixels per image: cuDNN keeps the 3x3, so NCHW is better.
+  EXPECT_FALSE(Prefers(Way::kFfma, f32, batch, 96, 3, 1));
+  EXPECT_FALSE(Prefers(Way::kTf32x3, f32, batch, 96, 3, 1));
+  // 64x64 = 4096: a product at batch 1; at a known batch of 4, 16384 pixels go to cuDNN.
+  EXPECT_TRUE(Prefers(Way::kFfma, f32, batch, 64, 3, 1));
+  EXPECT_FALSE(Prefers(Way::kFfma, f32, ir::Dim::Known(4), 64, 3, 1));
+  // 1x1 and strided ones are products at any size.
+  EXPECT_TRUE(Prefers(Way::kFfma, f32, batch, 96, 1, 1));
+  EXPECT_TRUE(Prefers(Way::kFfma, f32, ir::Dim::Known(64), 96, 3, 2));
+  // Not exact float32: channels-last is cuDNN's own layout.
+  EXPECT_TRUE(Prefers(Way::kFfma, f16, batch, 96, 3, 1));
+  EXPECT_TRUE(Prefers(Way::kTf32, f32, batch, 96, 3, 1));
+  EXPECT_TRUE(Prefers(Way::kTf32x3Convs, f32, batch, 96, 3, 1));
+  // VIGIL_CONV_GEMM=0: no products, and the library keeps float32 NCHW anyway.
+  testing::ScopedSwitchOff off("VIGIL_CONV_GEMM");
+  EXPECT_TRUE(Prefers(Way::kFfma, f32, batch, 96, 3, 1));
+}
+
 #ifdef VIGIL_TESTS_LAUNCH_CUDA_KERNELS
 constexpr ir::DataType kF32 = ir::DataType::kFloat32;
 constexpr ir::DataType kF16 = ir::DataType::kFloat16;
