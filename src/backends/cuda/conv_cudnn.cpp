@@ -19,6 +19,7 @@
 #include "backends/cuda/conv_gemm.h"
 #include "backends/cuda/conv_measure_rule.h"
 #include "backends/cuda/conv_patch.h"
+#include "backends/cuda/conv_space_to_depth.h"
 #include "backends/cuda/epilogue.h"
 #include "backends/cuda/split_tf32.h"
 #include "backends/cuda/cuda_kernel.h"
@@ -433,6 +434,103 @@ Result<NhwcActivation> ActivationOf(const ir::Node& node, std::string_view name 
   return UnsupportedError("{} {} '{}'", node.op_type, name, a);
 }
 
+// ConvNhwc of shape `s` on cuDNN's channels-last engines, over X at `xp`
+// and W at `wp`: the plan with the bias, Z and activation fused where
+// `fuse` allows it (and cuDNN has one), else the plain plan and the
+// epilogue kernel after. *done stays false, with nothing queued, where
+// cuDNN has no channels-last plan for `s`.
+Status RunCudnnNhwc(CudaKernelContext& ctx, const ConvShape& s, ir::DataType dtype, void* xp, void* wp,
+                    const runtime::Tensor* b, const runtime::Tensor* z, runtime::Tensor& y, NhwcActivation act,
+                    bool fuse, bool* done) {
+  *done = false;
+  const Epilogue epilogue{b != nullptr, z != nullptr, act};
+  // ReLU6 (RELU_FWD with an upper clip) is left to the epilogue kernel: with
+  // cuDNN 9.14 on an H100 the fused conv+bias+clipped-ReLU engines were about
+  // 10x slower than the plain convolution (MobileNetV2 fp16 batch 64: 34.8 ms
+  // fused, 4.0 ms with the epilogue kernel).
+  if (epilogue.any() && fuse && FusionEnabled() && act != NhwcActivation::kRelu6) {
+    ConvOperands fused_operands{{kX, kW, kY}, {xp, wp, y.raw_data()}, kY, AlignUp(y.byte_size())};
+    if (b) {
+      fused_operands.uids.push_back(kB);
+      fused_operands.ptrs.push_back(const_cast<void*>(b->raw_data()));
+    }
+    if (z) {
+      fused_operands.uids.push_back(kZ);
+      fused_operands.ptrs.push_back(const_cast<void*>(z->raw_data()));
+    }
+    if (const CudnnPlan* fused = NhwcPlanOrNull(ctx, s, dtype, epilogue, fused_operands)) {
+      VIGIL_ASSIGN_OR_RETURN(void* workspace,
+                             ctx.stream_context().Workspace(static_cast<size_t>(fused->workspace_bytes)));
+      *done = true;
+      return ExecuteCudnnPlan(ctx.stream_context().cudnn, *fused, fused_operands.uids, fused_operands.ptrs,
+                              workspace);
+    }
+  }
+  const ConvOperands operands{{kX, kW, kY}, {xp, wp, y.raw_data()}, kY, AlignUp(y.byte_size())};
+  const CudnnPlan* plan = NhwcPlanOrNull(ctx, s, dtype, {}, operands);
+  if (!plan) return Status::Ok();
+  VIGIL_ASSIGN_OR_RETURN(void* workspace, ctx.stream_context().Workspace(static_cast<size_t>(plan->workspace_bytes)));
+  VIGIL_RETURN_IF_ERROR(ExecuteCudnnPlan(ctx.stream_context().cudnn, *plan, operands.uids, operands.ptrs, workspace));
+  *done = true;
+  return LaunchNhwcBiasActivation(y.raw_data(), b ? b->raw_data() : nullptr, z ? z->raw_data() : nullptr, y.dtype(),
+                                  y.dim(0) * y.dim(1) * y.dim(2), y.dim(3), act, ctx.stream());
+}
+
+// A stem (at most 4 input channels, stride 2, group 1) on tensor cores
+// (float16, bfloat16, or float32 with TF32) rewritten as a stride-1
+// convolution over 16 channels (conv_space_to_depth.h) where
+// StemSpaceToDepthPays (conv_measure_rule.h): cuDNN's engines for 3 input
+// channels are slow, those for 16 are not. VIGIL_STEM_SPACE_TO_DEPTH=0
+// keeps stems on cuDNN as they are, to measure the difference.
+std::optional<SpaceToDepthGeometry> FloatStemOf(const CudaKernelContext& ctx, const ConvShape& s, ir::DataType dtype,
+                                                int64_t group) {
+  const bool tensor_cores = dtype == ir::DataType::kFloat16 || dtype == ir::DataType::kBfloat16 ||
+                            (dtype == ir::DataType::kFloat32 && ctx.options().allow_tf32);
+  if (!tensor_cores || group != 1 || s.x.size() != 4 || s.x[1] > 4 || s.strides != std::vector<int64_t>{2, 2} ||
+      s.dilations != std::vector<int64_t>{1, 1} || !StemSpaceToDepthPays(s.w, s.y) ||
+      !DevSwitchOn("VIGIL_STEM_SPACE_TO_DEPTH")) {
+    return std::nullopt;
+  }
+  SpaceToDepthGeometry g;
+  g.n = s.x[0];
+  g.c = s.x[1];
+  g.h = s.x[2];
+  g.w = s.x[3];
+  g.m = s.w[0];
+  g.kh = s.w[2];
+  g.kw = s.w[3];
+  g.oh = s.y[2];
+  g.ow = s.y[3];
+  g.pad_top = s.pre[0];
+  g.pad_left = s.pre[1];
+  return g;
+}
+
+// The stem of `g` as Z (*) W' on cuDNN, both in the operand scratch; *done
+// stays false where cuDNN has no channels-last plan for it.
+Status RunFloatStem(CudaKernelContext& ctx, const SpaceToDepthGeometry& g, const runtime::Tensor& x,
+                    const runtime::Tensor& w, const runtime::Tensor* b, const runtime::Tensor* z, runtime::Tensor& y,
+                    NhwcActivation act, bool* done) {
+  const int esize = static_cast<int>(ir::DataTypeBits(x.dtype()) / 8);
+  const size_t zb = AlignUp(static_cast<size_t>(g.z_elements()) * esize);
+  const size_t wb = AlignUp(static_cast<size_t>(g.w_elements()) * esize);
+  VIGIL_ASSIGN_OR_RETURN(void* scratch, ctx.stream_context().OperandScratch(zb + wb));
+  auto* zp = static_cast<uint8_t*>(scratch);
+  uint8_t* w2 = zp + zb;
+  VIGIL_RETURN_IF_ERROR(LaunchSpaceToDepth(x.raw_data(), zp, g, esize, ctx.stream()));
+  VIGIL_RETURN_IF_ERROR(LaunchSpaceToDepthFilter(w.raw_data(), w2, g, esize, ctx.stream()));
+  const int64_t th = (g.kh + 1) / 2, tw = (g.kw + 1) / 2;
+  ConvShape t{{g.n, kSpaceToDepthChannels, g.zh(), g.zw()},
+              {g.m, kSpaceToDepthChannels, th, tw},
+              {g.n, g.m, g.oh, g.ow},
+              {0, 0},
+              {0, 0},
+              {1, 1},
+              {1, 1},
+              true};
+  return RunCudnnNhwc(ctx, t, x.dtype(), zp, w2, b, z, y, act, true, done);
+}
+
 Status ConvNhwc(CudaKernelContext& ctx) {
   const runtime::Tensor& x = *ctx.input(0);
   const runtime::Tensor& w = *ctx.input(1);
@@ -450,7 +548,6 @@ Status ConvNhwc(CudaKernelContext& ctx) {
   }
   VIGIL_ASSIGN_OR_RETURN(ConvShape s, Geometry(ctx, LogicalNchw(x.shape()), LogicalNchw(w.shape()),
                                                LogicalNchw(y->shape()), false, true));
-  const Epilogue epilogue{b != nullptr, z != nullptr, act};
   void* xp = const_cast<void*>(x.raw_data());
   void* wp = const_cast<void*>(w.raw_data());
   // Depthwise convolutions run on our own kernel (conv_depthwise.h says why).
@@ -469,6 +566,11 @@ Status ConvNhwc(CudaKernelContext& ctx) {
       p && PatchGemmEnabled()) {
     return RunPatchConv(ctx, *p, x.dtype(), xp, wp, b ? b->raw_data() : nullptr, z ? z->raw_data() : nullptr,
                         y->raw_data(), act);
+  }
+  if (auto g = FloatStemOf(ctx, s, x.dtype(), group)) {
+    bool done = false;
+    VIGIL_RETURN_IF_ERROR(RunFloatStem(ctx, *g, x, w, b, z, *y, act, &done));
+    if (done) return Status::Ok();
   }
   // 3xTF32 (WantsSplitConv), then the epilogue kernel.
   const bool exact_float32 = x.dtype() == ir::DataType::kFloat32 && !ctx.options().allow_tf32;
@@ -490,11 +592,8 @@ Status ConvNhwc(CudaKernelContext& ctx) {
       if (done) return Status::Ok();
     }
   }
-  // ReLU6 (RELU_FWD with an upper clip) is left to the epilogue kernel: with
-  // cuDNN 9.14 on an H100 the fused conv+bias+clipped-ReLU engines were about
-  // 10x slower than the plain convolution (MobileNetV2 fp16 batch 64: 34.8 ms
-  // fused, 4.0 ms with the epilogue kernel).
-  // So are exact float32 convolutions (TF32 off) unless autotuning: cuDNN's
+  // The epilogue stays out of cuDNN's plan for exact float32 convolutions
+  // (TF32 off) unless autotuning (as for ReLU6, RunCudnnNhwc): cuDNN's
   // engines for them fused are runtime-compiled, and merely listing them
   // compiles kernels (on an H200, 18 for ResNet-50: its first run took
   // 0.7-1.2 s instead of 0.3 s); unfused they cost 0 to 2.4% per run on
@@ -502,32 +601,12 @@ Status ConvNhwc(CudaKernelContext& ctx) {
   // (bench/results/issue19_h200_fp16_option.md). With --tune or a tuning
   // cache, or where the convolution is measured anyway (MeasuredUntuned), the
   // fused engines are candidates again.
-  if (epilogue.any() && FusionEnabled() && act != NhwcActivation::kRelu6 &&
-      !(exact_float32 && !ctx.stream_context().tuning.cache && !MeasuredUntuned(s, x.dtype(), ctx.options()))) {
-    ConvOperands fused_operands{{kX, kW, kY}, {xp, wp, y->raw_data()}, kY, AlignUp(y->byte_size())};
-    if (b) {
-      fused_operands.uids.push_back(kB);
-      fused_operands.ptrs.push_back(const_cast<void*>(b->raw_data()));
-    }
-    if (z) {
-      fused_operands.uids.push_back(kZ);
-      fused_operands.ptrs.push_back(const_cast<void*>(z->raw_data()));
-    }
-    if (const CudnnPlan* fused = NhwcPlanOrNull(ctx, s, x.dtype(), epilogue, fused_operands)) {
-      VIGIL_ASSIGN_OR_RETURN(void* workspace,
-                             ctx.stream_context().Workspace(static_cast<size_t>(fused->workspace_bytes)));
-      return ExecuteCudnnPlan(ctx.stream_context().cudnn, *fused, fused_operands.uids, fused_operands.ptrs,
-                              workspace);
-    }
-  }
-  const ConvOperands operands{{kX, kW, kY}, {xp, wp, y->raw_data()}, kY, AlignUp(y->byte_size())};
-  const CudnnPlan* plan = NhwcPlanOrNull(ctx, s, x.dtype(), {}, operands);
-  if (plan) {
-    VIGIL_ASSIGN_OR_RETURN(void* workspace, ctx.stream_context().Workspace(static_cast<size_t>(plan->workspace_bytes)));
-    VIGIL_RETURN_IF_ERROR(ExecuteCudnnPlan(ctx.stream_context().cudnn, *plan, operands.uids, operands.ptrs, workspace));
-  } else {
-    VIGIL_RETURN_IF_ERROR(RunNhwcThroughNchw(ctx, s, x, w, *y));
-  }
+  const bool fuse =
+      !(exact_float32 && !ctx.stream_context().tuning.cache && !MeasuredUntuned(s, x.dtype(), ctx.options()));
+  bool done = false;
+  VIGIL_RETURN_IF_ERROR(RunCudnnNhwc(ctx, s, x.dtype(), xp, wp, b, z, *y, act, fuse, &done));
+  if (done) return Status::Ok();
+  VIGIL_RETURN_IF_ERROR(RunNhwcThroughNchw(ctx, s, x, w, *y));
   return LaunchNhwcBiasActivation(y->raw_data(), b ? b->raw_data() : nullptr, z ? z->raw_data() : nullptr,
                                   y->dtype(), y->dim(0) * y->dim(1) * y->dim(2), y->dim(3), act, ctx.stream());
 }

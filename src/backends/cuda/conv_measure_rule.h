@@ -1,8 +1,9 @@
-// Three rules for float32 convolutions without TF32, plain C++ so that they
-// are tested without a GPU: which measure cuDNN's candidates on their first
-// run (MemoryBoundLargeConv), which run as 3xTF32 with the session
-// option tf32x3_convolutions (SplitConvPays), and which run as cuBLASLt
-// products (GemmConvPays).
+// Rules for routing convolutions, plain C++ so that they are tested
+// without a GPU. Three for float32 convolutions without TF32: which measure
+// cuDNN's candidates on their first run (MemoryBoundLargeConv), which run
+// as 3xTF32 with the session option tf32x3_convolutions (SplitConvPays),
+// and which run as cuBLASLt products (GemmConvPays). One for stems on
+// tensor cores: which run after space to depth (StemSpaceToDepthPays).
 //
 // Which exact float32 convolutions (TF32 off) measure cuDNN's candidate
 // engines on their first run without --tune (conv_cudnn.cpp): the large
@@ -110,6 +111,27 @@ inline bool GemmConvPays(const std::vector<int64_t>& w, const std::vector<int64_
   const bool strided = strides[0] > 1 || strides[1] > 1;
   const double pixels = double(y[0]) * double(y[2]) * double(y[3]);
   return pointwise || strided || pixels < kMinCudnnConvPixels;
+}
+
+// Which stems on tensor cores (float16, bfloat16, or float32 with TF32; at
+// most 4 input channels, stride 2: conv_space_to_depth.h) run as a stride-1
+// convolution over 16 channels after space to depth: windows of at least
+// 49 taps (7x7) over at least 2^15 output pixels (N*OH*OW). The rewrite
+// trades cuDNN's slow engines for 3 channels against more multiply-adds
+// (ceil(kH/2) * ceil(kW/2) * 16 per output instead of kH * kW * C): on an
+// H200 (float16, tools/device/variants_ab.sh, bench/results/conv_gemm_h200.md)
+// ResNet-50's 7x7 stem made the model 7.6% faster at batch 64 (802,816
+// pixels), 4.5% at 16, 2% at 8, the same at 2 and 4, and 2% slower at 1
+// (12,544 pixels); MobileNetV2's 3x3 stem made it 1-2% slower at batch 1
+// and 64.
+inline constexpr int64_t kMinStemTaps = 49;
+inline constexpr double kMinStemPixels = 32768;
+
+// Whether a stem with these logical NCHW dims (W [M, C, kH, kW], Y [N, M,
+// OH, OW]) is rewritten.
+inline bool StemSpaceToDepthPays(const std::vector<int64_t>& w, const std::vector<int64_t>& y) {
+  if (w.size() != 4 || y.size() != 4) return false;
+  return w[2] * w[3] >= kMinStemTaps && double(y[0]) * double(y[2]) * double(y[3]) >= kMinStemPixels;
 }
 
 }  // namespace vigil::cuda

@@ -1,5 +1,5 @@
 // Space to depth for stride-2 stems (conv_space_to_depth.h): one thread per
-// pixel of Z, which gathers its 2 x 2 x C bytes and stores 16; then the
+// pixel of Z, which gathers its 2 x 2 x C elements and stores 16; then the
 // stride-1 convolution over Z as a matrix product on int8 tensor cores
 // (mma.sync m16n8k32, int32 accumulation, exact), requantized as
 // RequantizeRowsKernel (quantize_linear.cu) does it.
@@ -19,51 +19,63 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// The 16 bytes of one pixel of Z (or one tap of W'): source rows 2u + p - top,
-// columns 2v + q - left, of a [rows, cols, c] image at `src`.
-__device__ int4 Gather(const int8_t* src, int64_t rows, int64_t cols, int64_t c, int64_t u, int64_t v, int64_t top,
-                       int64_t left) {
-  union {
-    int4 v4;
-    int8_t b[16];
-  } out;
-  out.v4 = make_int4(0, 0, 0, 0);
-  for (int p = 0; p < 2; ++p) {
-    const int64_t r = 2 * u + p - top;
-    if (r < 0 || r >= rows) continue;
-    for (int q = 0; q < 2; ++q) {
-      const int64_t s = 2 * v + q - left;
-      if (s < 0 || s >= cols) continue;
-      const int8_t* at = src + (r * cols + s) * c;
-      for (int k = 0; k < c; ++k) out.b[(2 * p + q) * 4 + k] = at[k];
-    }
-  }
-  return out.v4;
-}
-
-// I: the index type, 32-bit where the pixel count fits (division is cheaper).
-template <typename I>
-__global__ void SpaceToDepthKernel(const int8_t* x, int4* z, I pixels, I zh, I zw, int64_t h, int64_t w, int64_t c,
-                                   int64_t top, int64_t left) {
+// One thread per pixel of Z (or tap of W'): its 16 elements T (int8,
+// float16/bfloat16 or float32 bits) gathered from source rows 2u + p - top,
+// columns 2v + q - left of a [rows, cols, c] image, zeros elsewhere, and
+// stored as 1, 2 or 4 vectors of 16 bytes. I: the index type, 32-bit where
+// the pixel count fits (division is cheaper).
+template <typename T, typename I>
+__global__ void SpaceToDepthWideKernel(const T* x, int4* z, I pixels, I zh, I zw, int64_t h, int64_t w, int64_t c,
+                                       int64_t top, int64_t left) {
+  constexpr int kVectors = kSpaceToDepthChannels * sizeof(T) / 16;
   for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < pixels;
        i += static_cast<I>(gridDim.x) * blockDim.x) {
     const I v = i % zw, rest = i / zw, u = rest % zh, n = rest / zh;
-    z[i] = Gather(x + static_cast<int64_t>(n) * h * w * c, h, w, c, u, v, top, left);
+    const T* src = x + static_cast<int64_t>(n) * h * w * c;
+    union {
+      int4 v4[kVectors];
+      T e[kSpaceToDepthChannels];
+    } out;
+    for (int k = 0; k < kVectors; ++k) out.v4[k] = make_int4(0, 0, 0, 0);
+    for (int p = 0; p < 2; ++p) {
+      const int64_t r = 2 * static_cast<int64_t>(u) + p - top;
+      if (r < 0 || r >= h) continue;
+      for (int q = 0; q < 2; ++q) {
+        const int64_t s = 2 * static_cast<int64_t>(v) + q - left;
+        if (s < 0 || s >= w) continue;
+        const T* at = src + (r * w + s) * c;
+        for (int k = 0; k < c; ++k) out.e[(2 * p + q) * 4 + k] = at[k];
+      }
+    }
+    for (int k = 0; k < kVectors; ++k) z[static_cast<int64_t>(i) * kVectors + k] = out.v4[k];
   }
 }
 
-Status LaunchGather(const int8_t* src, int8_t* z, int64_t pixels, int64_t zh, int64_t zw, int64_t h, int64_t w,
-                    int64_t c, int64_t top, int64_t left, cudaStream_t stream) {
-  auto* out = reinterpret_cast<int4*>(z);
+template <typename T>
+Status LaunchWideGather(const void* src, void* z, int64_t pixels, int64_t zh, int64_t zw, int64_t h, int64_t w,
+                        int64_t c, int64_t top, int64_t left, cudaStream_t stream) {
+  const T* in = static_cast<const T*>(src);
+  auto* out = static_cast<int4*>(z);
   if (pixels < (int64_t{1} << 31)) {
-    SpaceToDepthKernel<uint32_t><<<BlocksFor(pixels, kThreads), kThreads, 0, stream>>>(
-        src, out, static_cast<uint32_t>(pixels), static_cast<uint32_t>(zh), static_cast<uint32_t>(zw), h, w, c, top,
+    SpaceToDepthWideKernel<T, uint32_t><<<BlocksFor(pixels, kThreads), kThreads, 0, stream>>>(
+        in, out, static_cast<uint32_t>(pixels), static_cast<uint32_t>(zh), static_cast<uint32_t>(zw), h, w, c, top,
         left);
   } else {
-    SpaceToDepthKernel<int64_t><<<BlocksFor(pixels, kThreads), kThreads, 0, stream>>>(src, out, pixels, zh, zw, h, w,
-                                                                                       c, top, left);
+    SpaceToDepthWideKernel<T, int64_t><<<BlocksFor(pixels, kThreads), kThreads, 0, stream>>>(in, out, pixels, zh, zw,
+                                                                                             h, w, c, top, left);
   }
   return Status::Ok();
+}
+
+// Either element size, or an error.
+Status LaunchGatherOfSize(const void* src, void* z, int element_bytes, int64_t pixels, int64_t zh, int64_t zw,
+                          int64_t h, int64_t w, int64_t c, int64_t top, int64_t left, cudaStream_t stream) {
+  if (c < 1 || c > 4) return InternalError("space to depth takes 1 to 4 channels, got {}", c);
+  if (pixels == 0) return Status::Ok();
+  if (element_bytes == 1) return LaunchWideGather<uint8_t>(src, z, pixels, zh, zw, h, w, c, top, left, stream);
+  if (element_bytes == 2) return LaunchWideGather<uint16_t>(src, z, pixels, zh, zw, h, w, c, top, left, stream);
+  if (element_bytes == 4) return LaunchWideGather<uint32_t>(src, z, pixels, zh, zw, h, w, c, top, left, stream);
+  return InternalError("space to depth takes 1-, 2- or 4-byte elements, got {}", element_bytes);
 }
 
 constexpr int kTile = 64;          // output pixels per tile
@@ -180,21 +192,26 @@ Status LaunchSpaceToDepthConvInt8(const int8_t* z, const int8_t* w2, const float
 }
 
 Status LaunchSpaceToDepthInt8(const int8_t* x, int8_t* z, const SpaceToDepthGeometry& g, cudaStream_t stream) {
-  if (g.c < 1 || g.c > 4) return InternalError("space to depth takes 1 to 4 channels, got {}", g.c);
-  const int64_t pixels = g.n * g.zh() * g.zw();
-  if (pixels == 0) return Status::Ok();
-  VIGIL_RETURN_IF_ERROR(LaunchGather(x, z, pixels, g.zh(), g.zw(), g.h, g.w, g.c, g.pad_top, g.pad_left, stream));
-  VIGIL_CHECK_LAUNCH("space to depth (int8)");
-  return Status::Ok();
+  return LaunchSpaceToDepth(x, z, g, 1, stream);
 }
 
 Status LaunchSpaceToDepthFilterInt8(const int8_t* w, int8_t* w2, const SpaceToDepthGeometry& g, cudaStream_t stream) {
-  if (g.c < 1 || g.c > 4) return InternalError("space to depth takes 1 to 4 channels, got {}", g.c);
-  // W [M, kH, kW, C] is an image per output channel: taps (a, b) gather rows 2a + p, columns 2b + q.
-  const int64_t taps = g.m * ((g.kh + 1) / 2) * ((g.kw + 1) / 2);
-  if (taps == 0) return Status::Ok();
-  VIGIL_RETURN_IF_ERROR(LaunchGather(w, w2, taps, (g.kh + 1) / 2, (g.kw + 1) / 2, g.kh, g.kw, g.c, 0, 0, stream));
-  VIGIL_CHECK_LAUNCH("space to depth of a filter (int8)");
+  return LaunchSpaceToDepthFilter(w, w2, g, 1, stream);
+}
+
+Status LaunchSpaceToDepth(const void* x, void* z, const SpaceToDepthGeometry& g, int element_bytes,
+                          cudaStream_t stream) {
+  VIGIL_RETURN_IF_ERROR(LaunchGatherOfSize(x, z, element_bytes, g.n * g.zh() * g.zw(), g.zh(), g.zw(), g.h, g.w, g.c,
+                                           g.pad_top, g.pad_left, stream));
+  VIGIL_CHECK_LAUNCH("space to depth");
+  return Status::Ok();
+}
+
+Status LaunchSpaceToDepthFilter(const void* w, void* w2, const SpaceToDepthGeometry& g, int element_bytes,
+                                cudaStream_t stream) {
+  const int64_t th = (g.kh + 1) / 2, tw = (g.kw + 1) / 2;
+  VIGIL_RETURN_IF_ERROR(LaunchGatherOfSize(w, w2, element_bytes, g.m * th * tw, th, tw, g.kh, g.kw, g.c, 0, 0, stream));
+  VIGIL_CHECK_LAUNCH("space to depth of a filter");
   return Status::Ok();
 }
 

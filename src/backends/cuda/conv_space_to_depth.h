@@ -6,7 +6,9 @@
 // (zero outside X or W and for c >= C), so that
 //   Y[n, oh, ow, m] = sum over a < ceil(kH/2), b < ceil(kW/2) of Z[n, oh + a, ow + b, :] . W'[m, a, b, :],
 // the same products as the original convolution, summed in another order
-// (exact in integers). All tensors channels-last, int8.
+// (exact in integers). All tensors channels-last: int8 for the kernels
+// below that name it; the others move 2- or 4-byte elements (float16,
+// bfloat16, float32), for cuDNN's convolution over Z (conv_cudnn.cpp).
 #pragma once
 #include <cstdint>
 
@@ -38,6 +40,12 @@ struct SpaceToDepthGeometry {
 Status LaunchSpaceToDepthInt8(const int8_t* x, int8_t* z, const SpaceToDepthGeometry& g, cudaStream_t stream);
 // W' from W; `w2` 16-byte aligned.
 Status LaunchSpaceToDepthFilterInt8(const int8_t* w, int8_t* w2, const SpaceToDepthGeometry& g, cudaStream_t stream);
+
+// The same for `element_bytes` 2 or 4; `z` and `w2` 16-byte aligned.
+Status LaunchSpaceToDepth(const void* x, void* z, const SpaceToDepthGeometry& g, int element_bytes,
+                          cudaStream_t stream);
+Status LaunchSpaceToDepthFilter(const void* w, void* w2, const SpaceToDepthGeometry& g, int element_bytes,
+                                cudaStream_t stream);
 
 // Whether LaunchSpaceToDepthConvInt8 takes `g`.
 bool SpaceToDepthConvSupported(const SpaceToDepthGeometry& g);

@@ -34,6 +34,7 @@ struct ConvSpec {
   bool bias = false, residual = false;
   std::string act = {};
   uint32_t seed = 1;
+  ir::DataType dtype = ir::DataType::kFloat32;  // of X, W, the bias and Z
   // The output images with a reference (all when empty), and every
   // `every`-th of their elements.
   std::vector<int64_t> images = {};
@@ -57,16 +58,17 @@ inline ConvCase MakeConvCase(const ConvSpec& c) {
   const int64_t oh = (h + 2 * c.pad - c.dilation * (kh - 1) - 1) / c.stride + 1;
   const int64_t ow = (w + 2 * c.pad - c.dilation * (kw - 1) - 1) / c.stride + 1;
   ConvCase k;
-  k.label = fmt::format("{} {} x[{}] w[{}] stride {} pad {} dilation {}{}{}{}{}", c.op, c.nhwc ? "NHWC" : "NCHW",
+  k.label = fmt::format("{} {} {} x[{}] w[{}] stride {} pad {} dilation {}{}{}{}{}", c.op, ir::DataTypeName(c.dtype),
+                        c.nhwc ? "NHWC" : "NCHW",
                         fmt::join(c.x, ","), fmt::join(c.w, ","), c.stride, c.pad, c.dilation, c.bias ? " +bias" : "",
                         c.residual ? " +z" : "", c.act.empty() ? "" : " ", c.act);
   auto stored = [&](const std::vector<int64_t>& d) {
     return c.nhwc ? std::vector<int64_t>{d[0], d[2], d[3], d[1]} : d;
   };
-  runtime::Tensor x = RandomTensor(ir::DataType::kFloat32, stored(c.x), c.seed);
-  runtime::Tensor wt = RandomTensor(ir::DataType::kFloat32, stored(c.w), c.seed + 1);
-  runtime::Tensor b = RandomTensor(ir::DataType::kFloat32, {m}, c.seed + 2);
-  runtime::Tensor z = RandomTensor(ir::DataType::kFloat32, stored({n, m, oh, ow}), c.seed + 3);
+  runtime::Tensor x = RandomTensor(c.dtype, stored(c.x), c.seed);
+  runtime::Tensor wt = RandomTensor(c.dtype, stored(c.w), c.seed + 1);
+  runtime::Tensor b = RandomTensor(c.dtype, {m}, c.seed + 2);
+  runtime::Tensor z = RandomTensor(c.dtype, stored({n, m, oh, ow}), c.seed + 3);
   auto xi = [&](int64_t i, int64_t ch, int64_t y, int64_t xx) {
     return c.nhwc ? ((i * h + y) * w + xx) * ch_in + ch : ((i * ch_in + ch) * h + y) * w + xx;
   };
