@@ -26,6 +26,7 @@
 
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/device_common.cuh"
+#include "backends/cuda/fast_divmod.cuh"
 #include "vigil/float16.h"
 #include "ops/shape_ops_common.h"
 
@@ -265,6 +266,50 @@ __global__ void LinearKernel(const T* __restrict__ src, T* __restrict__ dst, con
   }
 }
 
+// Resizes of the last two axes only (an image's height and width; the
+// leading axes copied): one thread per output element finds (plane, oy, ox)
+// with two invariant divisions and reads its two taps directly. The kernels
+// above walk every axis with hardware-less divisions and keep the corners
+// in local memory: UNet's 2x bilinear upsample of [64, 64, 112, 112] took
+// 6.8 ms through LinearKernel on an H200. The sums are LinearKernel's, term
+// for term: corners (y0, x0), (y0, x1), (y1, x0), (y1, x1), weights wx * wy,
+// zero weights dropped.
+template <typename T>
+__global__ void LinearPlanesKernel(const T* __restrict__ src, T* __restrict__ dst, const Tap* __restrict__ ty,
+                                   const Tap* __restrict__ tx, FastDivmod plane_size, FastDivmod row,
+                                   uint32_t in_plane, uint32_t total) {
+  const uint32_t stride = gridDim.x * blockDim.x;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+    uint32_t plane, at, oy, ox;
+    plane_size.DivMod(i, &plane, &at);
+    row.DivMod(at, &oy, &ox);
+    const Tap a = ty[oy], b = tx[ox];
+    const T* s = src + plane * in_plane;
+    const uint32_t y0 = static_cast<uint32_t>(a.o0), y1 = static_cast<uint32_t>(a.o1);
+    const uint32_t x0 = static_cast<uint32_t>(b.o0), x1 = static_cast<uint32_t>(b.o1);
+    const float w00 = b.w0 * a.w0, w01 = b.w1 * a.w0, w10 = b.w0 * a.w1, w11 = b.w1 * a.w1;
+    float acc = 0;
+    if (w00 != 0) acc += w00 * ToFloat(s[y0 + x0]);
+    if (w01 != 0) acc += w01 * ToFloat(s[y0 + x1]);
+    if (w10 != 0) acc += w10 * ToFloat(s[y1 + x0]);
+    if (w11 != 0) acc += w11 * ToFloat(s[y1 + x1]);
+    dst[i] = FromFloat<T>(acc);
+  }
+}
+
+template <typename W>
+__global__ void NearestPlanesKernel(const W* __restrict__ src, W* __restrict__ dst, const Tap* __restrict__ ty,
+                                    const Tap* __restrict__ tx, FastDivmod plane_size, FastDivmod row,
+                                    uint32_t in_plane, uint32_t total) {
+  const uint32_t stride = gridDim.x * blockDim.x;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+    uint32_t plane, at, oy, ox;
+    plane_size.DivMod(i, &plane, &at);
+    row.DivMod(at, &oy, &ox);
+    dst[i] = src[plane * in_plane + static_cast<uint32_t>(ty[oy].o0) + static_cast<uint32_t>(tx[ox].o0)];
+  }
+}
+
 // ---------------------------------------------------------------- host side
 
 bool IsClose(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)); }
@@ -348,8 +393,33 @@ Status Resize(CudaKernelContext& ctx) {
     for (int d = 0; d < m.rank; ++d) m.dims[d] = I(shape->dims[d]), m.strides[d] = I(strides[d]), m.table[d] = I(table[d]);
     return m;
   };
+  // Only the last two axes resized: the planes kernels.
+  const bool planes = narrow && rank >= 2 && p.count == 2 && table[rank - 2] >= 0 && table[rank - 1] >= 0;
   bool ok;
-  if (at.linear) {
+  if (planes) {
+    const Tap* ty = taps + table[rank - 2];
+    const Tap* tx = taps + table[rank - 1];
+    const FastDivmod plane_size(static_cast<uint32_t>(shape->dims[rank - 2] * shape->dims[rank - 1]));
+    const FastDivmod row(static_cast<uint32_t>(shape->dims[rank - 1]));
+    const auto in_plane = static_cast<uint32_t>(x.dim(rank - 2) * x.dim(rank - 1));
+    const auto n = static_cast<uint32_t>(total);
+    if (at.linear) {
+      ok = DispatchFloat(x.dtype(), [&](auto v) {
+        using T = decltype(v);
+        LinearPlanesKernel<<<blocks, kThreads, 0, ctx.stream()>>>(static_cast<const T*>(x.raw_data()),
+                                                                  static_cast<T*>(out->raw_data()), ty, tx,
+                                                                  plane_size, row, in_plane, n);
+      });
+    } else {
+      int bits = ir::DataTypeBits(x.dtype());
+      ok = bits % 8 == 0 && DispatchBySize(static_cast<size_t>(bits / 8), [&](auto w) {
+        using W = decltype(w);
+        NearestPlanesKernel<<<blocks, kThreads, 0, ctx.stream()>>>(static_cast<const W*>(x.raw_data()),
+                                                                   static_cast<W*>(out->raw_data()), ty, tx,
+                                                                   plane_size, row, in_plane, n);
+      });
+    }
+  } else if (at.linear) {
     ok = DispatchFloat(x.dtype(), [&](auto v) {
       using T = decltype(v);
       const T* s = static_cast<const T*>(x.raw_data());

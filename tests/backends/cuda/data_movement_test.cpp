@@ -5,6 +5,7 @@
 // not multiples of the block size), in float32 and float16, and for the ops
 // that only copy elements also bool and int64 (1- and 8-byte elements).
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -396,6 +397,48 @@ TEST(CudaResize, Linear) {
                        kF32Tol);
   ExpectCudaMatchesCpu(ResizeScales(RandomTensor(DataType::kFloat32, {127}, 5), {3.3f}, {ct::StringAttr("mode", "linear")}),
                        kF32Tol);
+}
+
+// A resize of only the last two axes runs on the planes kernels, any other
+// on the general ones; the same resize of channels-last data (the axes
+// moved) must give the same bits: same taps, same sums in the same order.
+TEST(CudaResize, ImagePlanesMatchTheGeneralKernelsBitForBit) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  auto cuda = testing::CudaBackendForTests();
+  const int64_t n = 2, c = 13, h = 9, w = 11;
+  // [N, C, H, W] -> [N, H, W, C] and back, element by element (any dtype).
+  auto move_axes = [](const Tensor& t, bool to_last) {
+    const std::vector<int64_t>& d = t.shape();
+    const std::vector<int64_t> out = to_last ? std::vector<int64_t>{d[0], d[2], d[3], d[1]}
+                                             : std::vector<int64_t>{d[0], d[3], d[1], d[2]};
+    Tensor r = Tensor::Allocate(t.dtype(), out).value();
+    const size_t e = t.byte_size() / t.element_count();
+    const int64_t a = d[1], b = d[2], cc = d[3];
+    for (int64_t i = 0; i < d[0]; ++i)
+      for (int64_t j = 0; j < a; ++j)
+        for (int64_t k = 0; k < b; ++k)
+          for (int64_t l = 0; l < cc; ++l) {
+            const int64_t from = ((i * a + j) * b + k) * cc + l;
+            const int64_t to = to_last ? ((i * b + k) * cc + l) * a + j : ((i * cc + l) * a + j) * b + k;
+            std::memcpy(static_cast<uint8_t*>(r.raw_data()) + to * e,
+                        static_cast<const uint8_t*>(t.raw_data()) + from * e, e);
+          }
+    return r;
+  };
+  for (const char* mode : {"linear", "nearest"}) {
+    for (DataType t : {DataType::kFloat32, DataType::kFloat16}) {
+      SCOPED_TRACE(fmt::format("{} {}", mode, Name(t)));
+      const std::vector<ir::Attribute> attrs = {ct::StringAttr("mode", mode)};
+      Tensor x = RandomTensor(t, {n, c, h, w}, 21);
+      auto planes = testing::RunOn(ResizeScales(x, {1, 1, 1.3f, 2.5f}, attrs), {cuda}, true);
+      auto general = testing::RunOn(ResizeScales(move_axes(x, true), {1, 1.3f, 2.5f, 1}, attrs), {cuda}, true);
+      ASSERT_EQ(planes.size(), 1u);
+      ASSERT_EQ(general.size(), 1u);
+      const Tensor back = move_axes(general[0].tensor, false);
+      ASSERT_EQ(planes[0].tensor.shape(), back.shape());
+      EXPECT_EQ(std::memcmp(planes[0].tensor.raw_data(), back.raw_data(), back.byte_size()), 0);
+    }
+  }
 }
 
 TEST(CudaResize, SizesAxesAndPolicies) {
