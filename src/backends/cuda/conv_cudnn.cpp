@@ -491,19 +491,7 @@ std::optional<SpaceToDepthGeometry> FloatStemOf(const CudaKernelContext& ctx, co
       !DevSwitchOn("VIGIL_STEM_SPACE_TO_DEPTH")) {
     return std::nullopt;
   }
-  SpaceToDepthGeometry g;
-  g.n = s.x[0];
-  g.c = s.x[1];
-  g.h = s.x[2];
-  g.w = s.x[3];
-  g.m = s.w[0];
-  g.kh = s.w[2];
-  g.kw = s.w[3];
-  g.oh = s.y[2];
-  g.ow = s.y[3];
-  g.pad_top = s.pre[0];
-  g.pad_left = s.pre[1];
-  return g;
+  return SpaceToDepthGeometryOf(s.x, s.w, s.y, s.pre);
 }
 
 // The stem of `g` as Z (*) W' on cuDNN, both in the operand scratch; *done

@@ -240,18 +240,7 @@ std::optional<SpaceToDepthGeometry> SpaceToDepthOf(const Int8ConvShape& s) {
   if (s.strides != std::vector<int64_t>{2, 2} || s.dilations != std::vector<int64_t>{1, 1} || s.w[2] * s.w[3] < 2) {
     return std::nullopt;
   }
-  SpaceToDepthGeometry g;
-  g.n = s.x[0];
-  g.c = s.x[1];
-  g.h = s.x[2];
-  g.w = s.x[3];
-  g.m = s.w[0];
-  g.kh = s.w[2];
-  g.kw = s.w[3];
-  g.oh = s.y[2];
-  g.ow = s.y[3];
-  g.pad_top = s.pre[0];
-  g.pad_left = s.pre[1];
+  const SpaceToDepthGeometry g = SpaceToDepthGeometryOf(s.x, s.w, s.y, s.pre);
   if (!SpaceToDepthConvSupported(g)) return std::nullopt;
   return g;
 }

@@ -11,6 +11,7 @@
 // bfloat16, float32), for cuDNN's convolution over Z (conv_cudnn.cpp).
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include <cuda_runtime.h>
 
@@ -35,6 +36,26 @@ struct SpaceToDepthGeometry {
   int64_t z_elements() const { return n * zh() * zw() * kSpaceToDepthChannels; }
   int64_t w_elements() const { return m * ((kh + 1) / 2) * ((kw + 1) / 2) * kSpaceToDepthChannels; }
 };
+
+// The geometry of a convolution with logical X [N, C, H, W], W [M, C, kH,
+// kW], Y [N, M, OH, OW] and the padding before its two spatial dims.
+inline SpaceToDepthGeometry SpaceToDepthGeometryOf(const std::vector<int64_t>& x, const std::vector<int64_t>& w,
+                                                   const std::vector<int64_t>& y,
+                                                   const std::vector<int64_t>& pads_begin) {
+  SpaceToDepthGeometry g;
+  g.n = x[0];
+  g.c = x[1];
+  g.h = x[2];
+  g.w = x[3];
+  g.m = w[0];
+  g.kh = w[2];
+  g.kw = w[3];
+  g.oh = y[2];
+  g.ow = y[3];
+  g.pad_top = pads_begin[0];
+  g.pad_left = pads_begin[1];
+  return g;
+}
 
 // Z from X; `z` 16-byte aligned.
 Status LaunchSpaceToDepthInt8(const int8_t* x, int8_t* z, const SpaceToDepthGeometry& g, cudaStream_t stream);

@@ -274,15 +274,22 @@ __global__ void LinearKernel(const T* __restrict__ src, T* __restrict__ dst, con
 // 6.8 ms through LinearKernel on an H200. The sums are LinearKernel's, term
 // for term: corners (y0, x0), (y0, x1), (y1, x0), (y1, x1), weights wx * wy,
 // zero weights dropped.
+// Output element i's plane (the leading axes, flattened), row and column.
+__device__ __forceinline__ void PlaneCoordinates(uint32_t i, const FastDivmod& plane_size, const FastDivmod& row,
+                                                 uint32_t* plane, uint32_t* oy, uint32_t* ox) {
+  uint32_t at;
+  plane_size.DivMod(i, plane, &at);
+  row.DivMod(at, oy, ox);
+}
+
 template <typename T>
 __global__ void LinearPlanesKernel(const T* __restrict__ src, T* __restrict__ dst, const Tap* __restrict__ ty,
                                    const Tap* __restrict__ tx, FastDivmod plane_size, FastDivmod row,
                                    uint32_t in_plane, uint32_t total) {
   const uint32_t stride = gridDim.x * blockDim.x;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
-    uint32_t plane, at, oy, ox;
-    plane_size.DivMod(i, &plane, &at);
-    row.DivMod(at, &oy, &ox);
+    uint32_t plane, oy, ox;
+    PlaneCoordinates(i, plane_size, row, &plane, &oy, &ox);
     const Tap a = ty[oy], b = tx[ox];
     const T* s = src + plane * in_plane;
     const uint32_t y0 = static_cast<uint32_t>(a.o0), y1 = static_cast<uint32_t>(a.o1);
@@ -303,9 +310,8 @@ __global__ void NearestPlanesKernel(const W* __restrict__ src, W* __restrict__ d
                                     uint32_t in_plane, uint32_t total) {
   const uint32_t stride = gridDim.x * blockDim.x;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
-    uint32_t plane, at, oy, ox;
-    plane_size.DivMod(i, &plane, &at);
-    row.DivMod(at, &oy, &ox);
+    uint32_t plane, oy, ox;
+    PlaneCoordinates(i, plane_size, row, &plane, &oy, &ox);
     dst[i] = src[plane * in_plane + static_cast<uint32_t>(ty[oy].o0) + static_cast<uint32_t>(tx[ox].o0)];
   }
 }

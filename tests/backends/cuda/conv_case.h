@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -146,6 +148,29 @@ inline Result<runtime::Tensor> RunConvCase(const runtime::Backend& backend, cons
   VIGIL_RETURN_IF_ERROR(backend.Synchronize());
   if (outputs.size() != 1) return InternalError("{} outputs", outputs.size());
   return backend.ToHost(outputs[0]);
+}
+
+// The case's output on `backend` with the developer switch `name` as the
+// environment has it (on) and switched off: which route ran shows in the
+// bits. Null, with the test failed, where either run fails.
+struct SwitchedRuns {
+  runtime::Tensor on, off;
+  bool same_bits() const {
+    return on.byte_size() == off.byte_size() && std::memcmp(on.raw_data(), off.raw_data(), on.byte_size()) == 0;
+  }
+};
+
+inline std::optional<SwitchedRuns> RunConvCaseBothWays(const runtime::Backend& backend, const ConvCase& k,
+                                                       const char* name) {
+  Result<runtime::Tensor> on = RunConvCase(backend, k);
+  Result<runtime::Tensor> off = [&] {
+    ScopedSwitchOff switched(name);  // read on every run
+    return RunConvCase(backend, k);
+  }();
+  EXPECT_TRUE(on.ok()) << k.label << ": " << on.status().ToString();
+  EXPECT_TRUE(off.ok()) << k.label << " with " << name << "=0: " << off.status().ToString();
+  if (!on.ok() || !off.ok()) return std::nullopt;
+  return SwitchedRuns{std::move(on).value(), std::move(off).value()};
 }
 
 // The relative L2 of `y` against the reference at the checked elements; a

@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -70,18 +69,13 @@ void ExpectProduct(const ConvSpec& spec, bool product = true) {
   SCOPED_TRACE(k.label);
   auto backend = Backend(Way::kTf32x3);
   ASSERT_TRUE(backend);
-  auto got = testing::RunConvCase(*backend, k);
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
-  Result<runtime::Tensor> cudnn = [&] {
-    testing::ScopedSwitchOff off("VIGIL_CONV_GEMM");  // read on every run
-    return testing::RunConvCase(*backend, k);
-  }();
-  ASSERT_TRUE(cudnn.ok()) << cudnn.status().ToString();
-  const double err = testing::ConvCaseRelL2(*got, k), err_cudnn = testing::ConvCaseRelL2(*cudnn, k);
+  const std::optional<testing::SwitchedRuns> runs = testing::RunConvCaseBothWays(*backend, k, "VIGIL_CONV_GEMM");
+  ASSERT_TRUE(runs);
+  const double err = testing::ConvCaseRelL2(runs->on, k), err_cudnn = testing::ConvCaseRelL2(runs->off, k);
   // The bound of a CUDA-core float32 convolution (conv_tf32x3_test.cpp).
   EXPECT_LE(err, 2e-6);
   EXPECT_LE(err_cudnn, 2e-6);
-  const bool same = std::memcmp(got->raw_data(), cudnn->raw_data(), got->byte_size()) == 0;
+  const bool same = runs->same_bits();
   // Over a short reduction cuDNN's channels-last kernels and the product can
   // sum in the same order and agree to the bit (on an H200: C*kH*kW of 117
   // and 147, the 13- and 3-channel cases below), so bits show which ran

@@ -11,7 +11,7 @@
 // Odd sizes, 1 to 4 input channels, padding 0 to 3, bias, residual Z, Relu
 // and Relu6.
 #include <cstdio>
-#include <cstring>
+#include <optional>
 
 #include <gtest/gtest.h>
 
@@ -33,28 +33,25 @@ constexpr const char* kNhwc = ir::kConvNhwcOp;
 // about 2), or whose inputs are rounded to TF32's 10-bit mantissa.
 constexpr double kFloat16Bound = 1e-3, kBfloat16Bound = 8e-3, kTf32Bound = 2e-3;
 
-void ExpectStem(ConvSpec spec, Way way, double bound, bool rewritten = true) {
+constexpr const char* kSwitch = "VIGIL_STEM_SPACE_TO_DEPTH";
+
+// The case with the rewrite on and off: both within `bound`; with
+// `rewritten`, bits that differ (the rewrite ran), else cuDNN's own bits.
+void ExpectStem(ConvSpec spec, Way way, double bound, std::optional<bool> rewritten = true) {
   spec.op = kNhwc;
   spec.nhwc = true;
   const ConvCase k = testing::MakeConvCase(spec);
   SCOPED_TRACE(k.label);
   auto backend = Backend(way);
   ASSERT_TRUE(backend);
-  auto got = testing::RunConvCase(*backend, k);
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
-  Result<runtime::Tensor> plain = [&] {
-    testing::ScopedSwitchOff off("VIGIL_STEM_SPACE_TO_DEPTH");  // read on every run
-    return testing::RunConvCase(*backend, k);
-  }();
-  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
-  const double err = testing::ConvCaseRelL2(*got, k), err_plain = testing::ConvCaseRelL2(*plain, k);
+  const std::optional<testing::SwitchedRuns> runs = testing::RunConvCaseBothWays(*backend, k, kSwitch);
+  ASSERT_TRUE(runs);
+  const double err = testing::ConvCaseRelL2(runs->on, k), err_plain = testing::ConvCaseRelL2(runs->off, k);
   EXPECT_LE(err, bound);
   EXPECT_LE(err_plain, bound);
-  if (rewritten) {
-    EXPECT_NE(std::memcmp(got->raw_data(), plain->raw_data(), got->byte_size()), 0)
-        << "the rewrite and cuDNN gave the same bits: the rewrite did not run";
-  }
-  std::printf("[ %s ] rel L2 to float64: space to depth %.3g, cuDNN %.3g\n", k.label.c_str(), err, err_plain);
+  if (rewritten == true) EXPECT_FALSE(runs->same_bits()) << "the rewrite gave cuDNN's bits: it did not run";
+  if (rewritten == false) EXPECT_TRUE(runs->same_bits()) << "a stem the rule leaves alone did not give cuDNN's bits";
+  std::printf("[ %s ] rel L2 to float64: switch on %.3g, off %.3g\n", k.label.c_str(), err, err_plain);
   std::fflush(stdout);
 }
 
@@ -91,7 +88,7 @@ TEST(CudaConvStem, Float16) {
   // 13 output channels: cuDNN may have no tensor-core plan over Z; whichever runs must be right.
   ExpectStem({.x = {3, 3, 211, 213}, .w = {13, 3, 7, 7}, .stride = 2, .pad = 3, .bias = true, .seed = 9,
               .dtype = f16, .every = 5},
-             Way::kTf32x3, kFloat16Bound, /*rewritten=*/false);
+             Way::kTf32x3, kFloat16Bound, /*rewritten=*/std::nullopt);
 }
 
 TEST(CudaConvStem, Bfloat16AndTf32) {
@@ -105,44 +102,20 @@ TEST(CudaConvStem, Bfloat16AndTf32) {
 }
 
 // What the rule leaves alone gives cuDNN's bits: a stem over few pixels, a
-// 3x3 one.
-TEST(CudaConvStem, SmallAndNarrowStemsStayOnCudnn) {
+// 3x3 one; and exact float32 (TF32 off), whose stem runs as a product
+// (conv_gemm.h).
+TEST(CudaConvStem, StemsTheRuleLeavesAloneGiveCudnnBits) {
   VIGIL_SKIP_WITHOUT_CUDA();
-  auto same_bits = [](const ConvSpec& spec) {
-    const ConvCase k = testing::MakeConvCase(spec);
-    SCOPED_TRACE(k.label);
-    auto backend = Backend(Way::kTf32x3);
-    ASSERT_TRUE(backend);
-    auto got = testing::RunConvCase(*backend, k);
-    ASSERT_TRUE(got.ok()) << got.status().ToString();
-    testing::ScopedSwitchOff off("VIGIL_STEM_SPACE_TO_DEPTH");
-    auto plain = testing::RunConvCase(*backend, k);
-    ASSERT_TRUE(plain.ok()) << plain.status().ToString();
-    EXPECT_EQ(std::memcmp(got->raw_data(), plain->raw_data(), got->byte_size()), 0);
-    EXPECT_LE(testing::ConvCaseRelL2(*got, k), kFloat16Bound);
-  };
-  same_bits({.op = kNhwc, .nhwc = true, .x = {2, 3, 45, 47}, .w = {64, 3, 7, 7}, .stride = 2, .pad = 3,
-             .bias = true, .act = "Relu", .seed = 17, .dtype = ir::DataType::kFloat16});
-  same_bits({.op = kNhwc, .nhwc = true, .x = {3, 3, 211, 213}, .w = {32, 3, 3, 3}, .stride = 2, .pad = 1,
-             .bias = true, .seed = 19, .dtype = ir::DataType::kFloat16, .every = 5});
-}
-
-// Exact float32 (TF32 off) is not rewritten: the stem runs as a product
-// there (conv_gemm.h), so the switch changes nothing.
-TEST(CudaConvStem, ExactFloat32IsNotRewritten) {
-  VIGIL_SKIP_WITHOUT_CUDA();
-  const ConvCase k = testing::MakeConvCase({.op = kNhwc, .nhwc = true, .x = {3, 3, 211, 213}, .w = {64, 3, 7, 7},
-                                            .stride = 2, .pad = 3, .bias = true, .act = "Relu", .seed = 15,
-                                            .every = 5});
-  auto backend = Backend(Way::kFfma);
-  ASSERT_TRUE(backend);
-  auto got = testing::RunConvCase(*backend, k);
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
-  testing::ScopedSwitchOff off("VIGIL_STEM_SPACE_TO_DEPTH");
-  auto plain = testing::RunConvCase(*backend, k);
-  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
-  EXPECT_EQ(std::memcmp(got->raw_data(), plain->raw_data(), got->byte_size()), 0);
-  EXPECT_LE(testing::ConvCaseRelL2(*got, k), 2e-6);
+  constexpr ir::DataType f16 = ir::DataType::kFloat16;
+  ExpectStem({.x = {2, 3, 45, 47}, .w = {64, 3, 7, 7}, .stride = 2, .pad = 3, .bias = true, .act = "Relu",
+              .seed = 17, .dtype = f16},
+             Way::kTf32x3, kFloat16Bound, false);
+  ExpectStem({.x = {3, 3, 211, 213}, .w = {32, 3, 3, 3}, .stride = 2, .pad = 1, .bias = true, .seed = 19,
+              .dtype = f16, .every = 5},
+             Way::kTf32x3, kFloat16Bound, false);
+  ExpectStem({.x = {3, 3, 211, 213}, .w = {64, 3, 7, 7}, .stride = 2, .pad = 3, .bias = true, .act = "Relu",
+              .seed = 15, .every = 5},
+             Way::kFfma, 2e-6, false);
 }
 
 }  // namespace
