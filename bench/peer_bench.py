@@ -3,13 +3,14 @@
 torch.compile(mode="reduce-overhead") and, with --ort, ONNX Runtime's CUDA
 execution provider (bench/ort_peer.py), on the same GPU in the same call.
 
-    python3 bench/peer_bench.py VIGIL_BINARY OUT_DIR [--models resnet50,mobilenet_v2,vit_b_16,bert_base]
+    python3 bench/peer_bench.py VIGIL_BINARY OUT_DIR [--models resnet50,mobilenet_v2,vit_b_16,bert_base,unet]
         [--batches 1,64] [--dtypes fp16,fp32] [--tf32] [--ort] [--iters 50] [--no-compile]
         [--markdown FILE] [--json FILE] [--no-mha-fastpath]
 
-For each model (torchvision architecture, or bert_base: transformers'
-BertModel with BERT-base's configuration, sequence length 128; random
-weights, seed 0) and dtype it exports one ONNX file with a dynamic batch dim
+For each model (torchvision architecture; bert_base: transformers'
+BertModel with BERT-base's configuration, sequence length 128; unet: the
+real-model checks' UNet of tools/models/export_models.py on 224x224 images;
+random weights, seed 0) and dtype it exports one ONNX file with a dynamic batch dim
 (BERT's float16 model is its float32 export converted, to_fp16: the
 exporter's own float16 export mixes float16 and float32 in LayerNorm, which
 ORT refuses), then for each batch:
