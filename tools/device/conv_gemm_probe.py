@@ -26,13 +26,12 @@ test: it decides whether vigil should route exact convolutions to cuBLAS.
 import argparse
 import collections
 import os
-import statistics
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from conv_tf32x3_probe import conv_shapes  # noqa: E402  (every Conv2d's shape and count)
+from conv_tf32x3_probe import conv_shapes, event_median_ms  # noqa: E402  (every Conv2d's shape and count)
 
 
 def time_ms(fn, iters, reps=20):
@@ -51,16 +50,7 @@ def time_ms(fn, iters, reps=20):
             fn()
     graph.replay()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        graph.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / reps)
-    return statistics.median(times)
+    return event_median_ms(graph.replay, iters) / reps
 
 
 def probe(key, batch, iters, dtype):

@@ -60,6 +60,11 @@ def time_ms(fn, iters):
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
+    return event_median_ms(fn, iters)
+
+
+def event_median_ms(fn, iters):
+    """The median over `iters` calls of fn's time between two CUDA events."""
     times = []
     for _ in range(iters):
         a = torch.cuda.Event(enable_timing=True)
