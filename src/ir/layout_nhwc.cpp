@@ -10,6 +10,7 @@
 #include "vigil/float16.h"
 #include "ir/extract_subgraph.h"
 #include "ir/fuse_qdq.h"
+#include "ir/layout_nhwc_ops.h"
 #include "ir/layout_nhwc_pool.h"
 #include "ir/graph_index.h"  // IsClipZeroSix
 #include "ir/use_index.h"
@@ -129,6 +130,8 @@ class NhwcRewriter {
   void ConvertConv(size_t index);
   // The pool op types Optimize moves to channels-last (NhwcOptions::nhwc_pools).
   void SetNhwcPools(std::vector<std::string> ops) { nhwc_pools_ = std::move(ops); }
+  // The Concat and Resize op types Optimize moves (NhwcOptions::nhwc_layout_ops).
+  void SetNhwcLayoutOps(std::vector<std::string> ops) { nhwc_layout_ops_ = std::move(ops); }
   // Sinks and cancels transposes until nothing changes.
   void Optimize();
   void FuseResiduals();
@@ -148,6 +151,9 @@ class NhwcRewriter {
   bool TryCancel();
   bool TrySink();
   bool SinkPast(size_t e);
+  bool SinkLayoutOp(size_t e);
+  bool CancelsAfter(const std::string& y) const;
+  void MoveOutputToNhwc(size_t e, std::vector<std::string> inputs);
   bool PairedReader(size_t e, const std::unordered_set<size_t>& transposes) const;
   bool TryConvertPool();
   bool ConvertPool(size_t p, const char* nhwc_op);
@@ -183,6 +189,7 @@ class NhwcRewriter {
   // values are new and `types_` does not know them).
   std::unordered_map<std::string, std::string> nchw_of_;
   std::vector<std::string> nhwc_pools_;
+  std::vector<std::string> nhwc_layout_ops_;
 };
 
 std::string NhwcRewriter::UniqueValue(const std::string& base) {
@@ -356,15 +363,7 @@ bool NhwcRewriter::SinkPast(size_t e) {
   if (transposes.empty()) return false;
   bool frees_one = std::any_of(transposes.begin(), transposes.end(),
                                [&](size_t t) { return OnlyConsumer(g_.nodes[t].outputs[0], e); });
-  const std::string y = node.outputs[0];
-  bool cancels_after = false;
-  if (auto it = idx_.consumers.find(y); it != idx_.consumers.end() && !graph_outputs_.count(y) && !idx_.opaque.count(y)) {
-    cancels_after = std::all_of(it->second.begin(), it->second.end(), [&](size_t c) {
-      const Node& t = g_.nodes[c];
-      return IsTransposeWith(t, kToNhwc) && !graph_outputs_.count(t.outputs[0]) && !idx_.opaque.count(t.outputs[0]);
-    });
-  }
-  if (!frees_one && !cancels_after && !PairedReader(e, transposes)) return false;
+  if (!frees_one && !CancelsAfter(node.outputs[0]) && !PairedReader(e, transposes)) return false;
 
   std::vector<std::string> inputs = node.inputs;
   for (size_t k = 0; k < inputs.size(); ++k) {
@@ -375,15 +374,106 @@ bool NhwcRewriter::SinkPast(size_t e) {
       default: break;  // absent or layout-free: as it is
     }
   }
-  std::string yt = UniqueValue(y + "_nhwc");
-  std::string label = node.name.empty() ? fmt::format("{}{}", node.op_type, e) : node.name;
+  MoveOutputToNhwc(e, std::move(inputs));
+  ++stats.sunk;
+  return true;
+}
+
+// Whether every reader of `y` is a to-NHWC transpose (none a graph output),
+// which would cancel with a to-NCHW one put after y's producer.
+bool NhwcRewriter::CancelsAfter(const std::string& y) const {
+  auto it = idx_.consumers.find(y);
+  if (it == idx_.consumers.end() || graph_outputs_.count(y) || idx_.opaque.count(y)) return false;
+  return std::all_of(it->second.begin(), it->second.end(), [&](size_t c) {
+    const Node& t = g_.nodes[c];
+    return IsTransposeWith(t, kToNhwc) && !graph_outputs_.count(t.outputs[0]) && !idx_.opaque.count(t.outputs[0]);
+  });
+}
+
+// Node e reads `inputs` (NHWC) and writes an NHWC copy of its result, which
+// a new to-NCHW transpose turns back into the value its readers know.
+void NhwcRewriter::MoveOutputToNhwc(size_t e, std::vector<std::string> inputs) {
+  const std::string y = g_.nodes[e].outputs[0];
+  const std::string yt = UniqueValue(y + "_nhwc");
+  const std::string label = g_.nodes[e].name.empty() ? fmt::format("{}{}", g_.nodes[e].op_type, e) : g_.nodes[e].name;
   idx_.Unlink(g_, e);
   g_.nodes[e].inputs = std::move(inputs);
   g_.nodes[e].outputs[0] = yt;
   idx_.Link(g_, e);
   nchw_of_.emplace(yt, y);
   AddTranspose(yt, y, kToNchw, label + "/to_nchw");
-  ++stats.sunk;
+}
+
+// Concat(Transpose_toNCHW(a), ...) -> Transpose_toNCHW(Concat(a, ...,
+// axis in NHWC)), and Resize the same with its per-axis values permuted
+// (layout_nhwc_ops.h), on SinkPast's condition. A Concat may also take
+// operands that are not NHWC yet, each through a new to-NHWC transpose,
+// where its result only feeds to-NHWC transposes: those cancel, and the
+// result is at least as large as all the new ones together.
+bool NhwcRewriter::SinkLayoutOp(size_t e) {
+  const Node& node = g_.nodes[e];
+  std::optional<NhwcLayoutOp> op = NhwcLayoutOpFor(node, model_.OpsetVersion(""), nhwc_layout_ops_);
+  if (!op) return false;
+  std::vector<NhwcOperand> operands(node.inputs.size(), NhwcOperand{NhwcOperand::kAbsent});
+  std::unordered_set<size_t> transposes;
+  bool adds = false;
+  for (size_t k : op->data_inputs) {
+    operands[k] = Classify(node.inputs[k]);
+    switch (operands[k].kind) {
+      case NhwcOperand::kTransposed: transposes.insert(operands[k].node); break;
+      case NhwcOperand::kConstant:
+        if (Constant(node.inputs[k])->dims.size() != 4) return false;
+        break;
+      case NhwcOperand::kNone: {
+        auto t = types_.find(node.inputs[k]);
+        if (!op->takes_nchw_inputs || t == types_.end() || !t->second.shape.rank_known ||
+            t->second.shape.dims.size() != 4) {
+          return false;
+        }
+        adds = true;
+        break;
+      }
+      case NhwcOperand::kAbsent: return false;
+      default: break;  // layout-free, or a twin
+    }
+  }
+  if (transposes.empty()) return false;
+  std::vector<std::string> inputs = node.inputs;
+  for (size_t k : op->axis_inputs) {
+    if (k >= inputs.size() || inputs[k].empty()) continue;
+    const Tensor* c = Constant(inputs[k]);
+    if (!c) return false;
+    if (c->ElementCount() == std::optional<uint64_t>{0}) continue;
+    // Checked here, added below once the move is decided.
+    if (!PermuteAxisValues(*c, "")) return false;
+  }
+  const bool frees_one = std::any_of(transposes.begin(), transposes.end(),
+                                     [&](size_t t) { return OnlyConsumer(g_.nodes[t].outputs[0], e); });
+  const bool cancels_after = CancelsAfter(node.outputs[0]);
+  if (adds ? !cancels_after : !(frees_one || cancels_after)) return false;
+
+  const std::string label = node.name.empty() ? fmt::format("{}{}", node.op_type, e) : node.name;
+  for (size_t k : op->data_inputs) {
+    switch (operands[k].kind) {
+      case NhwcOperand::kTransposed: inputs[k] = g_.nodes[operands[k].node].inputs[0]; break;
+      case NhwcOperand::kTwin: inputs[k] = g_.nodes[operands[k].node].outputs[0]; break;
+      case NhwcOperand::kConstant: inputs[k] = PermutedConstant(inputs[k]).value_or(inputs[k]); break;
+      case NhwcOperand::kNone: inputs[k] = NhwcCopy(inputs[k], label); break;
+      default: break;
+    }
+  }
+  for (size_t k : op->axis_inputs) {
+    if (k >= inputs.size() || inputs[k].empty()) continue;
+    const Tensor* c = Constant(inputs[k]);
+    if (c->ElementCount() == std::optional<uint64_t>{0}) continue;
+    Tensor p = *PermuteAxisValues(*c, UniqueValue(inputs[k] + "_nhwc"));
+    inputs[k] = p.name;
+    initializer_index_[p.name] = g_.initializers.size();
+    g_.initializers.push_back(std::move(p));
+  }
+  RewriteAxesToNhwc(g_.nodes[e]);
+  MoveOutputToNhwc(e, std::move(inputs));
+  ++stats.layout_ops;
   return true;
 }
 
@@ -429,7 +519,8 @@ bool NhwcRewriter::PairedReader(size_t e, const std::unordered_set<size_t>& tran
 
 bool NhwcRewriter::TrySink() {
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
-    if (!dead_[i] && IsPositionwiseOp(g_.nodes[i]) && SinkPast(i)) return true;
+    if (dead_[i]) continue;
+    if (IsPositionwiseOp(g_.nodes[i]) ? SinkPast(i) : SinkLayoutOp(i)) return true;
   }
   return false;
 }
@@ -688,6 +779,7 @@ Result<NhwcStats> ConvertConvsToNhwc(Model& model, const std::vector<size_t>& co
   }
   NhwcRewriter rewriter(model, types);
   rewriter.SetNhwcPools(options.nhwc_pools);
+  rewriter.SetNhwcLayoutOps(options.nhwc_layout_ops);
   for (size_t i : conv_nodes) rewriter.ConvertConv(i);
   rewriter.Optimize();
   if (options.fuse_residual) rewriter.FuseResiduals();

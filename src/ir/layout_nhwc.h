@@ -76,6 +76,13 @@ struct NhwcOptions {
   // MaxPool whose Indices output is read stays NCHW. The caller lists the
   // ones its device runs.
   std::vector<std::string> nhwc_pools;
+  // "Concat" and "Resize" (default domain) to run channels-last in the same
+  // place, as they are, with their axis attributes and per-axis constants
+  // permuted (layout_nhwc_ops.h). A Concat also takes operands from outside
+  // the region, each through a new transpose, where its result only feeds
+  // to-NHWC transposes. The caller lists the ones its device runs as well
+  // on channels-last data.
+  std::vector<std::string> nhwc_layout_ops;
 };
 
 struct NhwcStats {
@@ -86,6 +93,7 @@ struct NhwcStats {
   size_t fused_relu6s = 0;       // Clip(0, 6)s folded into a ConvNhwc
   size_t fused_residuals = 0;    // Adds folded into a ConvNhwc as its Z
   size_t pools = 0;              // pools rewritten to their channels-last ai.vigil op
+  size_t layout_ops = 0;         // Concats and Resizes that now run in NHWC
   size_t input_activations = 0;  // activations moved onto a depthwise reader's input_activation
 };
 
@@ -105,8 +113,9 @@ struct NhwcStats {
 // permuted copy), and cancels to-NCHW -> to-NHWC pairs. A transpose moves
 // only where that does not add transposes. Graph outputs keep their names
 // and their NCHW layout; the pools in `options.nhwc_pools` become their
-// channels-last ops where they read the NHWC region; ops the pass does not
-// know (other pools, Reshape, Concat, ...) keep reading NCHW. `types` gives the types of values (from
+// channels-last ops where they read the NHWC region, and the Concats and
+// Resizes in `options.nhwc_layout_ops` follow it; ops the pass does not
+// know (other pools, Reshape, ...) keep reading NCHW. `types` gives the types of values (from
 // load-time inference): shapes decide which operands are layout-free.
 // Adds the opset import of "ai.vigil" when it converts anything.
 Result<NhwcStats> ConvertConvsToNhwc(Model& model, const std::vector<size_t>& conv_nodes,

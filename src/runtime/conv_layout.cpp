@@ -162,6 +162,40 @@ std::vector<std::string> DeviceNhwcPools(const ir::TypeInfo& x_nchw, const Backe
   return pools;
 }
 
+// The default-domain ops (Concat, Resize) that `device` runs at least as
+// well on channels-last data, probed with operands of `x_nchw`'s dtype and
+// dims moved to NHWC (a bilinear 2x Resize by scales; a Concat of two along
+// channels). They then follow the NHWC region (NhwcOptions::nhwc_layout_ops).
+std::vector<std::string> DeviceNhwcLayoutOps(const ir::TypeInfo& x_nchw, const Backend& device, int64_t opset) {
+  const ir::TypeInfo x = ToNhwcType(x_nchw);
+  const ir::TypeInfo scales = ops::TensorType(ir::DataType::kFloat32, std::vector<ir::Dim>{ir::Dim::Known(4)});
+  std::vector<std::string> found;
+  ir::Node concat;
+  concat.op_type = "Concat";
+  concat.inputs = {"a", "b"};
+  concat.outputs = {"y"};
+  concat.attributes.push_back(ir::IntAttribute("axis", 3));
+  if (device.PrefersChannelsLast(concat, opset, NodeTypes{{&x, &x}, {nullptr}})) found.push_back("Concat");
+  ir::Node resize;
+  resize.op_type = "Resize";
+  resize.outputs = {"y"};
+  ir::Attribute mode;
+  mode.name = "mode";
+  mode.type = ir::AttributeType::kString;
+  mode.s = "linear";
+  resize.attributes.push_back(std::move(mode));
+  NodeTypes rt;
+  if (opset >= 11) {
+    resize.inputs = {"x", "", "scales"};
+    rt = NodeTypes{{&x, nullptr, &scales}, {nullptr}};
+  } else {
+    resize.inputs = {"x", "scales"};
+    rt = NodeTypes{{&x, &scales}, {nullptr}};
+  }
+  if (opset >= 10 && device.PrefersChannelsLast(resize, opset, rt)) found.push_back("Resize");
+  return found;
+}
+
 }  // namespace
 
 bool DeviceTakesFusedQdq(const ir::Node& fused, const std::vector<const ir::TypeInfo*>& inputs,
@@ -288,6 +322,11 @@ Result<bool> ApplyConvLayout(ir::Model& model, const std::unordered_map<std::str
   const bool pools_follow = DevSwitchOn("VIGIL_POOL_NHWC");
   if (const ir::TypeInfo* x = TypeOf(types, first.inputs[0]); pools_follow && IsRank4Tensor(x)) {
     options.nhwc_pools = DeviceNhwcPools(*x, first_backend);
+  }
+  // So do Concats and Resizes (a UNet's decoder); VIGIL_LAYOUT_OPS_NHWC=0
+  // keeps them NCHW.
+  if (const ir::TypeInfo* x = TypeOf(types, first.inputs[0]); DevSwitchOn("VIGIL_LAYOUT_OPS_NHWC") && IsRank4Tensor(x)) {
+    options.nhwc_layout_ops = DeviceNhwcLayoutOps(*x, first_backend, model.OpsetVersion(""));
   }
   VIGIL_ASSIGN_OR_RETURN(ir::NhwcStats stats, ir::ConvertConvsToNhwc(model, convs, types, options));
   return stats.convs > 0;

@@ -204,6 +204,59 @@ TEST(ConvLayout, ResidualAndRelu6FuseAndMatchTheCpu) {
   ExpectMatchesTheCpu(**nhwc, ResidualCnn());
 }
 
+// x [2,3,9,8] -> Conv+Relu (e1) -> Conv stride 2 (e2) -> Resize linear to
+// 9x8 (up) -> Concat(up, e1, Sin(x)) -> Conv+Relu -> GlobalAveragePool -> y
+// [2,8,1,1]: a UNet level, with a skip operand (Sin(x)) from outside the
+// channels-last region.
+ir::Model UnetLevel() {
+  ir::Model m = SmallCnn();
+  m.graph.initializers = {RandomHalf("w0", {8, 3, 3, 3}, 1), RandomHalf("w1", {8, 8, 3, 3}, 3),
+                          RandomHalf("w2", {8, 19, 3, 3}, 5),
+                          OwnedInitializer<int64_t>("sizes", DataType::kInt64, {4}, {2, 8, 9, 8})};
+  ir::Node c0 = MakeNode("Conv", {"x", "w0"}, {"c0"}, "conv0");
+  c0.attributes = {Ints("pads", {1, 1, 1, 1})};
+  ir::Node c1 = MakeNode("Conv", {"e1", "w1"}, {"e2"}, "conv1");
+  c1.attributes = {Ints("pads", {1, 1, 1, 1}), Ints("strides", {2, 2})};
+  ir::Node resize = MakeNode("Resize", {"e2", "", "", "sizes"}, {"up"}, "resize");
+  resize.attributes.push_back(ir::Attribute{});
+  resize.attributes.back().name = "mode";
+  resize.attributes.back().type = ir::AttributeType::kString;
+  resize.attributes.back().s = "linear";
+  ir::Node concat = MakeNode("Concat", {"up", "e1", "sx"}, {"cat"}, "concat");
+  concat.attributes = {IntAttr("axis", 1)};
+  ir::Node c2 = MakeNode("Conv", {"cat", "w2"}, {"c2"}, "conv2");
+  c2.attributes = {Ints("pads", {1, 1, 1, 1})};
+  m.graph.nodes = {c0,     MakeNode("Relu", {"c0"}, {"e1"}, "relu0"), c1, resize, MakeNode("Sin", {"x"}, {"sx"}, "sin"),
+                   concat, c2, MakeNode("Relu", {"c2"}, {"r2"}, "relu2"), MakeNode("GlobalAveragePool", {"r2"}, {"y"}, "gap")};
+  return m;
+}
+
+TEST(ConvLayout, UnetLevelRunsChannelsLastThroughResizeAndConcat) {
+  auto nhwc = Session::Create(UnetLevel(), Options(ConvLayout::kNhwcWhereFaster));
+  ASSERT_TRUE(nhwc.ok()) << nhwc.status().ToString();
+  const ir::Model& m = (*nhwc)->model();
+  EXPECT_EQ(Count(m, "ConvNhwc"), 3u);
+  // In: x for conv0, and Sin(x) for the Concat; out: y behind the pool.
+  EXPECT_EQ(Count(m, "Transpose"), 3u);
+  for (const ir::Node& n : m.graph.nodes) {
+    if (n.op_type == "Concat") {
+      ASSERT_NE(n.FindAttribute("axis"), nullptr);
+      EXPECT_EQ(n.FindAttribute("axis")->i, 3);
+    }
+    if (n.op_type == "Resize") {
+      ASSERT_EQ(n.inputs.size(), 4u);
+      for (const ir::Tensor& t : m.graph.initializers) {
+        if (t.name != n.inputs[3]) continue;
+        std::vector<int64_t> sizes(4);
+        ASSERT_EQ(t.bytes.size(), 32u);
+        std::memcpy(sizes.data(), t.bytes.data(), 32);
+        EXPECT_EQ(sizes, (std::vector<int64_t>{2, 9, 8, 8}));
+      }
+    }
+  }
+  ExpectMatchesTheCpu(**nhwc, UnetLevel());
+}
+
 TEST(ConvLayout, AsModelKeepsEveryConvolutionInItsLayout) {
   auto s = Session::Create(SmallCnn(), Options(ConvLayout::kAsModel));
   ASSERT_TRUE(s.ok()) << s.status().ToString();

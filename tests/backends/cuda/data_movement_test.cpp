@@ -362,7 +362,8 @@ const char* const kCoords[] = {"half_pixel", "half_pixel_symmetric", "pytorch_ha
 
 TEST(CudaResize, NearestModes) {
   VIGIL_SKIP_WITHOUT_CUDA();
-  const std::vector<std::vector<float>> scales = {{1, 1, 2, 3}, {1, 1, 0.5f, 0.75f}, {1, 1, 1.7f, 0.6f}};
+  const std::vector<std::vector<float>> scales = {{1, 1, 2, 3}, {1, 1, 0.5f, 0.75f}, {1, 1, 1.7f, 0.6f},
+                                                {1, 2, 3, 1}};
   for (const char* coord : kCoords) {
     for (const char* nearest : {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}) {
       for (const auto& s : scales) {
@@ -380,7 +381,8 @@ TEST(CudaResize, NearestModes) {
 
 TEST(CudaResize, Linear) {
   VIGIL_SKIP_WITHOUT_CUDA();
-  const std::vector<std::vector<float>> scales = {{1, 1, 2, 2}, {1, 1, 0.5f, 0.6f}, {1, 1, 1.3f, 2.5f}, {1, 2, 1, 0.7f}};
+  const std::vector<std::vector<float>> scales = {{1, 1, 2, 2}, {1, 1, 0.5f, 0.6f}, {1, 1, 1.3f, 2.5f}, {1, 2, 1, 0.7f},
+                                                {1, 2, 0.6f, 1}};
   for (const char* coord : kCoords) {
     for (const auto& s : scales) {
       for (DataType t : {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16}) {
@@ -399,44 +401,57 @@ TEST(CudaResize, Linear) {
                        kF32Tol);
 }
 
-// A resize of only the last two axes runs on the planes kernels, any other
-// on the general ones; the same resize of channels-last data (the axes
-// moved) must give the same bits: same taps, same sums in the same order.
+// A resize of two adjacent axes runs on the planes kernels (NCHW: the last
+// two; NHWC: the middle two, the channels inner), any other on the general
+// ones; the same resize of the same data with its axes moved must give the
+// same bits: same taps, same sums in the same order. [H, N, W, C] resizes
+// axes 0 and 2, which are not adjacent: the general kernels.
 TEST(CudaResize, ImagePlanesMatchTheGeneralKernelsBitForBit) {
   VIGIL_SKIP_WITHOUT_CUDA();
   auto cuda = testing::CudaBackendForTests();
   const int64_t n = 2, c = 13, h = 9, w = 11;
-  // [N, C, H, W] -> [N, H, W, C] and back, element by element (any dtype).
-  auto move_axes = [](const Tensor& t, bool to_last) {
+  // out[i0, i1, i2, i3] = t[the same indices at axes perm[0..3]] (any dtype).
+  auto permute = [](const Tensor& t, std::vector<int64_t> perm) {
     const std::vector<int64_t>& d = t.shape();
-    const std::vector<int64_t> out = to_last ? std::vector<int64_t>{d[0], d[2], d[3], d[1]}
-                                             : std::vector<int64_t>{d[0], d[3], d[1], d[2]};
-    Tensor r = Tensor::Allocate(t.dtype(), out).value();
+    std::vector<int64_t> od(4), in_strides(4, 1);
+    for (int k = 2; k >= 0; --k) in_strides[k] = in_strides[k + 1] * d[k + 1];
+    for (int k = 0; k < 4; ++k) od[k] = d[perm[k]];
+    Tensor r = Tensor::Allocate(t.dtype(), od).value();
     const size_t e = t.byte_size() / t.element_count();
-    const int64_t a = d[1], b = d[2], cc = d[3];
-    for (int64_t i = 0; i < d[0]; ++i)
-      for (int64_t j = 0; j < a; ++j)
-        for (int64_t k = 0; k < b; ++k)
-          for (int64_t l = 0; l < cc; ++l) {
-            const int64_t from = ((i * a + j) * b + k) * cc + l;
-            const int64_t to = to_last ? ((i * b + k) * cc + l) * a + j : ((i * cc + l) * a + j) * b + k;
+    int64_t to = 0;
+    for (int64_t a = 0; a < od[0]; ++a)
+      for (int64_t b = 0; b < od[1]; ++b)
+        for (int64_t cc = 0; cc < od[2]; ++cc)
+          for (int64_t dd = 0; dd < od[3]; ++dd, ++to) {
+            const int64_t from = a * in_strides[perm[0]] + b * in_strides[perm[1]] + cc * in_strides[perm[2]] +
+                                 dd * in_strides[perm[3]];
             std::memcpy(static_cast<uint8_t*>(r.raw_data()) + to * e,
                         static_cast<const uint8_t*>(t.raw_data()) + from * e, e);
           }
     return r;
   };
+  struct Layout {
+    const char* name;
+    std::vector<int64_t> from_nchw, to_nchw;
+    std::vector<float> scales;
+  };
+  const Layout layouts[] = {{"NHWC (planes, channels inner)", {0, 2, 3, 1}, {0, 3, 1, 2}, {1, 1.3f, 2.5f, 1}},
+                            {"HNWC (general)", {2, 0, 3, 1}, {1, 3, 0, 2}, {1.3f, 1, 2.5f, 1}}};
   for (const char* mode : {"linear", "nearest"}) {
     for (DataType t : {DataType::kFloat32, DataType::kFloat16}) {
-      SCOPED_TRACE(fmt::format("{} {}", mode, Name(t)));
       const std::vector<ir::Attribute> attrs = {ct::StringAttr("mode", mode)};
       Tensor x = RandomTensor(t, {n, c, h, w}, 21);
       auto planes = testing::RunOn(ResizeScales(x, {1, 1, 1.3f, 2.5f}, attrs), {cuda}, true);
-      auto general = testing::RunOn(ResizeScales(move_axes(x, true), {1, 1.3f, 2.5f, 1}, attrs), {cuda}, true);
       ASSERT_EQ(planes.size(), 1u);
-      ASSERT_EQ(general.size(), 1u);
-      const Tensor back = move_axes(general[0].tensor, false);
-      ASSERT_EQ(planes[0].tensor.shape(), back.shape());
-      EXPECT_EQ(std::memcmp(planes[0].tensor.raw_data(), back.raw_data(), back.byte_size()), 0);
+      ASSERT_EQ(planes[0].tensor.shape(), (std::vector<int64_t>{n, c, 11, 27}));
+      for (const Layout& l : layouts) {
+        SCOPED_TRACE(fmt::format("{} {} {}", mode, Name(t), l.name));
+        auto moved = testing::RunOn(ResizeScales(permute(x, l.from_nchw), l.scales, attrs), {cuda}, true);
+        ASSERT_EQ(moved.size(), 1u);
+        const Tensor back = permute(moved[0].tensor, l.to_nchw);
+        ASSERT_EQ(planes[0].tensor.shape(), back.shape());
+        EXPECT_EQ(std::memcmp(planes[0].tensor.raw_data(), back.raw_data(), back.byte_size()), 0);
+      }
     }
   }
 }
