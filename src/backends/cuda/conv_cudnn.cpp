@@ -154,12 +154,15 @@ size_t AlignUp(size_t n) { return (n + 255) / 256 * 256; }
 
 // Whether this convolution times cuDNN's candidate engines on its first run
 // without --tune, keeping the fastest for the session and recording nothing:
-// large memory-bound exact float32 ones (conv_measure_rule.h); the fused
+// large memory-bound exact float32 ones, and large full-resolution ones
+// (conv_measure_rule.h; VIGIL_MEASURE_IMAGE_CONVS=0 leaves those out); the fused
 // epilogue is then a candidate too. The session option measure_first_run
 // turns it off; so does VIGIL_MEASURE_CONVS=0, to measure what it brings.
 bool MeasuredUntuned(const ConvShape& s, ir::DataType dtype, const CudaOptions& o) {
   if (dtype != ir::DataType::kFloat32 || o.allow_tf32 || o.deterministic || !o.measure_first_run) return false;
-  return MemoryBoundLargeConv(s.x, s.w, s.y, s.strides) && DevSwitchOn("VIGIL_MEASURE_CONVS");
+  if (!DevSwitchOn("VIGIL_MEASURE_CONVS")) return false;
+  return MemoryBoundLargeConv(s.x, s.w, s.y, s.strides) ||
+         (LargeImageConv(s.x, s.w, s.y, s.strides) && DevSwitchOn("VIGIL_MEASURE_IMAGE_CONVS"));
 }
 
 // What a candidate plan runs on while autotuning (plan_tuning.h): the node's

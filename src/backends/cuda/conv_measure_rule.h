@@ -59,6 +59,25 @@ inline bool MemoryBoundLargeConv(const std::vector<int64_t>& x, const std::vecto
   return macs >= kMinMeasuredConvMacs;
 }
 
+// The other exact float32 convolutions measured on their first run: large
+// (at least 2^28 multiply-adds) stride-1 windows of 3x3 or more over output
+// images of at least 112x112 pixels, a UNet's full-resolution levels, which
+// the layout pass leaves NCHW on cuDNN (conv_layout.h). There cuDNN's first
+// pick was slow: a base-32 UNet at 224x224, batch 64, ran 27.5 ms with it
+// and 24.9 ms with every convolution tuned (H200). ResNet-50's and
+// MobileNetV2's convolutions are under 112x112 or strided.
+inline constexpr double kMinMeasuredImagePixels = 112.0 * 112.0;
+
+inline bool LargeImageConv(const std::vector<int64_t>& x, const std::vector<int64_t>& w,
+                           const std::vector<int64_t>& y, const std::vector<int64_t>& strides) {
+  if (x.size() != 4 || w.size() != 4 || y.size() != 4 || strides.size() != 2) return false;
+  if (strides[0] != 1 || strides[1] != 1 || w[2] * w[3] < 9) return false;
+  if (double(y[2]) * double(y[3]) < kMinMeasuredImagePixels) return false;
+  double macs = 1;
+  for (int64_t d : y) macs *= double(d);
+  for (size_t i = 1; i < w.size(); ++i) macs *= double(w[i]);
+  return macs >= kMinMeasuredConvMacs;
+}
 
 // Which float32 convolutions run as 3xTF32 when the session option
 // tf32x3_convolutions is on (TF32 off; split_tf32.h): X is split into

@@ -48,6 +48,23 @@ TEST(ConvMeasureRule, LargeMemoryBoundConvolutionsOnly) {
   EXPECT_FALSE(MemoryBoundLargeConv({64, 0, 56, 56}, {144, 0, 1, 1}, {64, 144, 56, 56}, {1, 1}));
 }
 
+TEST(ConvMeasureRule, LargeFullResolutionConvolutions) {
+  // A base-32 UNet at 224x224: its 3x3 convolutions at full resolution (96
+  // -> 32, 108 flops per byte) and at 112x112, from batch 1 on.
+  EXPECT_TRUE(LargeImageConv({64, 96, 224, 224}, {32, 96, 3, 3}, {64, 32, 224, 224}, {1, 1}));
+  EXPECT_TRUE(LargeImageConv({1, 96, 224, 224}, {32, 96, 3, 3}, {1, 32, 224, 224}, {1, 1}));
+  EXPECT_TRUE(LargeImageConv({8, 64, 112, 112}, {64, 64, 3, 3}, {8, 64, 112, 112}, {1, 1}));
+  // Not: one pixel row under 112x112 (ResNet-50's 56x56 levels too), a
+  // stride (stems), 1x1 and 1x3 windows, under 2^28 multiply-adds, 1D.
+  EXPECT_FALSE(LargeImageConv({64, 64, 111, 112}, {64, 64, 3, 3}, {64, 64, 111, 112}, {1, 1}));
+  EXPECT_FALSE(LargeImageConv({64, 64, 56, 56}, {64, 64, 3, 3}, {64, 64, 56, 56}, {1, 1}));
+  EXPECT_FALSE(LargeImageConv({64, 3, 224, 224}, {64, 3, 7, 7}, {64, 64, 112, 112}, {2, 2}));
+  EXPECT_FALSE(LargeImageConv({64, 96, 224, 224}, {32, 96, 1, 1}, {64, 32, 224, 224}, {1, 1}));
+  EXPECT_FALSE(LargeImageConv({64, 96, 224, 224}, {32, 96, 1, 3}, {64, 32, 224, 222}, {1, 1}));
+  EXPECT_FALSE(LargeImageConv({1, 8, 112, 112}, {8, 8, 3, 3}, {1, 8, 112, 112}, {1, 1}));
+  EXPECT_FALSE(LargeImageConv({64, 8, 1 << 20}, {8, 8, 3}, {64, 8, 1 << 20}, {1}));
+}
+
 // One exact float32 ConvNhwc (bias, residual Z, `act`) on the GPU against
 // the CPU, with the measuring on (default) and off. By default these
 // convolutions run as cuBLASLt products (conv_gemm.h); the tests here keep
