@@ -22,8 +22,13 @@ Status RunPatchConv(CudaKernelContext& ctx, const PatchShape& s, ir::DataType dt
   VIGIL_ASSIGN_OR_RETURN(void* space, ctx.stream_context().Workspace(kMaxLtWorkspace + p_bytes));
   void* p = static_cast<uint8_t*>(space) + kMaxLtWorkspace;
   VIGIL_RETURN_IF_ERROR(LaunchPatchGather(s, dtype, x, p, ctx.stream()));
-  // Y [rows, M] = P [rows, K] · Wᵀ, W stored [M, K] (KRSC).
-  VIGIL_RETURN_IF_ERROR(RowMajorGemm(ctx, dtype, rows, s.out_channels, depth, p, false, w, true, y, 1.0f, 0.0f));
+  // Y [rows, M] = P [rows, K] · Wᵀ, W stored [M, K] (KRSC). A float32
+  // convolution follows the convolutions' precision, not the products':
+  // exact unless TF32 or tf32x3_convolutions is on (ViT-B/16's patch
+  // embedding ran 3xTF32 with the products' default before).
+  const CudaOptions& o = ctx.options();
+  const bool exact = dtype == ir::DataType::kFloat32 && !o.allow_tf32 && !o.tf32x3_convolutions;
+  VIGIL_RETURN_IF_ERROR(RowMajorGemmNT(ctx, dtype, rows, s.out_channels, depth, p, w, y, ProductEpilogue{}, exact));
   if (!bias && !z && act == NhwcActivation::kNone) return Status::Ok();
   return LaunchNhwcBiasActivation(y, bias, z, dtype, rows, s.out_channels, act, ctx.stream());
 }

@@ -171,6 +171,39 @@ TEST(CudaConvPatch, SwitchedOffPatchShapesRunOnCudnn) {
   unsetenv("VIGIL_PATCH_GEMM");
 }
 
+// A float32 patch convolution follows the convolutions' precision (exact
+// on CUDA cores unless TF32 or tf32x3_convolutions is on), not the
+// products' 3xTF32 default. The operands make the difference visible: X
+// holds odd integers in [2049, 4095] and each output channel of W has one
+// odd integer weight in that range, so every output is one product below
+// 2^24, exact in float32; 3xTF32 drops the product of the two operands'
+// low parts (x - tf32(x) = +-1 here), which is +-1 on every output. The
+// product is large enough for the split (2^26 multiply-adds and more).
+TEST(CudaConvPatch, Float32PatchProductIsExactUnlessConvolutionsMaySplit) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  const PatchCase k{.x = {8, 256, 256, 3}, .m = 256, .kh = 16, .kw = 16, .bias = false};
+  const int64_t depth = k.kh * k.kw * k.x[3];
+  Operands o;
+  o.x = runtime::Tensor::Allocate(kF32, k.x).value();
+  for (uint64_t i = 0; i < o.x.element_count(); ++i) o.x.data<float>()[i] = float(2049 + 2 * ((i * 7919) % 1023));
+  o.w = runtime::Tensor::Allocate(kF32, {k.m, k.kh, k.kw, k.x[3]}).value();
+  std::memset(o.w.raw_data(), 0, o.w.byte_size());
+  for (int64_t m = 0; m < k.m; ++m) o.w.data<float>()[m * depth + (m * 37) % depth] = float(4095 - 2 * m);
+  const runtime::Tensor want = Float64Reference(k, o);
+  auto mismatches = [&](const runtime::Tensor& got) {
+    EXPECT_EQ(got.shape(), want.shape());
+    size_t n = 0;
+    for (uint64_t i = 0; i < want.element_count(); ++i) n += double(got.data<float>()[i]) != want.data<double>()[i];
+    return n;
+  };
+  auto run = [&](Way way) { return RunSingleOutput(PatchModel(k, o), {Backend(way), cpu::MakeCpuBackend()}, o.x); };
+  EXPECT_EQ(mismatches(run(Way::kTf32x3)), 0u) << "the default: exact";
+  EXPECT_EQ(mismatches(run(Way::kFfma)), 0u) << "CUDA cores only";
+  // The test's own check: with convolutions allowed to split, the same
+  // product loses the low parts' product.
+  EXPECT_GT(mismatches(run(Way::kTf32x3Convs)), want.element_count() / 2) << "tf32x3_convolutions";
+}
+
 #ifdef VIGIL_TESTS_LAUNCH_CUDA_KERNELS
 std::optional<PatchShape> ShapeOf(const PatchCase& k) {
   const std::vector<int64_t> w = {k.m, k.kh, k.kw, k.x[3] / k.group};
