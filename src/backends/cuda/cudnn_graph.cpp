@@ -400,7 +400,8 @@ Result<size_t> MeasureCandidates(std::vector<CudnnPlan>& plans, const CudnnTunin
   double best_us = -1, first_us = -1;
   for (size_t i = 0; i < plans.size(); ++i) {
     if (plans[i].workspace_bytes > kMaxTuningWorkspace) continue;
-    Result<double> us = MedianMicros(t.stream, [&] { return t.run(plans[i]); });
+    // A candidate half again as slow as the best so far stops at its first timed run.
+    Result<double> us = MedianMicros(t.stream, [&] { return t.run(plans[i]); }, 5, best_us < 0 ? 1e300 : 1.5 * best_us);
     if (!us.ok()) {
       // A device fault is the run's problem, not this candidate's.
       VIGIL_RETURN_IF_ERROR(StickyError());

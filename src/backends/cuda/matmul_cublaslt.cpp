@@ -204,7 +204,7 @@ Status MeasureAlgos(CudaKernelContext& ctx, LtPlan& plan, bool bias_epilogue, bo
                                        plan.y.h, o.Beta(int8), o.c, plan.d.h, scratch, plan.d.h, &r.algo, workspace,
                                        r.workspaceSize, stream));
       return Status::Ok();
-    });
+    }, 5, best_us < 0 ? 1e300 : 1.5 * best_us);  // a clear loser stops at its first timed run
     if (!us.ok()) {
       VIGIL_RETURN_IF_ERROR(StickyError());  // a device fault is the run's, not the candidate's
       continue;

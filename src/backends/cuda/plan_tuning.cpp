@@ -34,7 +34,8 @@ Result<size_t> FlushBytes() {
   return std::max<size_t>(size_t{8} << 20, 2 * static_cast<size_t>(l2));
 }
 
-Result<double> MedianMicros(cudaStream_t stream, const std::function<Status()>& run, int runs) {
+Result<double> MedianMicros(cudaStream_t stream, const std::function<Status()>& run, int runs,
+                            double give_up_micros) {
   EventPair e;
   VIGIL_CUDA_CALL(cudaEventCreate(&e.start));
   VIGIL_CUDA_CALL(cudaEventCreate(&e.stop));
@@ -59,6 +60,8 @@ Result<double> MedianMicros(cudaStream_t stream, const std::function<Status()>& 
     float ms = 0;
     VIGIL_CUDA_CALL(cudaEventElapsedTime(&ms, e.start, e.stop));
     times.push_back(double{ms} * 1000.0);
+    if (times.back() > give_up_micros) return times.back();
+    if (i == 0 && times.back() >= kLongRunMicros) runs = std::min(runs, 3);
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
