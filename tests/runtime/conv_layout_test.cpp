@@ -208,10 +208,10 @@ TEST(ConvLayout, ResidualAndRelu6FuseAndMatchTheCpu) {
 // 9x8 (up) -> Concat(up, e1, Sin(x)) -> Conv+Relu -> GlobalAveragePool -> y
 // [2,8,1,1]: a UNet level, with a skip operand (Sin(x)) from outside the
 // channels-last region.
-ir::Model UnetLevel() {
-  ir::Model m = SmallCnn();
-  m.graph.initializers = {RandomHalf("w0", {8, 3, 3, 3}, 1), RandomHalf("w1", {8, 8, 3, 3}, 3),
-                          RandomHalf("w2", {8, 19, 3, 3}, 5),
+ir::Model UnetLevel(DataType dtype = DataType::kFloat16) {
+  ir::Model m = SmallCnn(dtype);
+  m.graph.initializers = {RandomHalf("w0", {8, 3, 3, 3}, 1, dtype), RandomHalf("w1", {8, 8, 3, 3}, 3, dtype),
+                          RandomHalf("w2", {8, 19, 3, 3}, 5, dtype),
                           OwnedInitializer<int64_t>("sizes", DataType::kInt64, {4}, {2, 8, 9, 8})};
   ir::Node c0 = MakeNode("Conv", {"x", "w0"}, {"c0"}, "conv0");
   c0.attributes = {Ints("pads", {1, 1, 1, 1})};
@@ -287,6 +287,36 @@ void ExpectFloat32MatchesTheCpu(const Session& nhwc) {
   auto plain = Session::Create(SmallCnn(DataType::kFloat32), Options(ConvLayout::kAsModel, /*device=*/false));
   ASSERT_TRUE(plain.ok()) << plain.status().ToString();
   std::vector<float> got = RunOn(nhwc, DataType::kFloat32), want = RunOn(**plain, DataType::kFloat32);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_FALSE(std::isnan(got[i])) << i;
+    EXPECT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << i;
+  }
+}
+
+// A CPU session runs the UNet level's Resize and Concat channels-last too
+// where oneDNN takes its convolutions (CpuBackend::PrefersChannelsLast):
+// within float32 roundings of the NCHW session, no NaN.
+TEST(ConvLayout, CpuSessionsRunResizeAndConcatNhwcWhereOneDnnLoads) {
+  SessionOptions o = Options(ConvLayout::kNhwcWhereFaster, /*device=*/false);
+  o.nhwc_float32 = true;
+  auto nhwc = Session::Create(UnetLevel(DataType::kFloat32), std::move(o));
+  ASSERT_TRUE(nhwc.ok()) << nhwc.status().ToString();
+  const ir::Model& m = (*nhwc)->model();
+  if (!cpu::fast::DnnlLoaded()) {
+    EXPECT_EQ(Count(m, "ConvNhwc"), 0u) << cpu::fast::DnnlDescription();
+    return;
+  }
+  EXPECT_EQ(Count(m, "ConvNhwc"), 3u);
+  EXPECT_EQ(Count(m, "Transpose"), 3u);  // x, Sin(x) in; y out
+  for (const ir::Node& n : m.graph.nodes) {
+    if (n.op_type == "Concat") {
+      EXPECT_EQ(n.FindAttribute("axis")->i, 3);
+    }
+  }
+  auto plain = Session::Create(UnetLevel(DataType::kFloat32), Options(ConvLayout::kAsModel, /*device=*/false));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  std::vector<float> got = RunOn(**nhwc, DataType::kFloat32), want = RunOn(**plain, DataType::kFloat32);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     ASSERT_FALSE(std::isnan(got[i])) << i;

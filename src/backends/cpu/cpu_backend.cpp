@@ -32,13 +32,23 @@ class CpuBackend final : public runtime::Backend {
     return KernelTakesInputTypes(*def, node, types, why_not);
   }
 
-  // Where an optimised path takes the channels-last op: ConvNhwc in
+  // Where an optimised path takes the channels-last op (the default-domain
+  // Concat and Resize below too): ConvNhwc in
   // float32, 2D (W rank 4), with oneDNN loaded and no input_activation
   // (which only the reference applies); MaxPoolNhwc and
   // GlobalAveragePoolNhwc in float32. AveragePoolNhwc runs on the reference
   // (transposing), so it stays NCHW.
   bool PrefersChannelsLast(const ir::Node& node, int64_t opset, const runtime::NodeTypes& types) const override {
-    if (options_.reference_kernels || node.domain != ir::kVigilDomain) return false;
+    if (options_.reference_kernels) return false;
+    // Concat and Resize written for NHWC operands (the layout pass's
+    // NhwcOptions::nhwc_layout_ops): the Concat copies whole pixels, and
+    // Resize's optimised paths take an NHWC image's two middle axes (float32
+    // linear and cubic row by row, nearest as a gather of whole pixels).
+    if ((node.domain.empty() || node.domain == "ai.onnx") && (node.op_type == "Concat" || node.op_type == "Resize")) {
+      const ir::TypeInfo* x = types.inputs.empty() ? nullptr : types.inputs[0];
+      return x && x->elem_type == ir::DataType::kFloat32 && SupportsTyped(node, opset, types, nullptr);
+    }
+    if (node.domain != ir::kVigilDomain) return false;
     const bool conv = node.op_type == ir::kConvNhwcOp;
     if (!conv && node.op_type != ir::kMaxPoolNhwcOp && node.op_type != ir::kGlobalAveragePoolNhwcOp) return false;
     if (types.inputs.size() < (conv ? 2u : 1u)) return false;

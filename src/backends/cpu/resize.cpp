@@ -233,23 +233,29 @@ bool AxisLeftAlone(const ResizeAttrs& at, double scale, int64_t out_dim, int64_t
          (at.coord != "tf_crop_and_resize" || (roi.first == 0 && IsClose(roi.second, 1)));
 }
 
-// The optimised path for float32 resized along its last two axes only, in
-// order, without tf_crop_and_resize's extrapolation: the reference's taps
-// and sums row by row (fast::SeparableResizeFloat). False when it does not
+// The optimised path for float32 resized along two adjacent axes only (an
+// image's height and width, NCHW or NHWC), in order, without
+// tf_crop_and_resize's extrapolation: the reference's taps and sums row by
+// row (fast::SeparableResizeFloat). False when it does not
 // apply (nothing written).
 bool SeparableFloatResize(const ResizeAttrs& at, const runtime::Tensor& x, const ops::shape_family::ResizeShape& shape,
                           const Shape& order, const std::vector<std::pair<double, double>>& roi,
                           runtime::Tensor& out) {
   const size_t rank = x.rank();
   if (rank < 2 || at.coord == "tf_crop_and_resize") return false;
-  const int64_t h_axis = static_cast<int64_t>(rank) - 2, w_axis = h_axis + 1;
   std::vector<int64_t> resized;
   for (int64_t a : order) {
     if (AxisLeftAlone(at, shape.scales[a], shape.dims[a], x.dim(static_cast<size_t>(a)), roi[a])) continue;
-    if (a < h_axis || (!resized.empty() && resized.back() > a)) return false;
+    if (!resized.empty() && resized.back() > a) return false;
     resized.push_back(a);
   }
   if (resized.empty()) return false;
+  // The resized axes are one or two adjacent ones, [h, w]; the axes after w
+  // (an NHWC image's channels) are carried along as `inner`.
+  const int64_t w_axis = std::max<int64_t>(resized.back(), 1), h_axis = w_axis - 1;
+  if (resized.front() < h_axis) return false;
+  int64_t inner = 1;
+  for (size_t a = static_cast<size_t>(w_axis) + 1; a < rank; ++a) inner *= x.dim(a);
   // An axis left alone is copied (width 0), as the reference skips it (a sum
   // from 0 would turn -0 into +0).
   auto taps = [&](int64_t a) {
@@ -258,11 +264,13 @@ bool SeparableFloatResize(const ResizeAttrs& at, const runtime::Tensor& x, const
   };
   const AxisTaps th = taps(h_axis), tw = taps(w_axis);
   int64_t planes = 1;
-  for (size_t a = 0; a + 2 < rank; ++a) planes *= x.dim(a);
+  for (int64_t a = 0; a < h_axis; ++a) planes *= x.dim(static_cast<size_t>(a));
   fast::SeparableResizeFloat(x.data<float>(), planes,
-                             {x.dim(rank - 2), shape.dims[h_axis], th.width, th.index.data(), th.weight.data()},
-                             {x.dim(rank - 1), shape.dims[w_axis], tw.width, tw.index.data(), tw.weight.data()},
-                             out.data<float>());
+                             {x.dim(static_cast<size_t>(h_axis)), shape.dims[h_axis], th.width, th.index.data(),
+                              th.weight.data()},
+                             {x.dim(static_cast<size_t>(w_axis)), shape.dims[w_axis], tw.width, tw.index.data(),
+                              tw.weight.data()},
+                             out.data<float>(), inner);
   return true;
 }
 
@@ -390,7 +398,7 @@ Status Resize(KernelContext& ctx) {
       }
     }
   }
-  // float32 resized along its last two axes only (linear, cubic, ...): the
+  // float32 resized along two adjacent axes only (linear, cubic, ...): the
   // same taps and sums, row by row.
   if (ctx.optimised() && dt == ir::DataType::kFloat32 && out->element_count() > 0 &&
       SeparableFloatResize(at, x, *shape, order, roi, *out)) {

@@ -195,6 +195,23 @@ Status Concat(KernelContext& ctx) {
     for_each_block([](uint8_t* d, const uint8_t* s, size_t n) { if (n) std::memcpy(d, s, n); });
     return Status::Ok();
   }
+  // Rows of the output smaller than a piece (a channels-last Concat: a few
+  // hundred bytes per pixel): whole rows split across the threads.
+  const size_t out_row = out->byte_size() / static_cast<size_t>(outer);
+  if (out_row < kPiece) {
+    ParallelFor(outer, ItemsPerGrain(static_cast<int64_t>(out_row)), [&](int64_t first, int64_t last) {
+      auto* dst = static_cast<uint8_t*>(out->raw_data()) + static_cast<size_t>(first) * out_row;
+      for (int64_t o = first; o < last; ++o) {
+        for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+          const runtime::Tensor& t = *ctx.input(i);
+          const size_t block = static_cast<size_t>(t.dim(axis) * inner) * eb;
+          if (block) std::memcpy(dst, static_cast<const uint8_t*>(t.raw_data()) + o * block, block);
+          dst += block;
+        }
+      }
+    });
+    return Status::Ok();
+  }
   struct Piece {
     uint8_t* dst;
     const uint8_t* src;

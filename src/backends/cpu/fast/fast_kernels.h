@@ -78,8 +78,9 @@ void LstmCellFloat(const LstmCellArgs& a);
 // position), rows first, then columns: the reference's arithmetic (double
 // sums in tap order, zero weights skipped, one rounding to float at the
 // end), row by row instead of through two double copies of the tensor
-// (fast/resize.cpp). `x` holds `planes` planes of [in_h, in_w], `out`
-// planes of [out_h, out_w].
+// (fast/resize.cpp). `x` holds `planes` planes of [in_h, in_w, inner],
+// `out` planes of [out_h, out_w, inner]: `inner` elements carried along
+// (1 for NCHW images; the channels for NHWC ones), each summed alone.
 struct SeparableTaps {
   int64_t in = 0, out = 0;
   size_t width = 0;  // 0: the axis is not resized (out == in), copied
@@ -87,7 +88,7 @@ struct SeparableTaps {
   const double* weight = nullptr;  // [out * width]
 };
 void SeparableResizeFloat(const float* x, int64_t planes, const SeparableTaps& rows, const SeparableTaps& cols,
-                          float* out);
+                          float* out, int64_t inner = 1);
 
 // out = alpha * op(a) * op(b) (+ out when `accumulate`), row-major, through
 // oneDNN's sgemm on `threads` threads (gemm_dnnl.cpp). False, with nothing
