@@ -462,6 +462,17 @@ std::vector<float> OddPlanesWithNonFinite() {
   return data;
 }
 
+// Runs `node` (Resize-19 on x and scales) on the optimised kernels and on
+// the reference, and expects the same bytes.
+void ExpectOptimisedMatchesReference(const ir::Node& node, const runtime::Tensor& x, const runtime::Tensor& scales) {
+  auto fast = RunKernel(node, 19, {&x, nullptr, &scales}, /*optimised=*/true);
+  auto ref = RunKernel(node, 19, {&x, nullptr, &scales}, /*optimised=*/false);
+  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  ASSERT_EQ((*fast)[0].shape(), (*ref)[0].shape());
+  EXPECT_EQ(Values<uint8_t>((*fast)[0]), Values<uint8_t>((*ref)[0]));
+}
+
 // The optimised nearest path (fast/resize.cpp: a gather) against the
 // reference (through double, axis by axis) on odd sizes, up and down, every
 // coordinate and nearest mode, float32 with NaN and inf, float16 and uint8:
@@ -486,11 +497,7 @@ TEST(ResizeKernel, OptimisedNearestGatherMatchesTheReference) {
         for (const runtime::Tensor& x : inputs) {
           SCOPED_TRACE(std::string(coord) + " " + nearest + " " + std::string(ir::DataTypeName(x.dtype())) + " scales " +
                        std::to_string(sc[2]) + "," + std::to_string(sc[3]));
-          auto fast = RunKernel(node, 19, {&x, nullptr, &scales}, /*optimised=*/true);
-          auto ref = RunKernel(node, 19, {&x, nullptr, &scales}, /*optimised=*/false);
-          ASSERT_TRUE(fast.ok() && ref.ok());
-          ASSERT_EQ((*fast)[0].shape(), (*ref)[0].shape());
-          EXPECT_EQ(Values<uint8_t>((*fast)[0]), Values<uint8_t>((*ref)[0]));
+          ExpectOptimisedMatchesReference(node, x, scales);
         }
       }
     }
@@ -519,12 +526,7 @@ TEST(ResizeKernel, OptimisedSeparableFloatMatchesTheReferenceBitForBit) {
                                 IntAttr("exclude_outside", exclude)});
           SCOPED_TRACE(std::string(mode) + " " + coord + " exclude " + std::to_string(exclude) + " scales " +
                        std::to_string(sc[2]) + "," + std::to_string(sc[3]));
-          auto fast = RunKernel(node, 19, {&x, nullptr, &scales}, /*optimised=*/true);
-          auto ref = RunKernel(node, 19, {&x, nullptr, &scales}, /*optimised=*/false);
-          ASSERT_TRUE(fast.ok()) << fast.status().ToString();
-          ASSERT_TRUE(ref.ok()) << ref.status().ToString();
-          ASSERT_EQ((*fast)[0].shape(), (*ref)[0].shape());
-          EXPECT_EQ(Values<uint8_t>((*fast)[0]), Values<uint8_t>((*ref)[0]));
+          ExpectOptimisedMatchesReference(node, x, scales);
           ++fast_cases;
         }
       }
@@ -559,12 +561,7 @@ TEST(ResizeKernel, OptimisedPathsTakeChannelsLastImagesBitForBit) {
           SCOPED_TRACE(std::string(mode) + " " + coord + " C " + std::to_string(shape[3]) + " scales " +
                        std::to_string(sc[1]) + "," + std::to_string(sc[2]));
           const runtime::Tensor& x = std::string(mode) == "nearest" ? x_nearest : x_summed;
-          auto fast = RunKernel(node, 19, {&x, nullptr, &scales}, /*optimised=*/true);
-          auto ref = RunKernel(node, 19, {&x, nullptr, &scales}, /*optimised=*/false);
-          ASSERT_TRUE(fast.ok()) << fast.status().ToString();
-          ASSERT_TRUE(ref.ok()) << ref.status().ToString();
-          ASSERT_EQ((*fast)[0].shape(), (*ref)[0].shape());
-          EXPECT_EQ(Values<uint8_t>((*fast)[0]), Values<uint8_t>((*ref)[0]));
+          ExpectOptimisedMatchesReference(node, x, scales);
           ++cases;
         }
       }
