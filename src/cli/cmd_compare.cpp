@@ -135,6 +135,11 @@ int CompareOutputs(const runtime::Session& got, const runtime::Session& ref, con
     for (const ValueComparison& v : results) j["outputs"].push_back(ValueJson(v));
     j["pass"] = pass;
     j["diverging"] = failed;
+    nlohmann::json notes = nlohmann::json::array();
+    for (const ValueComparison& v : results) {
+      if (std::string n = HalfPrecisionNote(v, opt.rtol); !n.empty()) notes.push_back(n);
+    }
+    if (!notes.empty()) j["notes"] = notes;
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return pass ? kExitOk : kExitDiagnosed;
   }
@@ -157,6 +162,9 @@ int CompareOutputs(const runtime::Session& got, const runtime::Session& ref, con
     text += fmt::format("FAIL: {} of {} output(s) diverge beyond tolerance: {}\n"
                         "  (vigil compare --per-node finds the first value that diverges)\n",
                         failed.size(), results.size(), list);
+    for (const ValueComparison& v : results) {
+      if (std::string n = HalfPrecisionNote(v, opt.rtol); !n.empty()) text += "  note: " + n + "\n";
+    }
   }
   Print(text);
   return pass ? kExitOk : kExitDiagnosed;

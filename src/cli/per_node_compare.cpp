@@ -1,5 +1,6 @@
 #include "cli/per_node_compare.h"
 
+#include <cmath>
 #include <functional>
 #include <set>
 
@@ -73,7 +74,23 @@ std::vector<std::pair<std::string, std::string>> NodeInputTypes(
 
 ValueComparison CompareValue(const std::string& name, const runtime::Tensor& got, const runtime::Tensor& ref,
                              double rtol, double atol) {
-  return {name, got.Describe(), ref.Describe(), runtime::CompareTensors(ref, got, rtol, atol)};
+  return {name, got.Describe(), ref.Describe(), runtime::CompareTensors(ref, got, rtol, atol), ref.dtype()};
+}
+
+std::string HalfPrecisionNote(const ValueComparison& v, double rtol) {
+  if (v.cmp.ok() || !v.cmp.same_dtype || !v.cmp.same_shape) return "";
+  int bits = 0;  // explicit mantissa bits
+  if (v.ref_dtype == ir::DataType::kFloat16) bits = 10;
+  else if (v.ref_dtype == ir::DataType::kBfloat16) bits = 7;
+  else return "";
+  // A step of the dtype is at most 2^-bits relative; under four of them
+  // the differences of rounding alone fail the comparison.
+  const double spacing = std::ldexp(1.0, -bits);
+  if (rtol >= 4 * spacing) return "";
+  return fmt::format("'{}' is {}, whose neighbouring values are up to 2^-{} ({:.2g}) apart relative: --rtol {:g} "
+                     "allows {:.1f} such steps, so rounding differences alone can fail it. Judge it by the rel L2 "
+                     "error above, or raise --rtol and --atol",
+                     v.name, ir::DataTypeName(v.ref_dtype), bits, spacing, rtol, rtol / spacing);
 }
 
 std::string Detail(const ValueComparison& v) {

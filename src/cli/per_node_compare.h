@@ -23,10 +23,20 @@ struct ValueComparison {
   std::string got_type;  // "float32[2,10]"
   std::string ref_type;
   runtime::TensorComparison cmp;
+  ir::DataType ref_dtype = ir::DataType::kUndefined;
 };
 
 ValueComparison CompareValue(const std::string& name, const runtime::Tensor& got, const runtime::Tensor& ref,
                              double rtol, double atol);
+
+// For a failed comparison of a float16 or bfloat16 value at an `rtol` under
+// four steps of the dtype (a step is at most 2^-10 or 2^-7 relative): a
+// note saying that rounding alone can fail it; "" otherwise. Two correct
+// float16 runs of one model (the GPU's float32 sums, the CPU's own order)
+// differ by a few such steps after a few layers: a float16 UNet failed the
+// default --rtol 1e-3 at rel L2 1.1e-3, while closer to the float64 result
+// than onnxruntime's CUDA provider.
+std::string HalfPrecisionNote(const ValueComparison& v, double rtol);
 
 // The comparison's description, with both types when they differ.
 std::string Detail(const ValueComparison& v);
