@@ -439,13 +439,16 @@ bool NhwcRewriter::SinkLayoutOp(size_t e) {
   }
   if (transposes.empty()) return false;
   std::vector<std::string> inputs = node.inputs;
+  // The per-axis constants' NHWC copies (named and added once the move is decided).
+  std::vector<std::pair<size_t, Tensor>> permuted;
   for (size_t k : op->axis_inputs) {
     if (k >= inputs.size() || inputs[k].empty()) continue;
     const Tensor* c = Constant(inputs[k]);
     if (!c) return false;
     if (c->ElementCount() == std::optional<uint64_t>{0}) continue;
-    // Checked here, added below once the move is decided.
-    if (!PermuteAxisValues(*c, "")) return false;
+    std::optional<Tensor> p = PermuteAxisValues(*c, "");
+    if (!p) return false;
+    permuted.emplace_back(k, std::move(*p));
   }
   const bool frees_one = std::any_of(transposes.begin(), transposes.end(),
                                      [&](size_t t) { return OnlyConsumer(g_.nodes[t].outputs[0], e); });
@@ -462,11 +465,8 @@ bool NhwcRewriter::SinkLayoutOp(size_t e) {
       default: break;
     }
   }
-  for (size_t k : op->axis_inputs) {
-    if (k >= inputs.size() || inputs[k].empty()) continue;
-    const Tensor* c = Constant(inputs[k]);
-    if (c->ElementCount() == std::optional<uint64_t>{0}) continue;
-    Tensor p = *PermuteAxisValues(*c, UniqueValue(inputs[k] + "_nhwc"));
+  for (auto& [k, p] : permuted) {
+    p.name = UniqueValue(inputs[k] + "_nhwc");
     inputs[k] = p.name;
     initializer_index_[p.name] = g_.initializers.size();
     g_.initializers.push_back(std::move(p));

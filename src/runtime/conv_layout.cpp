@@ -179,11 +179,7 @@ std::vector<std::string> DeviceNhwcLayoutOps(const ir::TypeInfo& x_nchw, const B
   ir::Node resize;
   resize.op_type = "Resize";
   resize.outputs = {"y"};
-  ir::Attribute mode;
-  mode.name = "mode";
-  mode.type = ir::AttributeType::kString;
-  mode.s = "linear";
-  resize.attributes.push_back(std::move(mode));
+  resize.attributes.push_back(ir::StringAttribute("mode", "linear"));
   NodeTypes rt;
   if (opset >= 11) {
     resize.inputs = {"x", "", "scales"};

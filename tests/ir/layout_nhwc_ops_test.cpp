@@ -48,10 +48,7 @@ Model UnetLevel(int64_t opset = 17, bool scales_input = false) {
     m.graph.initializers.push_back(OwnedInitializer<float>("scales", DataType::kFloat32, {4}, {1, 1, 2, 2}));
   }
   Node resize = MakeNode("Resize", {"e2", "", "scales"}, {"up"}, "resize");
-  resize.attributes.push_back(Attribute{});
-  resize.attributes.back().name = "mode";
-  resize.attributes.back().type = AttributeType::kString;
-  resize.attributes.back().s = "linear";
+  resize.attributes.push_back(StringAttribute("mode", "linear"));
   m.graph.nodes = {Conv("x", "w0", "e1"), Conv("e1", "w1", "e2", 2), resize, ConcatOf({"up", "e1"}, "cat"),
                    Conv("cat", "w2", "y")};
   return m;

@@ -218,10 +218,7 @@ ir::Model UnetLevel(DataType dtype = DataType::kFloat16) {
   ir::Node c1 = MakeNode("Conv", {"e1", "w1"}, {"e2"}, "conv1");
   c1.attributes = {Ints("pads", {1, 1, 1, 1}), Ints("strides", {2, 2})};
   ir::Node resize = MakeNode("Resize", {"e2", "", "", "sizes"}, {"up"}, "resize");
-  resize.attributes.push_back(ir::Attribute{});
-  resize.attributes.back().name = "mode";
-  resize.attributes.back().type = ir::AttributeType::kString;
-  resize.attributes.back().s = "linear";
+  resize.attributes.push_back(ir::StringAttribute("mode", "linear"));
   ir::Node concat = MakeNode("Concat", {"up", "e1", "sx"}, {"cat"}, "concat");
   concat.attributes = {IntAttr("axis", 1)};
   ir::Node c2 = MakeNode("Conv", {"cat", "w2"}, {"c2"}, "conv2");

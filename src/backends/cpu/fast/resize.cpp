@@ -88,6 +88,8 @@ void SeparableResizeFloat(const float* x, int64_t planes, const SeparableTaps& r
         for (int64_t i = 0; i < out_row; ++i) row[i] = static_cast<float>(tmp[static_cast<size_t>(i)]);
         continue;
       }
+      // One element per position (NCHW): the sum stays in a register. Through
+      // the accumulator row below the UNet's NCHW Resize took 7.9 ms, not 0.97.
       if (inner == 1) {
         for (int64_t i = 0; i < cols.out; ++i) {
           const int64_t* idx = cols.index + static_cast<size_t>(i) * cols.width;
