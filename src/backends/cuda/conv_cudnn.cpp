@@ -261,6 +261,25 @@ Result<const CudnnPlan*> ConvPlan(CudaKernelContext& ctx, const ConvShape& s, ir
   tuning.stream = ctx.stream();
   if (operands) tuning.run = [&ctx, operands](const CudnnPlan& p) { return RunCandidate(ctx, *operands, p); };
   tuning.measure_unrecorded = operands && !transpose && !split && MeasuredUntuned(s, dtype, ctx.options());
+  // A large batch measures the candidates on its first images
+  // (MeasuredImages), a plan of its own, and the whole batch's plan is the
+  // winner's engine; where that does not build, the whole batch measures.
+  // VIGIL_MEASURE_PART_OF_BATCH=0 measures the whole batch, for comparison.
+  if (tuning.measure_unrecorded && DevSwitchOn("VIGIL_MEASURE_PART_OF_BATCH")) {
+    const int64_t images = MeasuredImages(s.w, s.y);
+    if (images < s.y[0]) {
+      ConvShape part = s;
+      part.x[0] = part.y[0] = images;
+      Result<const CudnnPlan*> measured = ConvPlan(ctx, part, dtype, transpose, epilogue, operands, split);
+      if (measured.ok() && *measured) {
+        Result<std::string> choice = EngineChoiceText((*measured)->config_parts.back());
+        if (choice.ok()) {
+          tuning.choice = std::move(choice).value();
+          tuning.choice_note = fmt::format("measured on {} of {} images", images, s.y[0]);
+        }
+      }
+    }
+  }
   Result<CudnnPlan> plan = BuildCudnnPlan(ctx.stream_context().cudnn, std::move(ops), std::move(keep), filter, what,
                                           tuning.policy.cache || tuning.measure_unrecorded ? &tuning : nullptr);
   if (!plan.ok()) return std::move(plan).TakeStatus().WithContext(ops::NodeLabel(ctx.node()));

@@ -456,6 +456,14 @@ Result<CudnnPlan> BuildCudnnPlan(cudnnHandle_t handle, std::vector<CudnnDescript
       cache->CountStale();
     }
   }
+  if (tuning && !tuning->choice.empty()) {
+    Result<CudnnPlan> p = PlanFromChoice(handle, graph, tuning->choice, filter);
+    if (p.ok()) {
+      p->engine = tuning->choice_note + ": " + tuning->choice;
+      if (tuning->policy.first_run) tuning->policy.first_run->AddPartOfBatch();
+      return finish(std::move(p).value());
+    }
+  }
   TuningCache* record = cache && tuning->policy.measure ? cache : nullptr;
   bool measure = tuning && tuning->run && (record || tuning->measure_unrecorded);
   if (measure) {

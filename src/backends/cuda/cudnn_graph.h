@@ -107,6 +107,13 @@ struct CudnnTuning {
   // Measure the candidates even without autotuning (policy.measure false or
   // no cache): the fastest is used for the session and nothing is recorded.
   bool measure_unrecorded = false;
+  // An engine choice (EngineChoiceText) measured on part of the batch, the
+  // same pattern with fewer images: built first and not measured again;
+  // where it does not build for this graph, the candidates are measured as
+  // above. `choice_note` says where it came from ("measured on 55 of 110
+  // images"), for the plan's engine text.
+  std::string choice;
+  std::string choice_note;
 };
 
 // Builds the operation graph of `ops` on `handle` and finalizes the first

@@ -78,14 +78,18 @@ void FirstRunMeasures::Add(Kind kind, double seconds) {
   microseconds_.fetch_add(static_cast<int64_t>(seconds * 1e6), std::memory_order_relaxed);
 }
 
+void FirstRunMeasures::AddPartOfBatch() { parts_of_batch_.fetch_add(1, std::memory_order_relaxed); }
+
 std::string FirstRunMeasures::Summary() const {
   const int64_t convolutions = convolutions_.load(std::memory_order_relaxed);
   const int64_t products = products_.load(std::memory_order_relaxed);
   if (convolutions == 0 && products == 0) return "";
-  return fmt::format("first runs measured the candidates of {} convolution(s) and {} matrix product(s) whose "
+  const int64_t parts = parts_of_batch_.load(std::memory_order_relaxed);
+  const std::string part = parts ? fmt::format(" ({} on part of their batch)", parts) : "";
+  return fmt::format("first runs measured the candidates of {} convolution(s){} and {} matrix product(s) whose "
                      "library pick is often slow ({:.2f} s, kept for the session); --no-measure-first-run "
                      "(measure_first_run = 0) takes the libraries' first picks instead, for a faster first result",
-                     convolutions, products, static_cast<double>(microseconds_.load(std::memory_order_relaxed)) / 1e6);
+                     convolutions, part, products, static_cast<double>(microseconds_.load(std::memory_order_relaxed)) / 1e6);
 }
 
 }  // namespace vigil::cuda

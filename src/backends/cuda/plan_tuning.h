@@ -28,12 +28,16 @@ class FirstRunMeasures {
  public:
   enum class Kind { kConvolution, kProduct };
   void Add(Kind kind, double seconds);
+  // One convolution measured on part of its batch (conv_measure_rule.h,
+  // MeasuredImages), its winner built for the whole batch; Add counted it.
+  void AddPartOfBatch();
   // "" when nothing was measured.
   std::string Summary() const;
 
  private:
   std::atomic<int64_t> convolutions_{0};
   std::atomic<int64_t> products_{0};
+  std::atomic<int64_t> parts_of_batch_{0};
   std::atomic<int64_t> microseconds_{0};
 };
 

@@ -4,7 +4,9 @@
 // plain C++ and runs without a GPU; on a GPU, such convolutions (odd sizes
 // included) must match the CPU reference whichever engine won, measured or
 // not (VIGIL_MEASURE_CONVS=0 while the session's plans are built).
+#include <cmath>
 #include <cstdlib>
+#include <optional>
 
 #include "backends/cuda/conv_measure_rule.h"
 #include "session_test_util.h"
@@ -63,6 +65,27 @@ TEST(ConvMeasureRule, LargeFullResolutionConvolutions) {
   EXPECT_FALSE(LargeImageConv({64, 96, 224, 224}, {32, 96, 1, 3}, {64, 32, 224, 222}, {1, 1}));
   EXPECT_FALSE(LargeImageConv({1, 8, 112, 112}, {8, 8, 3, 3}, {1, 8, 112, 112}, {1, 1}));
   EXPECT_FALSE(LargeImageConv({64, 8, 1 << 20}, {8, 8, 3}, {64, 8, 1 << 20}, {1}));
+}
+
+TEST(ConvMeasureRule, LargeBatchesMeasureOnTheirFirstImages) {
+  // The UNet's 32 -> 32 3x3 at 224x224 (462M multiply-adds an image): 10
+  // images make 2^32; at batch 64 those are measured, at 16 and under the whole.
+  EXPECT_EQ(MeasuredImages({32, 32, 3, 3}, {64, 32, 224, 224}), 10);
+  EXPECT_EQ(MeasuredImages({32, 32, 3, 3}, {20, 32, 224, 224}), 10);
+  EXPECT_EQ(MeasuredImages({32, 32, 3, 3}, {19, 32, 224, 224}), 19);
+  EXPECT_EQ(MeasuredImages({32, 32, 3, 3}, {1, 32, 224, 224}), 1);
+  // Its first convolution (3 -> 32, 43M an image) measures the whole batch
+  // of 64; ResNet-50's largest (64 -> 64 3x3 at 56x56, 116M) too.
+  EXPECT_EQ(MeasuredImages({32, 3, 3, 3}, {64, 32, 224, 224}), 64);
+  EXPECT_EQ(MeasuredImages({64, 64, 3, 3}, {64, 64, 56, 56}), 64);
+  EXPECT_EQ(MeasuredImages({64, 64, 3, 3}, {256, 64, 56, 56}), 38);
+  // Odd sizes: 13 -> 13 3x3 on 227 x 229 (79.1M): 55 of 110.
+  EXPECT_EQ(MeasuredImages({13, 13, 3, 3}, {110, 13, 227, 229}), 55);
+  EXPECT_EQ(MeasuredImages({13, 13, 3, 3}, {109, 13, 227, 229}), 109);
+  // Malformed shapes keep their batch.
+  EXPECT_EQ(MeasuredImages({13, 0, 3, 3}, {110, 13, 227, 229}), 110);
+  EXPECT_EQ(MeasuredImages({}, {110, 13, 227, 229}), 110);
+  EXPECT_EQ(MeasuredImages({13, 13, 3, 3}, {}), 0);
 }
 
 // One exact float32 ConvNhwc (bias, residual Z, `act`) on the GPU against
@@ -158,6 +181,53 @@ TEST(CudaConvMeasure, TheOptionDecidesAndTheBackendSaysWhatWasMeasured) {
     } else {
       EXPECT_TRUE(notes.empty()) << notes[0];
     }
+  }
+}
+
+// A full-resolution convolution at a large batch measures its candidates
+// on its first 55 of 110 images (MeasuredImages) and runs the winner on the
+// whole batch: the backend's note says so, and every image matches the CPU;
+// with VIGIL_MEASURE_PART_OF_BATCH=0 the whole batch measures. Odd sizes:
+// 13 -> 13 channels, 227 x 229 pixels.
+TEST(CudaConvMeasure, LargeBatchesMeasureOnTheirFirstImagesAndMatchTheCpu) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  runtime::Tensor x = RandomTensor(kF32, {110, 227, 229, 13}, 31), w = RandomTensor(kF32, {13, 3, 3, 13}, 32);
+  runtime::Tensor b = RandomTensor(kF32, {13}, 33);
+  ASSERT_TRUE(LargeImageConv({110, 13, 227, 229}, {13, 13, 3, 3}, {110, 13, 227, 229}, {1, 1}));
+  ASSERT_EQ(MeasuredImages({13, 13, 3, 3}, {110, 13, 227, 229}), 55);
+  ir::Model m = ConvNhwcModel(x, w, &b, {IntsAttr("pads", {1, 1, 1, 1}), StringAttr("activation", "Relu")});
+  auto want = RunWithLayout(m, {cpu::MakeCpuBackend()}, x);
+  ASSERT_EQ(want.size(), 1u);
+  ScopedSwitchOff cudnn("VIGIL_CONV_GEMM");
+  for (bool part : {true, false}) {
+    SCOPED_TRACE(part ? "on part of the batch" : "VIGIL_MEASURE_PART_OF_BATCH=0");
+    std::optional<ScopedSwitchOff> whole;
+    if (!part) whole.emplace("VIGIL_MEASURE_PART_OF_BATCH");
+    auto loaded = backends::LoadCudaBackend(backends::CudaBackendOptions{});
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    auto got = RunWithLayout(m, {loaded->backend, cpu::MakeCpuBackend()}, x);
+    ASSERT_EQ(got.size(), 1u);
+    runtime::TensorComparison cmp = runtime::CompareTensors(want[0].tensor, got[0].tensor, 1e300, 1e300);
+    EXPECT_TRUE(cmp.same_dtype && cmp.same_shape) << cmp.Describe();
+    EXPECT_EQ(cmp.nan_mismatches, 0u) << cmp.Describe();
+    EXPECT_LE(cmp.rel_l2_error, ConvTolerance(kF32)) << cmp.Describe();
+    // The last image too, which the measuring did not write.
+    const size_t image = size_t{227} * 229 * 13;
+    const float* g = static_cast<const float*>(got[0].tensor.raw_data()) + 109 * image;
+    const float* r = static_cast<const float*>(want[0].tensor.raw_data()) + 109 * image;
+    double err = 0, ref = 0;
+    for (size_t i = 0; i < image; ++i) {
+      err += (double(g[i]) - r[i]) * (double(g[i]) - r[i]);
+      ref += double(r[i]) * r[i];
+    }
+    EXPECT_GT(ref, 0.0);
+    EXPECT_LE(std::sqrt(err / ref), ConvTolerance(kF32));
+    const std::vector<std::string> notes = loaded->backend->Notes();
+    ASSERT_EQ(notes.size(), 1u);
+    const std::string want_note =
+        part ? "measured the candidates of 1 convolution(s) (1 on part of their batch) and 0 matrix product(s)"
+             : "measured the candidates of 1 convolution(s) and 0 matrix product(s)";
+    EXPECT_NE(notes[0].find(want_note), std::string::npos) << notes[0];
   }
 }
 
