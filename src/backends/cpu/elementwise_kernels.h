@@ -109,8 +109,9 @@ Status MapTyped(KernelContext& ctx, DataType out_dtype, const Op& op) {
 }
 
 // The optimised float32 path of a unary op: y = fast(x) over X, chunk by
-// chunk on the pool, where the node may take optimised paths and X is
-// float32. False, with nothing written, otherwise (the reference runs).
+// chunk on the pool (kComputeGrain: these are exp, erf and the like), where
+// the node may take optimised paths and X is float32. False, with nothing
+// written, otherwise (the reference runs).
 template <typename Fast>
 Result<bool> MapFloat32Optimised(KernelContext& ctx, Fast fast) {
   const runtime::Tensor* x = ctx.input(0);
@@ -118,7 +119,7 @@ Result<bool> MapFloat32Optimised(KernelContext& ctx, Fast fast) {
   VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, x->dtype(), x->shape()));
   const float* xs = x->data<float>();
   float* ys = y->data<float>();
-  ParallelFor(static_cast<int64_t>(x->element_count()), kParallelGrain, [&](int64_t begin, int64_t end) {
+  ParallelFor(static_cast<int64_t>(x->element_count()), kComputeGrain, [&](int64_t begin, int64_t end) {
     fast(xs + begin, ys + begin, static_cast<uint64_t>(end - begin));
   });
   return true;

@@ -18,10 +18,18 @@ namespace vigil::cpu {
 // costs more than the thread saves.
 inline constexpr int64_t kParallelGrain = 32 * 1024;
 
+// The grain of kernels that spend tens of operations on each element
+// (statistics in double, exp, erf): LayerNormalization, Softmax, GELU. A
+// transformer's [128, 256] activation is one grain of kParallelGrain; at
+// 16 threads its LayerNormalization and Softmax ran on one thread, 0.1 ms
+// each, a third of a small encoder's time outside its products
+// (bench/results/cpu_peer_epyc2.md).
+inline constexpr int64_t kComputeGrain = 4 * 1024;
+
 // ParallelFor's grain for items (rows, lines, runs) of `elements_per_item`
-// elements each: enough whole items for kParallelGrain elements, at least 1.
-inline int64_t ItemsPerGrain(int64_t elements_per_item) {
-  return std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, elements_per_item));
+// elements each: enough whole items for `grain` elements, at least 1.
+inline int64_t ItemsPerGrain(int64_t elements_per_item, int64_t grain = kParallelGrain) {
+  return std::max<int64_t>(1, grain / std::max<int64_t>(1, elements_per_item));
 }
 
 // Whether the OpenMP pool is loaded (ParallelFor may use several threads).

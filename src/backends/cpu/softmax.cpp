@@ -119,8 +119,8 @@ Status SoftmaxKernel(KernelContext& ctx) {
       VIGIL_ASSIGN_OR_RETURN(runtime::Tensor * y, ctx.Output(0, x.dtype(), x.shape()));
       const float* xs = x.data<float>();
       float* ys = y->data<float>();
-      // Lines split across the pool's threads (parallel.h), each on its own.
-      ParallelFor(s.outer, ItemsPerGrain(s.n), [&](int64_t first, int64_t last) {
+      // Lines split across the pool's threads (parallel.h, kComputeGrain), each on its own.
+      ParallelFor(s.outer, ItemsPerGrain(s.n, kComputeGrain), [&](int64_t first, int64_t last) {
         for (int64_t o = first; o < last; ++o) {
           const float* xl = xs + o * s.n;
           float* yl = ys + o * s.n;

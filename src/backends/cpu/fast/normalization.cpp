@@ -2,7 +2,7 @@
 // (layer_group_norm.cpp): the same statistics in double and the same double
 // arithmetic per element, (x - mean) * inv * scale [+ bias], rounded once,
 // but the sums run in 8 interleaved partial sums (which vectorise) instead
-// of one chain, and the rows run on the thread pool. Partial sums change a
+// of one chain, and the rows run on the thread pool (kComputeGrain). Partial sums change a
 // double sum in its last bits, so an output may differ from the
 // reference's by one unit in the last place, rarely.
 #include <cmath>
@@ -50,7 +50,7 @@ VIGIL_WIDE_VECTORS void NormalizeRow(const float* x, float* y, int64_t n, const 
 bool LayerNormRowsFloat(const float* x, float* y, int64_t rows, int64_t inner, const double* scale,
                         const double* bias, double epsilon) {
   if (inner < 1) return false;
-  ParallelFor(rows, kParallelGrain / inner + 1, [&](int64_t begin, int64_t end) {
+  ParallelFor(rows, ItemsPerGrain(inner, kComputeGrain), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) NormalizeRow(x + r * inner, y + r * inner, inner, scale, bias, epsilon);
   });
   return true;
