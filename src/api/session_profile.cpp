@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 
 #include "ops/attributes.h"
 
@@ -22,7 +23,12 @@ Result<nlohmann::json> ProfileRuns(const runtime::Session& session, const std::v
   std::map<size_t, size_t> slot;  // node index -> position in nodes
   for (int r = 0; r < runs; ++r) {
     std::vector<std::pair<size_t, Clock::time_point>> starts;
+    std::optional<Clock::time_point> nodes_done;  // the last node's end: the outputs' copy is not its time
     runtime::NodeObserver observer = [&](const runtime::NodeStart& n) {
+      if (!n.node) {
+        nodes_done = Clock::now();
+        return;
+      }
       starts.emplace_back(n.node_index, Clock::now());
       if (r == 0 && !slot.count(n.node_index)) {
         slot[n.node_index] = nodes.size();
@@ -40,7 +46,7 @@ Result<nlohmann::json> ProfileRuns(const runtime::Session& session, const std::v
     for (size_t i = 0; i < starts.size(); ++i) {
       auto it = slot.find(starts[i].first);
       if (it == slot.end()) continue;  // a node that only ran after the first run: not expected
-      const auto next = i + 1 < starts.size() ? starts[i + 1].second : end;
+      const auto next = i + 1 < starts.size() ? starts[i + 1].second : nodes_done.value_or(end);
       node_ms[it->second].push_back(Ms(next - starts[i].second));
     }
     run_ms.push_back(Ms(end - begin));

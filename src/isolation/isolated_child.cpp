@@ -64,7 +64,10 @@ Result<std::vector<runtime::NamedTensor>> LoadAndRun(IsolationControl& control, 
   control.stage = static_cast<int32_t>(IsolationStage::kRunning);
   // The text is written with node_index = -2 so that a parent reading it
   // after a crash in between knows it may be torn.
+  // The call after the last node (node null) is ignored: a crash while the
+  // outputs are read back is reported at the last node, as it was.
   runtime::NodeObserver observer = [&control](const runtime::NodeStart& n) {
+    if (!n.node) return;
     control.node_index = -2;
     CopyText(control.node_label, ops::NodeLabel(*n.node));
     CopyText(control.node_backend, n.backend);

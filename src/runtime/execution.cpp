@@ -405,6 +405,7 @@ Result<std::vector<NamedTensor>> ExecutePlan(const ir::Model& model, const Execu
   VIGIL_RETURN_IF_ERROR(BindInputs(plan, inputs, values));
   std::vector<std::string> produced;
   VIGIL_RETURN_IF_ERROR(RunSteps(model, plan, values, host_arena, device_arena, keep_all, observer, &produced));
+  if (observer) (*observer)({plan.steps.size(), nullptr, "", nullptr});  // the outputs are read next
   std::vector<NamedTensor> result;
   auto to_result = [&](const std::string& name) -> Status {
     const Tensor* found = values.Find(name);

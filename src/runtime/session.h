@@ -90,12 +90,15 @@ struct NodePlacement {
 // What a NodeObserver is told just before a node runs.
 struct NodeStart {
   size_t node_index;                // in model().graph.nodes (after load-time folding)
-  const ir::Node* node;
-  std::string_view backend;         // "cpu", "cuda"
-  const std::string* input_shapes;  // "x: float32[1,3,224,224], W: float32[8,3,3,3]"
+  const ir::Node* node;             // null: every node has run
+  std::string_view backend;         // "cpu", "cuda" ("" when node is null)
+  const std::string* input_shapes;  // "x: float32[1,3,224,224], W: float32[8,3,3,3]" (null when node is null)
 };
-// Called on the running thread before each node; the crash guard
-// (isolation/crash_guard.h) uses it to know which node a crash happened in.
+// Called on the running thread before each node, and once after the last,
+// with `node` null (and node_index the number of steps), before the outputs
+// are read back, so that a profile does not count that copy as the last
+// node's time. The crash guard (isolation/crash_guard.h) uses it to know
+// which node a crash happened in.
 using NodeObserver = std::function<void(const NodeStart&)>;
 
 class Session {

@@ -6,9 +6,11 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <variant>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "backends/cpu/cpu_backend.h"
@@ -77,6 +79,28 @@ TEST(Session, RunsAndMatchesReference) {
     float expect = std::max(0.0f, 2 * x[i]) * x[i];
     EXPECT_EQ(y.data<float>()[i], expect) << i;
   }
+}
+
+// A NodeObserver hears every node before it runs, in order, then once more
+// with no node before the outputs are read back (where a profile ends the
+// last node's time).
+TEST(Session, ObserverHearsEachNodeThenTheEndOfTheNodes) {
+  auto session = Session::Create(ArithmeticModel(), CpuOnly());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  std::vector<std::string> heard;
+  NodeObserver observer = [&](const NodeStart& n) {
+    heard.push_back(n.node ? n.node->name + " on " + std::string(n.backend) : fmt::format("end #{}", n.node_index));
+    if (n.node) {
+      EXPECT_NE(n.input_shapes, nullptr);
+    } else {
+      EXPECT_EQ(n.input_shapes, nullptr);
+      EXPECT_TRUE(n.backend.empty());
+    }
+  };
+  std::vector<float> x = {1, -2, 3};
+  auto out = (*session)->Run({Bind("x", x, {1, 3})}, observer);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(heard, (std::vector<std::string>{"add on cpu", "relu on cpu", "mul on cpu", "end #3"}));
 }
 
 TEST(Session, ShapeSubgraphFoldsToExactShapes) {
