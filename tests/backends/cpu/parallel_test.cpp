@@ -90,6 +90,18 @@ TEST(ParallelFor, SplitKernelsMatchOneThread) {
   runtime::Tensor row_bias = kt::MakeTensor(ir::DataType::kFloat32, {67}, bias);
   runtime::Tensor channel_scale = kt::MakeTensor(ir::DataType::kFloat32, {2, 64, 1, 1}, scale);
   runtime::Tensor scales = kt::MakeTensor(ir::DataType::kFloat32, {4}, std::vector<float>{1, 1, 2, 2});
+  std::vector<float> gamma(67);
+  for (size_t i = 0; i < gamma.size(); ++i) gamma[i] = static_cast<float>(i % 7) * 0.29f - 0.8f;
+  runtime::Tensor row_scale = kt::MakeTensor(ir::DataType::kFloat32, {67}, gamma);
+  std::vector<float> s128(128 * 256), g256(256), b256(256);
+  for (size_t i = 0; i < s128.size(); ++i) s128[i] = static_cast<float>(i % 613) * 0.019f - 5.0f;
+  for (size_t i = 0; i < g256.size(); ++i) {
+    g256[i] = static_cast<float>(i % 11) * 0.17f - 0.6f;
+    b256[i] = static_cast<float>(i % 5) * 0.3f - 0.7f;
+  }
+  runtime::Tensor small = kt::MakeTensor(ir::DataType::kFloat32, {128, 256}, s128);
+  runtime::Tensor small_scale = kt::MakeTensor(ir::DataType::kFloat32, {256}, g256);
+  runtime::Tensor small_bias = kt::MakeTensor(ir::DataType::kFloat32, {256}, b256);
   ir::Node resize = kt::MakeNode("Resize", {"a", "", "s"}, {"y"},
                                  {kt::StringAttr("mode", "linear"),
                                   kt::StringAttr("coordinate_transformation_mode", "half_pixel")});
@@ -117,6 +129,15 @@ TEST(ParallelFor, SplitKernelsMatchOneThread) {
       {kt::MakeNode("Mul", {"a", "c"}, {"y"}), 13, {&ta, &channel_scale}},
       {kt::MakeNode("Transpose", {"a"}, {"y"}, {kt::IntsAttr("perm", {0, 2, 1, 3})}), 13, {&ta}},
       {kt::MakeNode("Softmax", {"a"}, {"y"}, {kt::IntAttr("axis", -1)}), 13, {&ta}},
+      // The compute-heavy kernels split from kComputeGrain: on these and on
+      // a small transformer's [128, 256] activation (one kParallelGrain).
+      {kt::MakeNode("LayerNormalization", {"a", "g", "c"}, {"y"}, {kt::IntAttr("axis", -1)}), 17,
+       {&ta, &row_scale, &row_bias}},
+      {kt::MakeNode("Gelu", {"a"}, {"y"}), 20, {&ta}},
+      {kt::MakeNode("LayerNormalization", {"a", "g", "c"}, {"y"}, {kt::IntAttr("axis", -1)}), 17,
+       {&small, &small_scale, &small_bias}},
+      {kt::MakeNode("Softmax", {"a"}, {"y"}, {kt::IntAttr("axis", -1)}), 13, {&small}},
+      {kt::MakeNode("Gelu", {"a"}, {"y"}), 20, {&small}},
   };
   for (const auto& [node, opset, inputs] : cases) {
     SCOPED_TRACE(node.op_type);
