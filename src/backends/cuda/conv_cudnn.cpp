@@ -264,8 +264,9 @@ Result<const CudnnPlan*> ConvPlan(CudaKernelContext& ctx, const ConvShape& s, ir
   // A large batch measures the candidates on its first images
   // (MeasuredImages), a plan of its own, and the whole batch's plan is the
   // winner's engine; where that does not build, the whole batch measures.
+  // Not with --tune, which measures and records every shape as it runs.
   // VIGIL_MEASURE_PART_OF_BATCH=0 measures the whole batch, for comparison.
-  if (tuning.measure_unrecorded && DevSwitchOn("VIGIL_MEASURE_PART_OF_BATCH")) {
+  if (tuning.measure_unrecorded && !tuning.policy.measure && DevSwitchOn("VIGIL_MEASURE_PART_OF_BATCH")) {
     const int64_t images = MeasuredImages(s.w, s.y);
     if (images < s.y[0]) {
       ConvShape part = s;

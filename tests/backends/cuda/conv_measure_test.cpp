@@ -6,6 +6,9 @@
 // not (VIGIL_MEASURE_CONVS=0 while the session's plans are built).
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <optional>
 
 #include "backends/cuda/conv_measure_rule.h"
@@ -229,6 +232,25 @@ TEST(CudaConvMeasure, LargeBatchesMeasureOnTheirFirstImagesAndMatchTheCpu) {
              : "measured the candidates of 1 convolution(s) and 0 matrix product(s)";
     EXPECT_NE(notes[0].find(want_note), std::string::npos) << notes[0];
   }
+  // --tune measures and records the whole batch's problem, not part of it.
+  const std::filesystem::path cache = std::filesystem::temp_directory_path() / "vigil_measure_part_tune.tsv";
+  std::filesystem::remove(cache);
+  backends::CudaBackendOptions tune;
+  tune.tune = true;
+  tune.tuning_cache = cache.string();
+  auto loaded = backends::LoadCudaBackend(tune);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  auto got = RunWithLayout(m, {loaded->backend, cpu::MakeCpuBackend()}, x);
+  ASSERT_EQ(got.size(), 1u);
+  runtime::TensorComparison cmp = runtime::CompareTensors(want[0].tensor, got[0].tensor, 1e300, 1e300);
+  EXPECT_EQ(cmp.nan_mismatches, 0u) << cmp.Describe();
+  EXPECT_LE(cmp.rel_l2_error, ConvTolerance(kF32)) << cmp.Describe();
+  // (TuningCache::Record appends each choice as it is measured.)
+  std::ifstream in(cache);
+  const std::string recorded((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(recorded.find("|x110,13,227,229|"), std::string::npos) << recorded;
+  EXPECT_EQ(recorded.find("|x55,13,227,229|"), std::string::npos) << recorded;
+  std::filesystem::remove(cache);
 }
 
 }  // namespace
