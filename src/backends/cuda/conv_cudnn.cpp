@@ -281,8 +281,10 @@ Result<const CudnnPlan*> ConvPlan(CudaKernelContext& ctx, const ConvShape& s, ir
       }
     }
   }
+  // Always with `tuning`: without a cache or measuring it only counts what
+  // cuDNN compiles at run time (FirstRunMeasures::AddCompiled).
   Result<CudnnPlan> plan = BuildCudnnPlan(ctx.stream_context().cudnn, std::move(ops), std::move(keep), filter, what,
-                                          tuning.policy.cache || tuning.measure_unrecorded ? &tuning : nullptr);
+                                          &tuning);
   if (!plan.ok()) return std::move(plan).TakeStatus().WithContext(ops::NodeLabel(ctx.node()));
   auto shared = std::make_shared<CudnnPlan>(std::move(plan).value());
   const CudnnPlan* raw = shared.get();

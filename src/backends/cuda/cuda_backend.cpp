@@ -96,6 +96,9 @@ class CudaBackend final : public runtime::Backend {
     std::vector<std::string> notes;
     if (tuning_cache_) notes.push_back(tuning_cache_->Summary());
     if (std::string measured = first_run_measures_.Summary(); !measured.empty()) notes.push_back(std::move(measured));
+    if (std::string compiled = first_run_measures_.CompiledSummary(); !compiled.empty()) {
+      notes.push_back(std::move(compiled));
+    }
     return notes;
   }
 

@@ -1,6 +1,7 @@
 #include "backends/cuda/cudnn_graph.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <optional>
 #include <sstream>
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/plan_tuning.h"
 #include "backends/cuda/tuning_cache.h"
 #include "ir/dtype.h"
 
@@ -330,11 +332,37 @@ Status ConfigFromChoice(const CudnnDescriptor& graph, const EngineChoice& c, std
 
 // Finalizes the plan of `config_parts.back()` (an engine config); false when
 // cuDNN will not.
+// Whether the config's engine is compiled at run time (cuDNN's runtime
+// fusion engines, through NVRTC); false where that cannot be read.
+bool RuntimeCompiled(const CudnnDescriptor& config) {
+  auto engine = CudnnDescriptor::Create(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  if (!engine.ok()) return false;
+  cudnnBackendDescriptor_t raw = engine->get();
+  int64_t n = 0;
+  if (cudnnBackendGetAttribute(config.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &raw) !=
+      CUDNN_STATUS_SUCCESS) {
+    return false;
+  }
+  cudnnBackendBehaviorNote_t notes[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
+  int64_t count = 0;
+  if (cudnnBackendGetAttribute(raw, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                               CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &count, notes) != CUDNN_STATUS_SUCCESS) {
+    return false;
+  }
+  for (int64_t i = 0; i < count && i < CUDNN_BEHAVIOR_NOTE_TYPE_COUNT; ++i) {
+    if (notes[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) return true;
+  }
+  return false;
+}
+
 Result<bool> FinalizePlan(cudnnHandle_t handle, CudnnPlan& p) {
   VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor plan, CudnnDescriptor::Create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR));
   VIGIL_RETURN_IF_ERROR(SetHandle(plan, /*plan=*/true, handle));
   VIGIL_RETURN_IF_ERROR(plan.SetDescriptor(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, p.config_parts.back()));
-  if (cudnnBackendFinalize(plan.get()) != CUDNN_STATUS_SUCCESS) return false;
+  const auto start = std::chrono::steady_clock::now();
+  const bool finalized = cudnnBackendFinalize(plan.get()) == CUDNN_STATUS_SUCCESS;
+  if (RuntimeCompiled(p.config_parts.back())) p.compile_seconds = SecondsSince(start);
+  if (!finalized) return false;
   int64_t n = 0;
   VIGIL_CUDNN_CALL_IN(kPlanChoice, cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
                                                             CUDNN_TYPE_INT64, 1, &n, &p.workspace_bytes));
@@ -437,6 +465,13 @@ Result<CudnnPlan> BuildCudnnPlan(cudnnHandle_t handle, std::vector<CudnnDescript
   VIGIL_RETURN_IF_ERROR(SetHandle(graph, /*plan=*/false, handle));
   Status finalized = VIGIL_CUDNN_STATUS_IN(kPlanChoice, cudnnBackendFinalize(graph.get()));
   if (!finalized.ok()) return finalized.WithContext(fmt::format("cuDNN operation graph for {}", what));
+  // The seconds cuDNN spent compiling engines at run time for this graph,
+  // for the backend's notes (FirstRunMeasures::AddCompiled).
+  auto count_compiled = [&](const CudnnPlan& p) {
+    if (p.compile_seconds > 0 && tuning && tuning->policy.first_run) {
+      tuning->policy.first_run->AddCompiled(p.compile_seconds);
+    }
+  };
   auto finish = [&](CudnnPlan p) {
     auto parts = std::make_shared<std::vector<CudnnDescriptor>>(std::move(keep_alive));
     for (CudnnDescriptor& op : ops) parts->push_back(std::move(op));
@@ -450,6 +485,7 @@ Result<CudnnPlan> BuildCudnnPlan(cudnnHandle_t handle, std::vector<CudnnDescript
     if (std::optional<std::string> recorded = cache->Find(tuning->problem)) {
       Result<CudnnPlan> p = PlanFromChoice(handle, graph, *recorded, filter);
       if (p.ok()) {
+        count_compiled(*p);
         cache->CountHit();
         return finish(std::move(p).value());
       }
@@ -459,6 +495,7 @@ Result<CudnnPlan> BuildCudnnPlan(cudnnHandle_t handle, std::vector<CudnnDescript
   if (tuning && !tuning->choice.empty()) {
     Result<CudnnPlan> p = PlanFromChoice(handle, graph, tuning->choice, filter);
     if (p.ok()) {
+      count_compiled(*p);
       p->engine = tuning->choice_note + ": " + tuning->choice;
       if (tuning->policy.first_run) tuning->policy.first_run->AddPartOfBatch();
       return finish(std::move(p).value());
@@ -477,6 +514,7 @@ Result<CudnnPlan> BuildCudnnPlan(cudnnHandle_t handle, std::vector<CudnnDescript
   const auto start = std::chrono::steady_clock::now();
   VIGIL_ASSIGN_OR_RETURN(std::vector<CudnnPlan> plans,
                          CandidatePlans(handle, graph, measure ? kMaxTuningCandidates : 1, filter, rejected, tried));
+  for (const CudnnPlan& p : plans) count_compiled(p);
   if (!plans.empty()) {
     size_t pick = 0;
     if (measure) {

@@ -93,6 +93,9 @@ struct CudnnPlan {
   CudnnDescriptor plan;
   int64_t workspace_bytes = 0;
   std::string engine;  // "config 1 of 12 (mode A heuristics)" (for logs)
+  // Seconds its finalization took where the engine is compiled at run time
+  // (CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION), else 0.
+  double compile_seconds = 0;
 };
 
 // How BuildCudnnPlan chooses among the engines beyond the heuristics' first

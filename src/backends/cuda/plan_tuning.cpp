@@ -80,6 +80,19 @@ void FirstRunMeasures::Add(Kind kind, double seconds) {
 
 void FirstRunMeasures::AddPartOfBatch() { parts_of_batch_.fetch_add(1, std::memory_order_relaxed); }
 
+void FirstRunMeasures::AddCompiled(double seconds) {
+  compiled_.fetch_add(1, std::memory_order_relaxed);
+  compiled_microseconds_.fetch_add(static_cast<int64_t>(seconds * 1e6), std::memory_order_relaxed);
+}
+
+std::string FirstRunMeasures::CompiledSummary() const {
+  const int64_t compiled = compiled_.load(std::memory_order_relaxed);
+  if (compiled == 0) return "";
+  return fmt::format("cuDNN compiled {} engine(s) at run time while planning (its runtime fusion engines: {:.2f} s "
+                     "of the first runs)",
+                     compiled, static_cast<double>(compiled_microseconds_.load(std::memory_order_relaxed)) / 1e6);
+}
+
 std::string FirstRunMeasures::Summary() const {
   const int64_t convolutions = convolutions_.load(std::memory_order_relaxed);
   const int64_t products = products_.load(std::memory_order_relaxed);

@@ -31,6 +31,11 @@ class FirstRunMeasures {
   // One convolution measured on part of its batch (conv_measure_rule.h,
   // MeasuredImages), its winner built for the whole batch; Add counted it.
   void AddPartOfBatch();
+  // One engine cuDNN compiled at run time while a plan was built (its
+  // runtime fusion engines), `seconds` of finalizing it.
+  void AddCompiled(double seconds);
+  // "" when nothing was compiled.
+  std::string CompiledSummary() const;
   // "" when nothing was measured.
   std::string Summary() const;
 
@@ -38,6 +43,8 @@ class FirstRunMeasures {
   std::atomic<int64_t> convolutions_{0};
   std::atomic<int64_t> products_{0};
   std::atomic<int64_t> parts_of_batch_{0};
+  std::atomic<int64_t> compiled_{0};
+  std::atomic<int64_t> compiled_microseconds_{0};
   std::atomic<int64_t> microseconds_{0};
 };
 
