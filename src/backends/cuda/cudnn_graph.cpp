@@ -195,17 +195,27 @@ Result<std::vector<CudnnDescriptor>> EngineConfigs(const CudnnDescriptor& graph,
   return configs;
 }
 
-// Whether the config's engine passes the filter; says why not.
-bool Acceptable(const CudnnDescriptor& config, const PlanFilter& filter, std::string* why) {
+// The engine of an engine config; null where it cannot be read.
+std::optional<CudnnDescriptor> EngineOf(const CudnnDescriptor& config) {
   auto engine = CudnnDescriptor::Create(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-  if (!engine.ok()) return false;
+  if (!engine.ok()) return std::nullopt;
   cudnnBackendDescriptor_t raw = engine->get();
   int64_t n = 0;
   if (cudnnBackendGetAttribute(config.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &raw) !=
       CUDNN_STATUS_SUCCESS) {
+    return std::nullopt;
+  }
+  return std::move(engine).value();
+}
+
+// Whether the config's engine passes the filter; says why not.
+bool Acceptable(const CudnnDescriptor& config, const PlanFilter& filter, std::string* why) {
+  std::optional<CudnnDescriptor> engine = EngineOf(config);
+  if (!engine) {
     *why = "engine not readable";
     return false;
   }
+  cudnnBackendDescriptor_t raw = engine->get();
   cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
   int64_t count = 0;
   if (cudnnBackendGetAttribute(raw, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
@@ -330,22 +340,14 @@ Status ConfigFromChoice(const CudnnDescriptor& graph, const EngineChoice& c, std
   return Status::Ok();
 }
 
-// Finalizes the plan of `config_parts.back()` (an engine config); false when
-// cuDNN will not.
 // Whether the config's engine is compiled at run time (cuDNN's runtime
 // fusion engines, through NVRTC); false where that cannot be read.
 bool RuntimeCompiled(const CudnnDescriptor& config) {
-  auto engine = CudnnDescriptor::Create(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-  if (!engine.ok()) return false;
-  cudnnBackendDescriptor_t raw = engine->get();
-  int64_t n = 0;
-  if (cudnnBackendGetAttribute(config.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &raw) !=
-      CUDNN_STATUS_SUCCESS) {
-    return false;
-  }
+  std::optional<CudnnDescriptor> engine = EngineOf(config);
+  if (!engine) return false;
   cudnnBackendBehaviorNote_t notes[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
   int64_t count = 0;
-  if (cudnnBackendGetAttribute(raw, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+  if (cudnnBackendGetAttribute(engine->get(), CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
                                CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &count, notes) != CUDNN_STATUS_SUCCESS) {
     return false;
   }
@@ -355,6 +357,8 @@ bool RuntimeCompiled(const CudnnDescriptor& config) {
   return false;
 }
 
+// Finalizes the plan of `config_parts.back()` (an engine config); false when
+// cuDNN will not.
 Result<bool> FinalizePlan(cudnnHandle_t handle, CudnnPlan& p) {
   VIGIL_ASSIGN_OR_RETURN(CudnnDescriptor plan, CudnnDescriptor::Create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR));
   VIGIL_RETURN_IF_ERROR(SetHandle(plan, /*plan=*/true, handle));
