@@ -3,11 +3,13 @@
 # steady p50 under several developer switches, in fresh processes, in one
 # call on one GPU.
 #   tools/device/first_result_ab.sh DEVBUILD OUT "ENV=V ENV2=V2 ..." CASES
-# Each variant of the third argument is one ENV=VALUE ("X=1": none) or one
-# CLI flag (--no-measure-first-run); each
+# Each variant of the third argument is ENV=VALUE[,ENV2=VALUE2] ("X=1":
+# none) or one CLI flag (--no-measure-first-run); each
 # case of CASES is MODEL:DTYPE:BATCH. Models as bench/export_models.py
 # exports them (BERT is not handled: CNNs and ViT). Every (case, variant)
 # runs twice, the variants alternating, so that drift and cold caches show.
+# FRESH_CACHE=1: every process gets an empty CUDA compute cache
+# (CUDA_CACHE_PATH), as on a machine's first run.
 set -u
 b=$(cd "${1:?devbuild dir}" && pwd)
 out=${2:?output dir}
@@ -20,7 +22,7 @@ export_cases "$cases"
 fields() { python3 -c "
 import json,sys
 try:
-    j=json.load(sys.stdin); notes='; '.join(n[16:120] for n in j.get('backend_notes', []) if 'first runs' in n)
+    j=json.load(sys.stdin); notes='; '.join(n[:170] for n in j.get('backend_notes', []) if 'first runs' in n)
     print(f\"{j['time_to_first_result_ms']:.0f} ({j['load_ms']:.0f}+{j['first_run_ms']:.0f}) p50 {j['p50_ms']:.3f} {notes}\")
 except Exception as e: print('error')"; }
 {
@@ -32,7 +34,9 @@ for c in $cases; do
   for i in 1 2; do
     for v in $variants; do
       if [[ $v == --* ]]; then e=X=1 flag=$v; else e=$v flag=--no-fallback; fi
-      r["$v.$i"]=$(env "$e" "$b/vigil" bench /tmp/peer/${m}_$d.onnx --backend cuda --no-fallback $flag --dim N=$n \
+      cache=()
+      [ "${FRESH_CACHE:-0}" = 1 ] && cache=(CUDA_CACHE_PATH="$(mktemp -d)")
+      r["$v.$i"]=$(env ${e//,/ } "${cache[@]}" "$b/vigil" bench /tmp/peer/${m}_$d.onnx --backend cuda --no-fallback $flag --dim N=$n \
         --inputs-on-device --outputs-on-device --warmup 10 --iters 50 --no-precision-hint --json 2>/dev/null | fields)
     done
   done

@@ -36,16 +36,20 @@ namespace {
 constexpr int64_t kX = 1, kW = 2, kY = 3, kB = 4, kConvOut = 5, kZ = 6, kFirstVirtual = 10;
 
 // Pointwise ops fused after a forward convolution in one cuDNN graph
-// (ConvNhwc), in this order: + bias, + Z, activation. They run on the
-// float32 accumulators before Y is stored.
+// (ConvNhwc), in this order: + Z, + bias, activation. They run on the
+// float32 accumulators before Y is stored. Z comes first because cuDNN 9.14
+// has precompiled engines for conv + Z + bias + ReLU and only
+// runtime-compiled ones for conv + bias + Z + ReLU (tools/device/
+// cudnn_compile_probe.cpp): those take 0.6 s each to compile in a process
+// whose CUDA compute cache is cold.
 struct Epilogue {
   bool bias = false;
   bool residual = false;
   NhwcActivation act = NhwcActivation::kNone;
   bool any() const { return bias || residual || act != NhwcActivation::kNone; }
   std::string name() const {
-    std::string n = bias ? "+bias" : "";
-    if (residual) n += "+z";
+    std::string n = residual ? "+z" : "";
+    if (bias) n += "+bias";
     if (act == NhwcActivation::kRelu) n += "+relu";
     if (act == NhwcActivation::kRelu6) n += "+relu6";
     return n;
@@ -118,8 +122,8 @@ Status AddEpilogue(const Epilogue& e, const ConvShape& s, cudnnDataType_t type, 
     float upper_clip;
   };
   std::vector<Step> steps;
-  if (e.bias) steps.push_back({CUDNN_POINTWISE_ADD, kB, 0});
   if (e.residual) steps.push_back({CUDNN_POINTWISE_ADD, kZ, 0});
+  if (e.bias) steps.push_back({CUDNN_POINTWISE_ADD, kB, 0});
   if (e.act != NhwcActivation::kNone) {
     steps.push_back({CUDNN_POINTWISE_RELU_FWD, 0, e.act == NhwcActivation::kRelu6 ? 6.0f : 0.0f});
   }

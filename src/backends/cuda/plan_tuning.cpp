@@ -89,7 +89,9 @@ std::string FirstRunMeasures::CompiledSummary() const {
   const int64_t compiled = compiled_.load(std::memory_order_relaxed);
   if (compiled == 0) return "";
   return fmt::format("cuDNN compiled {} engine(s) at run time while planning (its runtime fusion engines: {:.2f} s "
-                     "of the first runs)",
+                     "of the first runs); CUDA's compute cache keeps them for later processes on this machine "
+                     "(CUDA_CACHE_PATH, by default ~/.nv/ComputeCache): keep that directory on a volume where "
+                     "processes start in fresh containers",
                      compiled, static_cast<double>(compiled_microseconds_.load(std::memory_order_relaxed)) / 1e6);
 }
 

@@ -3,7 +3,8 @@
 // Add and its Relu or Clip(0, 6) into one node, whose one-pass epilogue
 // must match the CPU session (which runs them apart), at odd sizes (13 in,
 // 127 out), 1D, 2D and 3D, float32 and float16; VIGIL_FUSE_CONV_EPILOGUE=0
-// keeps them apart, with the same result.
+// keeps them apart, with the same result. ResNet-50's residual float16
+// convolutions fuse on precompiled engines.
 #include <cstdlib>
 
 #include "session_test_util.h"
@@ -71,6 +72,52 @@ TEST(CudaFusedConv, ResidualAndActivationMatchTheCpu) {
     CheckBlock(t, {2, 13, 9, 7}, "Relu");
     CheckBlock(t, {3, 13, 37}, "Relu6");
     CheckBlock(t, {1, 13, 5, 6, 7}, "");
+  }
+}
+
+// ResNet-50's residual convolutions in float16 (1x1, bias, Z and ReLU
+// fused, channels-last) run on cuDNN's precompiled engines: the fused
+// epilogue adds Z before the bias, a graph cuDNN 9.14 has precompiled
+// engines for (with the bias first it has only runtime-compiled ones, 0.6 s
+// each in a process whose compute cache is cold). A fresh backend's notes
+// say nothing was compiled at run time, and each result matches the CPU.
+// Also the odd 13 -> 127, which must match whatever engine it gets.
+TEST(CudaFusedConv, ResidualFloat16ConvolutionsAreNotCompiledAtRunTime) {
+  VIGIL_SKIP_WITHOUT_CUDA();
+  struct Case {
+    std::vector<int64_t> x, w;
+    bool precompiled;  // expected to need no runtime compilation
+  };
+  const Case cases[] = {{{3, 56, 56, 64}, {256, 1, 1, 64}, true},
+                        {{3, 28, 28, 128}, {512, 1, 1, 128}, true},
+                        {{3, 7, 7, 512}, {2048, 1, 1, 512}, true},
+                        {{2, 9, 11, 13}, {127, 1, 1, 13}, false}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << "x " << ::testing::PrintToString(c.x) << " w "
+                                      << ::testing::PrintToString(c.w));
+    runtime::Tensor x = RandomTensor(kF16, c.x, 41), w = RandomTensor(kF16, c.w, 42);
+    runtime::Tensor b = RandomTensor(kF16, {c.w[0]}, 43);
+    const std::vector<int64_t> y = {c.x[0], c.x[1], c.x[2], c.w[0]};
+    runtime::Tensor z = RandomTensor(kF16, y, 44, -4.0f, 4.0f);
+    ir::Model m = ConvNhwcModel(x, w, &b, {StringAttr("activation", "Relu")}, &z);
+    auto want = RunWithLayout(m, {cpu::MakeCpuBackend()}, x);
+    ASSERT_EQ(want.size(), 1u);
+    auto loaded = backends::LoadCudaBackend({});
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    std::vector<std::string> placement;
+    auto got = RunWithLayout(m, {loaded->backend, cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kAsModel,
+                             &placement);
+    ASSERT_EQ(placement.size(), 1u);
+    EXPECT_EQ(placement[0], "ConvNhwc 'conv_nhwc' on cuda");
+    ASSERT_EQ(got.size(), 1u);
+    runtime::TensorComparison cmp = runtime::CompareTensors(want[0].tensor, got[0].tensor, 1e300, 1e300);
+    EXPECT_TRUE(cmp.same_dtype && cmp.same_shape) << cmp.Describe();
+    EXPECT_EQ(cmp.nan_mismatches, 0u) << cmp.Describe();
+    EXPECT_LE(cmp.rel_l2_error, ConvTolerance(kF16)) << cmp.Describe();
+    if (!c.precompiled) continue;
+    for (const std::string& note : loaded->backend->Notes()) {
+      EXPECT_FALSE(note.starts_with("cuDNN compiled")) << note;
+    }
   }
 }
 
