@@ -102,20 +102,9 @@ TEST(CudaFusedConv, ResidualFloat16ConvolutionsAreNotCompiledAtRunTime) {
     ir::Model m = ConvNhwcModel(x, w, &b, {StringAttr("activation", "Relu")}, &z);
     auto want = RunWithLayout(m, {cpu::MakeCpuBackend()}, x);
     ASSERT_EQ(want.size(), 1u);
-    auto loaded = backends::LoadCudaBackend({});
-    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-    std::vector<std::string> placement;
-    auto got = RunWithLayout(m, {loaded->backend, cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kAsModel,
-                             &placement);
-    ASSERT_EQ(placement.size(), 1u);
-    EXPECT_EQ(placement[0], "ConvNhwc 'conv_nhwc' on cuda");
-    ASSERT_EQ(got.size(), 1u);
-    runtime::TensorComparison cmp = runtime::CompareTensors(want[0].tensor, got[0].tensor, 1e300, 1e300);
-    EXPECT_TRUE(cmp.same_dtype && cmp.same_shape) << cmp.Describe();
-    EXPECT_EQ(cmp.nan_mismatches, 0u) << cmp.Describe();
-    EXPECT_LE(cmp.rel_l2_error, ConvTolerance(kF16)) << cmp.Describe();
-    if (!c.precompiled) continue;
-    for (const std::string& note : loaded->backend->Notes()) {
+    auto backend = CheckConvNhwcOnFreshBackend(m, x, want[0].tensor, {}, ConvTolerance(kF16));
+    if (!backend || !c.precompiled) continue;
+    for (const std::string& note : backend->Notes()) {
       EXPECT_FALSE(note.starts_with("cuDNN compiled")) << note;
     }
   }

@@ -171,20 +171,11 @@ TEST(CudaConvMeasure, TheOptionDecidesAndTheBackendSaysWhatWasMeasured) {
     SCOPED_TRACE(measure ? "measure_first_run on" : "measure_first_run off");
     backends::CudaBackendOptions o;
     o.measure_first_run = measure;
-    auto loaded = backends::LoadCudaBackend(o);
-    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-    std::vector<std::string> placement;
-    auto got = RunWithLayout(m, {loaded->backend, cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kAsModel,
-                             &placement);
-    ASSERT_EQ(placement.size(), 1u);
-    EXPECT_EQ(placement[0], "ConvNhwc 'conv_nhwc' on cuda");
-    ASSERT_EQ(got.size(), 1u);
-    runtime::TensorComparison cmp = runtime::CompareTensors(want[0].tensor, got[0].tensor, 1e300, 1e300);
-    EXPECT_EQ(cmp.nan_mismatches, 0u) << cmp.Describe();
-    EXPECT_LE(cmp.rel_l2_error, ConvTolerance(kF32)) << cmp.Describe();
+    auto backend = CheckConvNhwcOnFreshBackend(m, x, want[0].tensor, o, ConvTolerance(kF32));
+    ASSERT_TRUE(backend);
     // The measuring note, where there is one (another may say what cuDNN
     // compiled at run time).
-    const std::string note = MeasuredNote(loaded->backend->Notes());
+    const std::string note = MeasuredNote(backend->Notes());
     if (measure) {
       EXPECT_NE(note.find("measured the candidates of 1 convolution(s) and 0 matrix product(s)"), std::string::npos)
           << note;

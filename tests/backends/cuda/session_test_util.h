@@ -122,6 +122,32 @@ inline std::vector<runtime::NamedTensor> RunWithLayout(const ir::Model& model,
   return RunWithX(model, options, x, placement);
 }
 
+// Runs `m`, one ConvNhwc node "conv_nhwc", on a CUDA backend freshly loaded
+// with `cuda` (the CPU beside it), expects it placed on CUDA and its output
+// within `tolerance` (relative L2, no NaN mismatch) of `want`; returns the
+// backend, whose notes say what its first run measured or compiled (null
+// after failing the test).
+inline std::shared_ptr<const runtime::Backend> CheckConvNhwcOnFreshBackend(const ir::Model& m,
+                                                                         const runtime::Tensor& x,
+                                                                         const runtime::Tensor& want,
+                                                                         const backends::CudaBackendOptions& cuda,
+                                                                         double tolerance) {
+  auto loaded = backends::LoadCudaBackend(cuda);
+  EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
+  if (!loaded.ok()) return nullptr;
+  std::vector<std::string> placement;
+  auto got = RunWithLayout(m, {loaded->backend, cpu::MakeCpuBackend()}, x, runtime::ConvLayout::kAsModel,
+                           &placement);
+  EXPECT_EQ(placement, std::vector<std::string>{"ConvNhwc 'conv_nhwc' on cuda"});
+  EXPECT_EQ(got.size(), 1u);
+  if (got.size() != 1) return loaded->backend;
+  runtime::TensorComparison cmp = runtime::CompareTensors(want, got[0].tensor, 1e300, 1e300);
+  EXPECT_TRUE(cmp.same_dtype && cmp.same_shape) << cmp.Describe();
+  EXPECT_EQ(cmp.nan_mismatches, 0u) << cmp.Describe();
+  EXPECT_LE(cmp.rel_l2_error, tolerance) << cmp.Describe();
+  return loaded->backend;
+}
+
 inline const char* const kTinyCnnModel = VIGIL_SOURCE_DIR "/examples/tiny_cnn.onnx";
 
 // A session on tiny_cnn.onnx with the CUDA backend (loaded with `cuda`) and
