@@ -202,18 +202,31 @@ void AddBias(const T* bias, int64_t channels, int64_t size, T* y) {
   }
 }
 
+// Whether geometry `g` is pointwise (a 1x1 window of stride 1, no padding:
+// X serves as its own patch matrix); otherwise `col` is sized for the
+// [depth, cols] patch matrix, or an error says it cannot be.
+template <typename T>
+Result<bool> PatchBuffer(KernelContext& ctx, const SpatialGeometry& g, int64_t depth, int64_t cols,
+                         std::vector<T>& col) {
+  bool pointwise = g.KernelSize() == 1 && g.image == g.columns;
+  for (size_t i = 0; i < g.rank(); ++i) pointwise = pointwise && g.strides[i] == 1 && g.pad_begin[i] == 0;
+  if (pointwise) return true;
+  int64_t col_size = 0;
+  if (__builtin_mul_overflow(depth, cols, &col_size)) {
+    return OutOfMemoryError("{}: patch matrix too large", ops::NodeLabel(ctx.node()));
+  }
+  VIGIL_RETURN_IF_ERROR(ResizeScratch(ctx, col, static_cast<size_t>(col_size)));
+  return false;
+}
+
 // Y[n, group g] = W_g (Mg x Cg*K) * im2col(X[n, group g]) (Cg*K x cols).
 template <typename T>
 Status ConvCompute(KernelContext& ctx, const ConvDims& d, const T* x, const T* w, const T* bias, T* y) {
   const SpatialGeometry& g = d.g;
   const int64_t cg = d.in_channels / d.group, mg = d.out_channels / d.group;
   const int64_t depth = cg * g.KernelSize(), cols = g.ColumnSize(), image = g.ImageSize();
-  bool pointwise = g.KernelSize() == 1 && g.image == g.columns;
-  for (size_t i = 0; i < g.rank(); ++i) pointwise = pointwise && g.strides[i] == 1 && g.pad_begin[i] == 0;
   std::vector<T> col;
-  int64_t col_size = 0;
-  if (__builtin_mul_overflow(depth, cols, &col_size)) return OutOfMemoryError("{}: patch matrix too large", ops::NodeLabel(ctx.node()));
-  if (!pointwise) VIGIL_RETURN_IF_ERROR(ResizeScratch(ctx, col, static_cast<size_t>(col_size)));
+  VIGIL_ASSIGN_OR_RETURN(const bool pointwise, PatchBuffer(ctx, g, depth, cols, col));
   for (int64_t n = 0; n < d.batch; ++n) {
     for (int64_t gi = 0; gi < d.group; ++gi) {
       const T* xg = x + (n * d.in_channels + gi * cg) * image;
@@ -236,12 +249,8 @@ Status ConvTransposeCompute(KernelContext& ctx, const ConvDims& d, const T* x, c
   const SpatialGeometry& g = d.g;
   const int64_t cg = d.in_channels / d.group, mg = d.out_channels / d.group;
   const int64_t depth = mg * g.KernelSize(), cols = g.ColumnSize(), image = g.ImageSize();
-  bool pointwise = g.KernelSize() == 1 && g.image == g.columns;
-  for (size_t i = 0; i < g.rank(); ++i) pointwise = pointwise && g.strides[i] == 1 && g.pad_begin[i] == 0;
   std::vector<T> col;
-  int64_t col_size = 0;
-  if (__builtin_mul_overflow(depth, cols, &col_size)) return OutOfMemoryError("{}: patch matrix too large", ops::NodeLabel(ctx.node()));
-  if (!pointwise) VIGIL_RETURN_IF_ERROR(ResizeScratch(ctx, col, static_cast<size_t>(col_size)));
+  VIGIL_ASSIGN_OR_RETURN(const bool pointwise, PatchBuffer(ctx, g, depth, cols, col));
   for (int64_t n = 0; n < d.batch; ++n) {
     for (int64_t gi = 0; gi < d.group; ++gi) {
       const T* wg = w + gi * cg * depth;  // [Cg, Mg*K]: multiplied transposed
