@@ -387,6 +387,32 @@ TEST_P(RecurrentAllOps, OddSizesAndOpset7And22) {
   Check(s);
 }
 
+// The optimised LSTM cell runs its element loops in blocks of 16 and the
+// rest one at a time (fast/recurrent_cell.cpp): hidden sizes 13 (no whole
+// block), 127 (7 blocks and 15 more) and 128, with peepholes, with and
+// without a clip that saturates part of the gates, and with input_forget,
+// against the float64 equations (Check runs the reference code too).
+TEST(Lstm, OptimisedCellAtOddHiddenSizesWithClipPeepholesAndInputForget) {
+  for (int64_t hidden : {13, 127, 128}) {
+    for (bool clip : {false, true}) {
+      for (int64_t input_forget : {0, 1}) {
+        SCOPED_TRACE(::testing::Message() << "hidden " << hidden << " clip " << clip << " input_forget "
+                                          << input_forget);
+        Spec s;
+        s.seq = 5;
+        s.batch = 3;
+        s.input = 7;
+        s.hidden = hidden;
+        s.bias = s.h0 = s.c0 = s.peep = true;
+        if (clip) s.clip = 0.3f;
+        s.input_forget = input_forget;
+        s.direction = "bidirectional";
+        Check(s);
+      }
+    }
+  }
+}
+
 TEST_P(RecurrentAllOps, Dtypes) {
   for (DataType t : {DataType::kFloat64, DataType::kFloat16, DataType::kBfloat16}) {
     Spec s;
