@@ -26,9 +26,10 @@
 // c3), and B's rows t and t + 4 are then V's rows 8j + 2t and 8j + 2t + 1.
 // No shuffle and no shared-memory round trip for P.
 //
-// Shared rows are D + 4 floats apart: the 32 lanes of a K fragment load
-// ((8j + g) * ld + t) and of a V fragment load ((8j + 2t) * ld + g) then hit
-// 32 different banks.
+// Q and K fragments come by ldmatrix (Scores). Shared rows are D + 4 floats
+// apart: the 8 rows of an ldmatrix phase then start in 8 different 4-bank
+// groups, and the 32 lanes of a V fragment load ((8j + 2t) * ld + g) hit 32
+// different banks.
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -73,6 +74,8 @@ struct Operand {
       small = std::bit_cast<uint32_t>(x - std::bit_cast<float>(big));
     }
   }
+  // From the bits ldmatrix loaded.
+  __device__ __forceinline__ explicit Operand(uint32_t bits) : Operand(std::bit_cast<float>(bits)) {}
 };
 
 // x as an Operand's input: rounded to TF32 without the split (a value no
@@ -130,28 +133,39 @@ struct Tf32Layout {
 };
 
 // S = Q K^T for the warp's 16 rows (`qs`, shared) and the tile's first
-// `valid` keys (n8 tiles wholly past `valid` are skipped; the caller masks
-// their scores). Q's fragments are read from shared memory at each k-step:
-// held in registers they cost 32 a thread (D = 64), and two blocks an SM
-// need at most 128.
+// `valid` keys (16-key pairs of n8 tiles wholly past `valid` are skipped;
+// the caller masks their scores). Fragments by ldmatrix (LoadMatrix4), one
+// per k-step for Q and one per k-step and pair of n8 tiles for K:
+//  - Q: matrices rows +0..7 / dims +0..3, rows +8..15 / +0..3, rows +0..7 /
+//    +4..7, rows +8..15 / +4..7 = a0, a1, a2, a3;
+//  - K: keys +0..7 / dims +0..3, keys +0..7 / +4..7, keys +8..15 / +0..3,
+//    keys +8..15 / +4..7 = b0, b1 of tile 2p, b0, b1 of tile 2p + 1.
+// Q's fragments are read from shared memory at each k-step: held in
+// registers they cost 32 a thread (D = 64), and two blocks an SM need at
+// most 128. Rows kLd = D + 4 floats apart put the 8 rows of each matrix in 8
+// different 4-bank groups.
 template <int D, bool kSplit>
 __device__ __forceinline__ void Scores(float (&s)[kKeys / 8][4], const float* qs, const float* ks, int valid,
                                        int lane) {
   constexpr int kLd = Tf32Layout<D>::kLd;
 #pragma unroll
   for (int j = 0; j < kKeys / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
-  const float* row = ks + (lane / 4) * kLd + lane % 4;  // key g, dimension t
-  const float* qrow = qs + (lane / 4) * kLd + lane % 4;  // row g, dimension t
+  const int m = lane / 8;
+  const float* qrow = qs + ((m % 2) * 8 + lane % 8) * kLd + (m / 2) * 4;
+  const float* krow = ks + ((m / 2) * 8 + lane % 8) * kLd + (m % 2) * 4;
 #pragma unroll
   for (int k = 0; k < D / 8; ++k) {
-    const float* q = qrow + k * 8;
-    const Operand<kSplit> a[4] = {Operand<kSplit>(q[0]), Operand<kSplit>(q[8 * kLd]), Operand<kSplit>(q[4]),
-                                  Operand<kSplit>(q[8 * kLd + 4])};
+    uint32_t qf[4];
+    LoadMatrix4(qf, qrow + k * 8);
+    const Operand<kSplit> a[4] = {Operand<kSplit>(qf[0]), Operand<kSplit>(qf[1]), Operand<kSplit>(qf[2]),
+                                  Operand<kSplit>(qf[3])};
 #pragma unroll
-    for (int j = 0; j < kKeys / 8; ++j) {
-      if (j * 8 >= valid) break;
-      const float* kr = row + j * 8 * kLd + k * 8;
-      Product<kSplit>(s[j], a, Operand<kSplit>(kr[0]), Operand<kSplit>(kr[4]));
+    for (int p = 0; p < kKeys / 16; ++p) {
+      if (p * 16 >= valid) break;
+      uint32_t b[4];
+      LoadMatrix4(b, krow + p * 16 * kLd + k * 8);
+      Product<kSplit>(s[2 * p], a, Operand<kSplit>(b[0]), Operand<kSplit>(b[1]));
+      Product<kSplit>(s[2 * p + 1], a, Operand<kSplit>(b[2]), Operand<kSplit>(b[3]));
     }
   }
 }
@@ -222,6 +236,7 @@ __global__ void __launch_bounds__(32 * kDefaultWholeCap, D == 128 ? 1 : 2)
   const float* kbase = base + a.embed;
   const float* vbase = base + 2 * a.embed;
   float* qs = smem + L::kQ + warp * 16 * L::kLd;
+  const float* mbase = kMasked ? mask + b * a.mask_b + h * a.mask_h : nullptr;
 
   IssueRows<float, D, L::kLd>(smem + L::kQ, base, a.in_row, q0, block_rows, seq, threads);
   IssueRows<float, D, L::kLd>(smem + L::kK, kbase, a.in_row, 0, kKeys, seq, threads);
@@ -260,7 +275,7 @@ __global__ void __launch_bounds__(32 * kDefaultWholeCap, D == 128 ? 1 : 2)
         float s[kKeys / 8][4];
         Scores<D, kSplit>(s, qs, smem + L::kK + buf * L::kTile, valid, lane);
         if constexpr (kMasked) {
-          AddMask<float>(s, mask + b * a.mask_b + h * a.mask_h, a, row0, t * kKeys, valid, seq, lane);
+          AddMask<float>(s, mbase, a, row0, t * kKeys, valid, seq, lane);
           Softmax<D>(s, o, m, l, valid, 1.0f, lane);
         } else {
           Softmax<D>(s, o, m, l, valid, a.scale_log2, lane);

@@ -73,21 +73,39 @@ __device__ __forceinline__ void IssueRows(T* dst, const T* __restrict__ src, int
   }
 }
 
+// ldmatrix x4: four 8x8 matrices of 16-bit elements (8 rows of 16 bytes),
+// lane i giving the address of row i % 8 of matrix i / 8; lane l receives
+// 32-bit word l % 4 of row l / 4 of each. For 32-bit elements that is the
+// (g, t) element of four 8x4 blocks: TF32 A and B fragments too.
+__device__ __forceinline__ void LoadMatrix4(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(SharedAddress(p)));
+}
+
 // With a mask: the scores into the log2 domain with the mask added,
 // s = scale * log2(e) * s + log2(e) * M[row, col0 + col], for the thread's
 // accumulator elements (rows row0 + lane/4 and + 8, columns as Softmax
 // says); M is not read for rows at or past S nor columns at or past `valid`
-// (Softmax masks those). `mask` points at this (batch, head)'s M.
+// (Softmax masks those). `mask` points at this (batch, head)'s M. Its two
+// row pointers and the column step are set up once per tile, not per
+// element (which took 15-20 instructions a load).
 template <typename T>
 __device__ __forceinline__ void AddMask(float (&s)[kKeys / 8][4], const T* __restrict__ mask, const AttentionShape& a,
                                         int row0, int col0, int valid, int seq, int lane) {
   constexpr float kLog2e = 1.4426950408889634f;
+  const int64_t mj = a.mask_j;
+  const int c0 = 2 * (lane % 4);
+  const int r0 = row0 + lane / 4;
+  const T* rows[2] = {mask + int64_t{r0} * a.mask_i + (col0 + c0) * mj,
+                      mask + int64_t{r0 + 8} * a.mask_i + (col0 + c0) * mj};
+  const bool in[2] = {r0 < seq, r0 + 8 < seq};
 #pragma unroll
   for (int j = 0; j < kKeys / 8; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int r = row0 + lane / 4 + (e / 2) * 8, c = j * 8 + 2 * (lane % 4) + e % 2;
-      const float mv = r < seq && c < valid ? ToFloat(mask[r * a.mask_i + int64_t{col0 + c} * a.mask_j]) : 0.0f;
+      const int c = j * 8 + c0 + e % 2;
+      const float mv = in[e / 2] && c < valid ? ToFloat(rows[e / 2][(j * 8 + e % 2) * mj]) : 0.0f;
       s[j][e] = fmaf(s[j][e], a.scale_log2, kLog2e * mv);
     }
   }
