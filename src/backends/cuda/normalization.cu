@@ -345,8 +345,13 @@ __global__ void LayerNormVecKernel(const T* __restrict__ x, T* __restrict__ y, c
   }
 }
 
-// Vectors per thread the register-resident kernels take: 4 (a row of up to
-// 4 * 32 vectors per warp, 4 * 256 per block: 1024 / 8192 fp16 elements).
+// Vectors per thread the register-resident kernels take: up to 8 a lane in
+// the warp-per-row kernel (rows of up to 256 vectors: 1024 float32 or 2048
+// float16 elements; BERT's float32 768 is 6), up to 4 in the block-per-row
+// one (4 * 256 vectors: 8192 float16 elements). A warp per row needs no
+// barrier between the two reductions and keeps more loads in flight per
+// thread; the block kernel is for rows too long for one warp's registers.
+constexpr int64_t kMaxWarpVecs = 8;
 constexpr int64_t kMaxVecsPerThread = 4;
 constexpr int kVecBlockThreads = 256;
 
@@ -359,7 +364,17 @@ void LaunchLayerNormVec(int vecs_per_thread, unsigned grid, int threads, const T
     case 1: LayerNormVecKernel<T, 1, kWarp><<<grid, threads, 0, stream>>>(x, y, s, b, a); break;
     case 2: LayerNormVecKernel<T, 2, kWarp><<<grid, threads, 0, stream>>>(x, y, s, b, a); break;
     case 3: LayerNormVecKernel<T, 3, kWarp><<<grid, threads, 0, stream>>>(x, y, s, b, a); break;
-    default: LayerNormVecKernel<T, 4, kWarp><<<grid, threads, 0, stream>>>(x, y, s, b, a); break;
+    case 4: LayerNormVecKernel<T, 4, kWarp><<<grid, threads, 0, stream>>>(x, y, s, b, a); break;
+    default:
+      if constexpr (kWarp) {  // 5 to 8: the warp kernel only (kMaxWarpVecs)
+        switch (vecs_per_thread) {
+          case 5: LayerNormVecKernel<T, 5, true><<<grid, threads, 0, stream>>>(x, y, s, b, a); break;
+          case 6: LayerNormVecKernel<T, 6, true><<<grid, threads, 0, stream>>>(x, y, s, b, a); break;
+          case 7: LayerNormVecKernel<T, 7, true><<<grid, threads, 0, stream>>>(x, y, s, b, a); break;
+          default: LayerNormVecKernel<T, 8, true><<<grid, threads, 0, stream>>>(x, y, s, b, a); break;
+        }
+      }
+      break;
   }
 }
 
@@ -385,7 +400,7 @@ Status TryLayerNormVec(CudaKernelContext& ctx, const runtime::Tensor& x, runtime
   v.mean_out = a.mean_out;
   v.inv_out = a.inv_out;
   v.stat_code = a.stat_code;
-  const bool warp = v.vecs <= 32 * kMaxVecsPerThread;
+  const bool warp = v.vecs <= 32 * kMaxWarpVecs;
   if (!warp && v.vecs > kVecBlockThreads * kMaxVecsPerThread) return Status::Ok();
   const int64_t threads_per_row = warp ? 32 : kVecBlockThreads;
   const int per_thread = static_cast<int>((v.vecs + threads_per_row - 1) / threads_per_row);

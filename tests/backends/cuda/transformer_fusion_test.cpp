@@ -192,9 +192,13 @@ TEST(CudaLayerNorm, TransformerAndOddWidths) {
   uint32_t seed = 3500;
   // 768 and 4096 take the vectorised kernel (a warp or a block per row);
   // 13, 127 and 1030 are not multiples of a 16-byte vector and take the
-  // generic ones; 8 is one vector per row (fp16).
+  // generic ones; 8 is one vector per row (fp16). 644, 1024, 1288 and 2040
+  // give the warp kernel 5 to 8 vectors a lane (float32 644: 161 vectors,
+  // 6 a lane with the last partial; float16 2040: 255, 8 a lane) or, past
+  // 256 vectors, the block kernel (float32 2040).
   const std::vector<std::vector<int64_t>> shapes = {{64, 197, 768}, {5, 768},   {7, 13},  {3, 5, 127},
-                                                    {9, 1030},      {6, 4096},  {11, 8},  {4, 2048}};
+                                                    {9, 1030},      {6, 4096},  {11, 8},  {4, 2048},
+                                                    {13, 644},      {3, 1024},  {5, 1288}, {2, 2040}};
   for (DataType t : {kF32, kF16, kBF16}) {
     for (const auto& shape : shapes) {
       for (bool bias : {true, false}) {
