@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include <algorithm>
 
@@ -384,6 +385,71 @@ TEST(FusedConv, MatchesConvAddActivationOnOddSizes) {
     CheckFused({3, 127, 17}, {13, 127, 3}, {kt::IntsAttr("strides", {2})}, dtype, true, true, "Relu6");
     CheckFused({1, 5, 6, 7, 5}, {13, 5, 3, 3, 3}, {}, dtype, false, true, "");
     CheckFused({2, 12, 9, 11}, {18, 4, 3, 3}, {kt::IntAttr("group", 3)}, dtype, true, false, "Relu");
+  }
+}
+
+// One set of inputs for a convolution node (X, W, B and Z from `seed`) and
+// the reference path's output for them.
+struct ConvRun {
+  std::vector<runtime::Tensor> tensors;
+  std::vector<const runtime::Tensor*> inputs;
+  std::vector<double> expected;
+};
+
+ConvRun MakeConvRun(const ir::Node& node, const Shape& xs, const Shape& ws, const Shape& zs, uint32_t seed) {
+  ConvRun r;
+  r.tensors = {MakeFloat(DataType::kFloat32, xs, Random(Product(xs), seed)),
+               MakeFloat(DataType::kFloat32, ws, Random(Product(ws), seed + 1)),
+               MakeFloat(DataType::kFloat32, {ws[0]}, Random(ws[0], seed + 2)),
+               MakeFloat(DataType::kFloat32, zs, Random(Product(zs), seed + 3, -4, 4))};
+  r.inputs = {&r.tensors[0], &r.tensors[1], &r.tensors[2], &r.tensors[3]};
+  auto want = kt::RunKernel(node, 1, r.inputs, /*optimised=*/false);
+  EXPECT_TRUE(want.ok()) << want.status().ToString();
+  if (want.ok()) r.expected = ReadFloat((*want)[0]);
+  return r;
+}
+
+// The optimised path keeps one plan per shape and, per run in flight, the
+// oneDNN memory objects it points at that run's buffers. Runs from four
+// threads at once, each on its own buffers and values, through one cache:
+// a channels-last convolution with bias, Z and Relu (no reorders) and an
+// NCHW FusedConv (oneDNN's blocked layout, so X and Y are reordered in and
+// out), 13 -> 127 channels. Each output must be its own inputs' result.
+TEST(ConvNhwc, OptimisedPlansServeRepeatedAndConcurrentRuns) {
+  ir::Node nhwc = kt::MakeNode("ConvNhwc", {"x", "w", "b", "z"}, {"y"},
+                               {kt::IntsAttr("pads", {1, 1, 1, 1}), kt::StringAttr("activation", "Relu")});
+  nhwc.domain = ir::kVigilDomain;
+  ir::Node nchw = kt::MakeNode(ir::kFusedConvOp, {"x", "w", "b", "z"}, {"y"},
+                               {kt::IntsAttr("pads", {1, 1, 1, 1}), kt::StringAttr("activation", "Relu6")});
+  nchw.domain = ir::kVigilDomain;
+  constexpr int kThreads = 4, kRunsEach = 6;
+  std::vector<ConvRun> runs;
+  std::vector<const ir::Node*> nodes;
+  for (int i = 0; i < kThreads * kRunsEach; ++i) {
+    const bool last = i % 2 == 0;
+    nodes.push_back(last ? &nhwc : &nchw);
+    runs.push_back(last ? MakeConvRun(nhwc, {2, 9, 7, 13}, {127, 3, 3, 13}, {2, 9, 7, 127}, 100 + 4 * i)
+                        : MakeConvRun(nchw, {2, 13, 9, 7}, {127, 13, 3, 3}, {2, 127, 9, 7}, 100 + 4 * i));
+  }
+  fast::KernelCache cache;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < kRunsEach; ++k) {
+        const int i = t * kRunsEach + k;
+        std::vector<runtime::Tensor> out(1);
+        kt::HeapAllocator alloc;
+        KernelContext ctx(*nodes[i], 1, runs[i].inputs, out, alloc);
+        ctx.set_cache(&cache);
+        const Status st = nodes[i] == &nhwc ? ConvNhwcKernel(ctx) : FusedConvKernel(ctx);
+        EXPECT_TRUE(st.ok()) << st.ToString();
+        if (st.ok()) ExpectClose(ReadFloat(out[0]), runs[i].expected, 1e-5, 1e-5 * std::sqrt(13.0 * 9 + 4));
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  if (fast::DnnlLoaded()) {
+    EXPECT_EQ(cache.counts().conv_plans, 2u) << "every run of a shape should share its plan";
   }
 }
 

@@ -16,13 +16,17 @@
 // without it and a NaN-keeping pass over Y applies it. Constant weights are
 // reordered once per session (KernelCache).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -54,6 +58,24 @@ struct AlignedBytes {
   }
 };
 
+// The memory objects one run of a plan uses, by role, made on first use and
+// pointed at each later run's buffers (dnnl_memory_set_data_handle_v2).
+// Made and destroyed per run, they cost a malloc and a free each: about 8%
+// of a small MobileNetV2's run at one thread.
+enum MemoryRole { kUserSrc, kSrc, kWeights, kDst, kUserDst, kScratch, kBias, kZ, kRoles };
+struct RunMemories {
+  const DnnlApi* api = nullptr;
+  std::array<dnnl_memory_t, kRoles> m{};
+  explicit RunMemories(const DnnlApi* a) : api(a) {}
+  RunMemories(const RunMemories&) = delete;
+  RunMemories& operator=(const RunMemories&) = delete;
+  ~RunMemories() {
+    for (dnnl_memory_t x : m) {
+      if (x) api->dnnl_memory_destroy(x);
+    }
+  }
+};
+
 // One convolution shape made into primitives.
 struct ConvPlan {
   const DnnlApi* api = nullptr;
@@ -65,6 +87,10 @@ struct ConvPlan {
   bool has_bias = false;
   bool has_z = false;  // a binary-add post-op reads Z (laid out as user_dst)
   std::string impl;
+  // Idle RunMemories, one per run in flight at most: a run takes one (or
+  // makes one) and gives it back.
+  mutable std::mutex idle_mu;
+  mutable std::vector<std::unique_ptr<RunMemories>> idle;
 
   ~ConvPlan() {
     for (dnnl_primitive_t p : {conv, src_in, weights_in, dst_out}) {
@@ -99,12 +125,35 @@ struct PackedWeights {
   std::shared_ptr<const void> owner;  // keeps the constant (and its address) alive
 };
 
+// What identifies a plan: the problem's shape, its epilogue and the thread
+// count. A plain array of numbers hashed as one, looked up for every
+// convolution of every run (a formatted string key cost a fmt::format and
+// string compares per run).
+using PlanKey = std::array<int64_t, 23>;
+
+PlanKey PlanKeyOf(const ConvProblem& p, int threads) {
+  const SpatialGeometry& g = *p.g;
+  return {p.batch,        p.in_channels,   p.out_channels,  p.group,          g.image[0],        g.image[1],
+          g.columns[0],   g.columns[1],    g.kernel[0],     g.kernel[1],      g.strides[0],      g.strides[1],
+          g.dilations[0], g.dilations[1],  g.pad_begin[0],  g.pad_begin[1],   g.pad_end[0],      g.pad_end[1],
+          p.bias != nullptr, threads,      p.channels_last, p.z != nullptr,   static_cast<int64_t>(p.activation)};
+}
+
+struct PlanKeyHash {
+  size_t operator()(const PlanKey& k) const {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the numbers
+    for (int64_t v : k) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+    return static_cast<size_t>(h);
+  }
+};
+
 }  // namespace
 
 struct KernelCache::Impl {
   std::mutex mu;
-  std::map<std::string, std::shared_ptr<const ConvPlan>> plans;
-  std::map<std::pair<const void*, std::string>, std::shared_ptr<const PackedWeights>> weights;
+  std::unordered_map<PlanKey, std::shared_ptr<const ConvPlan>, PlanKeyHash> plans;
+  // (constant W, the plan whose layout it is packed in) -> the packed copy.
+  std::map<std::pair<const void*, const ConvPlan*>, std::shared_ptr<const PackedWeights>> weights;
   // Constant W -> (its owner, kept alive; FilterAbsSum's value).
   std::map<const void*, std::pair<std::shared_ptr<const void>, double>> filter_abs_sums;
 };
@@ -212,16 +261,6 @@ std::shared_ptr<const ConvPlan> MakePlan(const DnnlApi& api, const ConvProblem& 
   return ok ? plan : nullptr;
 }
 
-std::string PlanKey(const ConvProblem& p, int threads) {
-  const SpatialGeometry& g = *p.g;
-  return fmt::format("{} {} {} {} {}x{} {}x{} k{}x{} s{}x{} d{}x{} p{},{},{},{} b{} t{} l{} z{} a{}", p.batch,
-                     p.in_channels,
-                     p.out_channels, p.group, g.image[0], g.image[1], g.columns[0], g.columns[1], g.kernel[0],
-                     g.kernel[1], g.strides[0], g.strides[1], g.dilations[0], g.dilations[1], g.pad_begin[0],
-                     g.pad_begin[1], g.pad_end[0], g.pad_end[1], p.bias != nullptr, threads, p.channels_last, p.z != nullptr,
-                     static_cast<int>(p.activation));
-}
-
 // One stream per thread: a CPU stream runs what it is given on the calling
 // thread, and a stream is not to be shared between threads.
 struct ThreadStream {
@@ -242,27 +281,33 @@ Result<dnnl_stream_t> StreamOf(const DnnlApi& api) {
   return s.stream;
 }
 
-// Memory objects over caller-owned buffers for the length of one run.
+// Memory objects over caller-owned buffers for the length of one call (the
+// weights' packing; runs use a plan's RunMemories).
 class Memories {
  public:
+  static constexpr int kMax = 4;
   explicit Memories(const DnnlApi& api) : api_(api) {}
   ~Memories() {
-    for (dnnl_memory_t m : made_) api_.dnnl_memory_destroy(m);
+    for (int i = 0; i < count_; ++i) api_.dnnl_memory_destroy(made_[i]);
   }
+  Memories(const Memories&) = delete;
+  Memories& operator=(const Memories&) = delete;
   Result<dnnl_memory_t> Over(const dnnl_memory_desc_t& md, const void* data) {
+    if (count_ == kMax) return InternalError("oneDNN: more than {} memory objects for one reorder", kMax);
     dnnl_memory_t m = nullptr;
     dnnl_status_t s = api_.dnnl_memory_create(&m, &md, api_.engine, const_cast<void*>(data));
     if (s != dnnl_success) return InternalError("oneDNN: wrapping a buffer failed ({})", DnnlStatusName(s));
-    made_.push_back(m);
+    made_[count_++] = m;
     return m;
   }
 
  private:
   const DnnlApi& api_;
-  std::vector<dnnl_memory_t> made_;
+  std::array<dnnl_memory_t, kMax> made_{};
+  int count_ = 0;
 };
 
-Status Execute(const DnnlApi& api, dnnl_stream_t stream, dnnl_primitive_t p, std::vector<dnnl_exec_arg_t> args,
+Status Execute(const DnnlApi& api, dnnl_stream_t stream, dnnl_primitive_t p, std::span<const dnnl_exec_arg_t> args,
                const char* what) {
   dnnl_status_t s = api.dnnl_primitive_execute(p, stream, static_cast<int>(args.size()), args.data());
   if (s != dnnl_success) return InternalError("oneDNN: {} failed ({})", what, DnnlStatusName(s));
@@ -273,8 +318,45 @@ Status Reorder(const DnnlApi& api, dnnl_stream_t stream, Memories& mem, dnnl_pri
                const dnnl_memory_desc_t& from_md, const void* from, const dnnl_memory_desc_t& to_md, void* to) {
   VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t a, mem.Over(from_md, from));
   VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t b, mem.Over(to_md, to));
-  return Execute(api, stream, p, {{DNNL_ARG_FROM, a}, {DNNL_ARG_TO, b}}, "a reorder");
+  const dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, a}, {DNNL_ARG_TO, b}};
+  return Execute(api, stream, p, args, "a reorder");
 }
+
+// A plan's RunMemories for the length of one run, given back at the end.
+class MemoryLease {
+ public:
+  explicit MemoryLease(const ConvPlan& plan) : plan_(plan) {
+    {
+      std::lock_guard<std::mutex> lock(plan.idle_mu);
+      if (!plan.idle.empty()) {
+        held_ = std::move(plan.idle.back());
+        plan.idle.pop_back();
+      }
+    }
+    if (!held_) held_ = std::make_unique<RunMemories>(plan.api);
+  }
+  ~MemoryLease() {
+    std::lock_guard<std::mutex> lock(plan_.idle_mu);
+    plan_.idle.push_back(std::move(held_));
+  }
+  MemoryLease(const MemoryLease&) = delete;
+  MemoryLease& operator=(const MemoryLease&) = delete;
+
+  // The role's memory object (of `md`, the same for a role every run of the
+  // plan) over `data`.
+  Result<dnnl_memory_t> Over(MemoryRole role, const dnnl_memory_desc_t& md, const void* data, dnnl_stream_t stream) {
+    const DnnlApi& api = *plan_.api;
+    dnnl_memory_t& m = held_->m[role];
+    dnnl_status_t s = m ? api.dnnl_memory_set_data_handle_v2(m, const_cast<void*>(data), stream)
+                        : api.dnnl_memory_create(&m, &md, api.engine, const_cast<void*>(data));
+    if (s != dnnl_success) return InternalError("oneDNN: wrapping a buffer failed ({})", DnnlStatusName(s));
+    return m;
+  }
+
+ private:
+  const ConvPlan& plan_;
+  std::unique_ptr<RunMemories> held_;
+};
 
 // Y = max(Y, 0), then min(Y, 6) for Relu6, NaN kept (a select on `v < 0`
 // passes NaN through), over the channels-last Y in place.
@@ -314,7 +396,7 @@ Result<bool> RunPlanned(const DnnlApi* api, const ConvProblem& p, KernelCache* c
   const int threads = PoolThreadsFor(static_cast<double>(p.batch) * p.out_channels * p.g->ColumnSize() *
                                          (p.in_channels / p.group) * p.g->KernelSize(),
                                      kMinMacsPerPoolThread);
-  const std::string key = PlanKey(p, threads);
+  const PlanKey key = PlanKeyOf(p, threads);
   std::shared_ptr<const ConvPlan> plan;
   if (cache) {
     std::lock_guard<std::mutex> lock(cache->impl().mu);
@@ -331,7 +413,7 @@ Result<bool> RunPlanned(const DnnlApi* api, const ConvProblem& p, KernelCache* c
   }
   VIGIL_ASSIGN_OR_RETURN(dnnl_stream_t stream, StreamOf(*api));
   api->omp_set_num_threads(threads);
-  Memories mem(*api);
+  MemoryLease run(*plan);
 
   // Weights in the plan's layout: packed once per session for a constant.
   const void* weights = p.w;
@@ -339,7 +421,7 @@ Result<bool> RunPlanned(const DnnlApi* api, const ConvProblem& p, KernelCache* c
   AlignedBytes run_weights;
   if (plan->weights_in) {
     const bool constant = cache && p.w_tensor && p.w_tensor->is_constant() && p.w_tensor->storage();
-    const std::pair<const void*, std::string> wkey{p.w, key};
+    const std::pair<const void*, const ConvPlan*> wkey{p.w, plan.get()};
     if (constant) {
       std::lock_guard<std::mutex> lock(cache->impl().mu);
       auto it = cache->impl().weights.find(wkey);
@@ -348,6 +430,7 @@ Result<bool> RunPlanned(const DnnlApi* api, const ConvProblem& p, KernelCache* c
     if (!packed) {
       AlignedBytes bytes = AlignedBytes::Make(api->dnnl_memory_desc_get_size(&plan->weights));
       if (bytes.size && !bytes.data) return OutOfMemoryError("oneDNN convolution: no memory for packed weights");
+      Memories mem(*api);  // once per session for constant weights: not pooled
       VIGIL_RETURN_IF_ERROR(
           Reorder(*api, stream, mem, plan->weights_in, plan->user_weights, p.w, plan->weights, bytes.data.get()));
       if (constant) {
@@ -371,7 +454,10 @@ Result<bool> RunPlanned(const DnnlApi* api, const ConvProblem& p, KernelCache* c
   const void* src = p.x;
   if (plan->src_in) {
     VIGIL_ASSIGN_OR_RETURN(void* buf, buffers.src.Reserve(api->dnnl_memory_desc_get_size(&plan->src), "its input"));
-    VIGIL_RETURN_IF_ERROR(Reorder(*api, stream, mem, plan->src_in, plan->user_src, p.x, plan->src, buf));
+    VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t from, run.Over(kUserSrc, plan->user_src, p.x, stream));
+    VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t to, run.Over(kSrc, plan->src, buf, stream));
+    const dnnl_exec_arg_t reorder[] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    VIGIL_RETURN_IF_ERROR(Execute(*api, stream, plan->src_in, reorder, "a reorder"));
     src = buf;
   }
   void* dst = p.y;
@@ -383,25 +469,31 @@ Result<bool> RunPlanned(const DnnlApi* api, const ConvProblem& p, KernelCache* c
   if (scratch_size) {
     VIGIL_ASSIGN_OR_RETURN(scratch, buffers.scratch.Reserve(scratch_size, "its scratchpad"));
   }
-  VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t src_m, mem.Over(plan->src, src));
-  VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t w_m, mem.Over(plan->weights, weights));
-  VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t dst_m, mem.Over(plan->dst, dst));
-  std::vector<dnnl_exec_arg_t> args = {{DNNL_ARG_SRC, src_m}, {DNNL_ARG_WEIGHTS, w_m}, {DNNL_ARG_DST, dst_m}};
+  VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t src_m, run.Over(kSrc, plan->src, src, stream));
+  VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t w_m, run.Over(kWeights, plan->weights, weights, stream));
+  VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t dst_m, run.Over(kDst, plan->dst, dst, stream));
+  std::array<dnnl_exec_arg_t, 6> args = {};
+  int nargs = 0;
+  args[nargs++] = {DNNL_ARG_SRC, src_m};
+  args[nargs++] = {DNNL_ARG_WEIGHTS, w_m};
+  args[nargs++] = {DNNL_ARG_DST, dst_m};
   if (scratch_size) {
-    VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t scratch_m, mem.Over(plan->scratch, scratch));
-    args.push_back({DNNL_ARG_SCRATCHPAD, scratch_m});
+    VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t scratch_m, run.Over(kScratch, plan->scratch, scratch, stream));
+    args[nargs++] = {DNNL_ARG_SCRATCHPAD, scratch_m};
   }
   if (plan->has_bias) {
-    VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t b_m, mem.Over(plan->bias, p.bias));
-    args.push_back({DNNL_ARG_BIAS, b_m});
+    VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t b_m, run.Over(kBias, plan->bias, p.bias, stream));
+    args[nargs++] = {DNNL_ARG_BIAS, b_m};
   }
   if (plan->has_z) {
-    VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t z_m, mem.Over(plan->user_dst, p.z));
-    args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, z_m});
+    VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t z_m, run.Over(kZ, plan->user_dst, p.z, stream));
+    args[nargs++] = {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, z_m};
   }
-  VIGIL_RETURN_IF_ERROR(Execute(*api, stream, plan->conv, std::move(args), "the convolution"));
+  VIGIL_RETURN_IF_ERROR(Execute(*api, stream, plan->conv, std::span(args.data(), nargs), "the convolution"));
   if (plan->dst_out) {
-    VIGIL_RETURN_IF_ERROR(Reorder(*api, stream, mem, plan->dst_out, plan->dst, dst, plan->user_dst, p.y));
+    VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t to, run.Over(kUserDst, plan->user_dst, p.y, stream));
+    const dnnl_exec_arg_t reorder[] = {{DNNL_ARG_FROM, dst_m}, {DNNL_ARG_TO, to}};
+    VIGIL_RETURN_IF_ERROR(Execute(*api, stream, plan->dst_out, reorder, "a reorder"));
   }
   return true;
 }

@@ -28,6 +28,7 @@ struct DnnlApi {
   X(dnnl_memory_desc_equal)                     \
   X(dnnl_memory_desc_get_size)                  \
   X(dnnl_memory_create)                         \
+  X(dnnl_memory_set_data_handle_v2)             \
   X(dnnl_memory_destroy)                        \
   X(dnnl_dilated_convolution_forward_desc_init) \
   X(dnnl_primitive_attr_create)                 \
