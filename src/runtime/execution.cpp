@@ -77,19 +77,19 @@ void PlanArena(const ir::Model& model, ExecutionPlan& plan) {
 // otherwise; device steps get device memory.
 class PlannedAllocator : public OutputAllocator {
  public:
-  PlannedAllocator(const ExecutionPlan& plan, const ir::Node& node, const Backend& backend, const Tensor* arena)
-      : plan_(plan), node_(node), backend_(backend), arena_(arena) {}
+  PlannedAllocator(const ExecutionPlan& plan, const ExecutionStep& step, const ir::Node& node, const Backend& backend,
+                   const Tensor* arena)
+      : plan_(plan), step_(step), node_(node), backend_(backend), arena_(arena) {}
 
   Result<Tensor> Allocate(size_t i, ir::DataType dtype, std::vector<int64_t> shape) override {
     bool device = backend_.device() != Device::kHost;
-    if (arena_ && i < node_.outputs.size()) {
-      auto slot = plan_.slots.find(node_.outputs[i]);
+    if (arena_ && i < step_.output_slot.size() && step_.output_slot[i]) {
+      const ArenaSlot& slot = *step_.output_slot[i];
       auto count = ElementCount(shape);
       auto bytes = count ? ir::DataTypeStorageBytes(dtype, *count) : std::nullopt;
-      if (slot != plan_.slots.end() && bytes && *bytes <= slot->second.bytes) {
+      if (bytes && *bytes <= slot.bytes) {
         auto* base = static_cast<uint8_t*>(const_cast<void*>(arena_->raw_data()));
-        return Tensor::OnDevice(arena_->device(), dtype, std::move(shape), base + slot->second.offset,
-                                arena_->storage());
+        return Tensor::OnDevice(arena_->device(), dtype, std::move(shape), base + slot.offset, arena_->storage());
       }
     }
     if (device) return backend_.AllocateDevice(dtype, std::move(shape));
@@ -105,6 +105,7 @@ class PlannedAllocator : public OutputAllocator {
 
  private:
   const ExecutionPlan& plan_;
+  const ExecutionStep& step_;
   const ir::Node& node_;
   const Backend& backend_;
   const Tensor* arena_;
@@ -195,6 +196,24 @@ Result<std::shared_ptr<const ExecutionPlan>> BuildExecutionPlan(const ir::Model&
   plan->types = std::move(inferred.types);
   plan->bodies = std::move(bodies);
   PlanArena(model, *plan);
+  // What each step frees and where its outputs go, by position (the slots
+  // map's elements stay where they are: it is not changed after this).
+  for (size_t pos = 0; pos < plan->steps.size(); ++pos) {
+    ExecutionStep& step = plan->steps[pos];
+    const ir::Node& node = model.graph.nodes[step.node_index];
+    step.frees_input.assign(node.inputs.size(), 0);
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const std::string& name = node.inputs[i];
+      auto last = plan->last_use.find(name);
+      step.frees_input[i] = !name.empty() && last != plan->last_use.end() && last->second == pos &&
+                            !plan->graph_outputs.count(name);
+    }
+    step.output_slot.assign(node.outputs.size(), nullptr);
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      auto slot = node.outputs[i].empty() ? plan->slots.end() : plan->slots.find(node.outputs[i]);
+      if (slot != plan->slots.end()) step.output_slot[i] = &slot->second;
+    }
+  }
   return std::shared_ptr<const ExecutionPlan>(std::move(plan));
 }
 
@@ -300,7 +319,7 @@ Status RunSteps(const ir::Model& model, const ExecutionPlan& plan, RunValues& va
       (*observer)({step.node_index, &node, step.backend->name(), &shapes});
     }
     std::vector<Tensor> out;
-    PlannedAllocator allocator(plan, node, *step.backend, keep_all ? nullptr : arena);
+    PlannedAllocator allocator(plan, step, node, *step.backend, keep_all ? nullptr : arena);
     Status s = step.backend->Run(node, step.opset, in, out, allocator);
     if (!s.ok()) {
       // Kernels' own messages usually name the node; a library failure
@@ -317,9 +336,8 @@ Status RunSteps(const ir::Model& model, const ExecutionPlan& plan, RunValues& va
       if (name.empty()) continue;
       // A view into the arena that the plan does not know of would be
       // overwritten when its slot is reused: give it memory of its own.
-      auto slot = plan.slots.find(name);
-      bool own_slot = slot != plan.slots.end() && arena &&
-                      out[i].raw_data() == static_cast<const uint8_t*>(arena->raw_data()) + slot->second.offset;
+      const ArenaSlot* slot = i < step.output_slot.size() ? step.output_slot[i] : nullptr;
+      bool own_slot = slot && arena && out[i].raw_data() == static_cast<const uint8_t*>(arena->raw_data()) + slot->offset;
       bool planned_view = MayAliasInput(node) && i == 0 && in[0] && InArena(*in[0], arena);
       if (InArena(out[i], arena) && !own_slot && !planned_view) {
         VIGIL_ASSIGN_OR_RETURN(out[i], Copy(out[i], dev));
@@ -328,11 +346,8 @@ Status RunSteps(const ir::Model& model, const ExecutionPlan& plan, RunValues& va
       if (produced) produced->push_back(name);
     }
     if (keep_all) continue;
-    for (const std::string& name : node.inputs) {
-      auto last = plan.last_use.find(name);
-      if (!name.empty() && last != plan.last_use.end() && last->second == pos && !plan.graph_outputs.count(name)) {
-        values.Erase(name);
-      }
+    for (size_t i = 0; i < node.inputs.size() && i < step.frees_input.size(); ++i) {
+      if (step.frees_input[i]) values.Erase(node.inputs[i]);
     }
   }
   return Status::Ok();

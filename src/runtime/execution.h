@@ -20,18 +20,28 @@
 
 namespace vigil::runtime {
 
-struct ExecutionStep {
-  size_t node_index;
-  const Backend* backend;
-  int64_t opset;
-};
-
 struct ArenaSlot {
   uint64_t offset = 0;
   uint64_t bytes = 0;
 };
 
+struct ExecutionStep {
+  size_t node_index;
+  const Backend* backend;
+  int64_t opset;
+  // Set by BuildExecutionPlan from the maps below, so that a run looks up no
+  // value by name to place or free it: per input, whether its value dies
+  // after this step; per output, its arena slot (null: none planned).
+  std::vector<uint8_t> frees_input = {};
+  std::vector<const ArenaSlot*> output_slot = {};
+};
+
 struct ExecutionPlan {
+  ExecutionPlan() = default;
+  // Steps point into `slots`: a copy would point into the original.
+  ExecutionPlan(const ExecutionPlan&) = delete;
+  ExecutionPlan& operator=(const ExecutionPlan&) = delete;
+
   std::vector<ExecutionStep> steps;                        // nodes still to run at these shapes
   const Backend* device_backend = nullptr;                 // the backend whose values live on a device, if any
   std::unordered_map<std::string, Tensor> plan_values;     // outputs folded at plan time
@@ -63,12 +73,12 @@ class RunValues {
       : plan_(plan), constants_(constants), device_constants_(device_constants) {}
 
   void Set(const std::string& name, Tensor t) {
-    moved_.erase(name);
-    values_[name] = std::move(t);
+    if (!moved_.empty()) moved_.erase(name);
+    values_.insert_or_assign(name, std::move(t));
   }
   void Erase(const std::string& name) {
     values_.erase(name);
-    moved_.erase(name);
+    if (!moved_.empty()) moved_.erase(name);
   }
   const Tensor* Find(const std::string& name) const {
     if (auto it = values_.find(name); it != values_.end()) return &it->second;
