@@ -66,6 +66,7 @@ enum MemoryRole { kUserSrc, kSrc, kWeights, kDst, kUserDst, kScratch, kBias, kZ,
 struct RunMemories {
   const DnnlApi* api = nullptr;
   std::array<dnnl_memory_t, kRoles> m{};
+  std::array<const void*, kRoles> data{};  // the buffer each points at now
   explicit RunMemories(const DnnlApi* a) : api(a) {}
   RunMemories(const RunMemories&) = delete;
   RunMemories& operator=(const RunMemories&) = delete;
@@ -343,13 +344,20 @@ class MemoryLease {
   MemoryLease& operator=(const MemoryLease&) = delete;
 
   // The role's memory object (of `md`, the same for a role every run of the
-  // plan) over `data`.
+  // plan) over `data`. Pointed again only when the buffer changed: setting
+  // a handle also writes the zeros of a padded layout into the buffer, and
+  // packed constant weights are shared by every run.
   Result<dnnl_memory_t> Over(MemoryRole role, const dnnl_memory_desc_t& md, const void* data, dnnl_stream_t stream) {
     const DnnlApi& api = *plan_.api;
     dnnl_memory_t& m = held_->m[role];
+    if (m && held_->data[role] == data) return m;
     dnnl_status_t s = m ? api.dnnl_memory_set_data_handle_v2(m, const_cast<void*>(data), stream)
                         : api.dnnl_memory_create(&m, &md, api.engine, const_cast<void*>(data));
-    if (s != dnnl_success) return InternalError("oneDNN: wrapping a buffer failed ({})", DnnlStatusName(s));
+    if (s != dnnl_success) {
+      held_->data[role] = nullptr;
+      return InternalError("oneDNN: wrapping a buffer failed ({})", DnnlStatusName(s));
+    }
+    held_->data[role] = data;
     return m;
   }
 
