@@ -62,7 +62,7 @@ struct AlignedBytes {
 // pointed at each later run's buffers (dnnl_memory_set_data_handle_v2).
 // Made and destroyed per run, they cost a malloc and a free each: about 8%
 // of a small MobileNetV2's run at one thread.
-enum MemoryRole { kUserSrc, kSrc, kWeights, kDst, kUserDst, kScratch, kBias, kZ, kRoles };
+enum MemoryRole { kUserSrc, kSrc, kUserWeights, kWeights, kDst, kUserDst, kScratch, kBias, kZ, kRoles };
 struct RunMemories {
   const DnnlApi* api = nullptr;
   std::array<dnnl_memory_t, kRoles> m{};
@@ -282,45 +282,11 @@ Result<dnnl_stream_t> StreamOf(const DnnlApi& api) {
   return s.stream;
 }
 
-// Memory objects over caller-owned buffers for the length of one call (the
-// weights' packing; runs use a plan's RunMemories).
-class Memories {
- public:
-  static constexpr int kMax = 4;
-  explicit Memories(const DnnlApi& api) : api_(api) {}
-  ~Memories() {
-    for (int i = 0; i < count_; ++i) api_.dnnl_memory_destroy(made_[i]);
-  }
-  Memories(const Memories&) = delete;
-  Memories& operator=(const Memories&) = delete;
-  Result<dnnl_memory_t> Over(const dnnl_memory_desc_t& md, const void* data) {
-    if (count_ == kMax) return InternalError("oneDNN: more than {} memory objects for one reorder", kMax);
-    dnnl_memory_t m = nullptr;
-    dnnl_status_t s = api_.dnnl_memory_create(&m, &md, api_.engine, const_cast<void*>(data));
-    if (s != dnnl_success) return InternalError("oneDNN: wrapping a buffer failed ({})", DnnlStatusName(s));
-    made_[count_++] = m;
-    return m;
-  }
-
- private:
-  const DnnlApi& api_;
-  std::array<dnnl_memory_t, kMax> made_{};
-  int count_ = 0;
-};
-
 Status Execute(const DnnlApi& api, dnnl_stream_t stream, dnnl_primitive_t p, std::span<const dnnl_exec_arg_t> args,
                const char* what) {
   dnnl_status_t s = api.dnnl_primitive_execute(p, stream, static_cast<int>(args.size()), args.data());
   if (s != dnnl_success) return InternalError("oneDNN: {} failed ({})", what, DnnlStatusName(s));
   return Status::Ok();
-}
-
-Status Reorder(const DnnlApi& api, dnnl_stream_t stream, Memories& mem, dnnl_primitive_t p,
-               const dnnl_memory_desc_t& from_md, const void* from, const dnnl_memory_desc_t& to_md, void* to) {
-  VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t a, mem.Over(from_md, from));
-  VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t b, mem.Over(to_md, to));
-  const dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, a}, {DNNL_ARG_TO, b}};
-  return Execute(api, stream, p, args, "a reorder");
 }
 
 // A plan's RunMemories for the length of one run, given back at the end.
@@ -365,6 +331,17 @@ class MemoryLease {
   const ConvPlan& plan_;
   std::unique_ptr<RunMemories> held_;
 };
+
+// Reorder `p` from `from` (laid out as `from_md`) into `to` (as `to_md`), on
+// the run's memory objects of the two roles.
+Status Reorder(MemoryLease& run, const DnnlApi& api, dnnl_stream_t stream, dnnl_primitive_t p, MemoryRole from_role,
+               const dnnl_memory_desc_t& from_md, const void* from, MemoryRole to_role,
+               const dnnl_memory_desc_t& to_md, void* to) {
+  VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t a, run.Over(from_role, from_md, from, stream));
+  VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t b, run.Over(to_role, to_md, to, stream));
+  const dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, a}, {DNNL_ARG_TO, b}};
+  return Execute(api, stream, p, args, "a reorder");
+}
 
 // Y = max(Y, 0), then min(Y, 6) for Relu6, NaN kept (a select on `v < 0`
 // passes NaN through), over the channels-last Y in place.
@@ -438,9 +415,8 @@ Result<bool> RunPlanned(const DnnlApi* api, const ConvProblem& p, KernelCache* c
     if (!packed) {
       AlignedBytes bytes = AlignedBytes::Make(api->dnnl_memory_desc_get_size(&plan->weights));
       if (bytes.size && !bytes.data) return OutOfMemoryError("oneDNN convolution: no memory for packed weights");
-      Memories mem(*api);  // once per session for constant weights: not pooled
-      VIGIL_RETURN_IF_ERROR(
-          Reorder(*api, stream, mem, plan->weights_in, plan->user_weights, p.w, plan->weights, bytes.data.get()));
+      VIGIL_RETURN_IF_ERROR(Reorder(run, *api, stream, plan->weights_in, kUserWeights, plan->user_weights, p.w, kWeights,
+                                    plan->weights, bytes.data.get()));
       if (constant) {
         auto made = std::make_shared<PackedWeights>();
         made->bytes = std::move(bytes);
@@ -462,10 +438,7 @@ Result<bool> RunPlanned(const DnnlApi* api, const ConvProblem& p, KernelCache* c
   const void* src = p.x;
   if (plan->src_in) {
     VIGIL_ASSIGN_OR_RETURN(void* buf, buffers.src.Reserve(api->dnnl_memory_desc_get_size(&plan->src), "its input"));
-    VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t from, run.Over(kUserSrc, plan->user_src, p.x, stream));
-    VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t to, run.Over(kSrc, plan->src, buf, stream));
-    const dnnl_exec_arg_t reorder[] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-    VIGIL_RETURN_IF_ERROR(Execute(*api, stream, plan->src_in, reorder, "a reorder"));
+    VIGIL_RETURN_IF_ERROR(Reorder(run, *api, stream, plan->src_in, kUserSrc, plan->user_src, p.x, kSrc, plan->src, buf));
     src = buf;
   }
   void* dst = p.y;
@@ -499,9 +472,7 @@ Result<bool> RunPlanned(const DnnlApi* api, const ConvProblem& p, KernelCache* c
   }
   VIGIL_RETURN_IF_ERROR(Execute(*api, stream, plan->conv, std::span(args.data(), nargs), "the convolution"));
   if (plan->dst_out) {
-    VIGIL_ASSIGN_OR_RETURN(dnnl_memory_t to, run.Over(kUserDst, plan->user_dst, p.y, stream));
-    const dnnl_exec_arg_t reorder[] = {{DNNL_ARG_FROM, dst_m}, {DNNL_ARG_TO, to}};
-    VIGIL_RETURN_IF_ERROR(Execute(*api, stream, plan->dst_out, reorder, "a reorder"));
+    VIGIL_RETURN_IF_ERROR(Reorder(run, *api, stream, plan->dst_out, kDst, plan->dst, dst, kUserDst, plan->user_dst, p.y));
   }
   return true;
 }
